@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+// Entry point of the berm CLI: runs the TypeScript sources through tsx, so a clone works without a build step.
+import { register } from 'tsx/esm/api';
+register();
+await import('../src/cli/main.ts');
