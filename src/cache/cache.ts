@@ -1,0 +1,140 @@
+/**
+ * On-disk cache of translated Wasm binaries (issue 3 "Cache"). Entries are keyed by a digest of
+ * the ELF bytes, the translator version and the options; written atomically (temp file + rename)
+ * so concurrent compilers of one image are safe; each entry carries a header with its length and
+ * sha256, so a corrupt or truncated entry is detected and treated as a miss.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+const MAGIC = Buffer.from('BERMWC01');
+const HEADER = MAGIC.length + 8 + 32;
+
+/** Default directory: $BERM_CACHE_DIR, else $XDG_CACHE_HOME/berm, else ~/.cache/berm. */
+export function defaultCacheDir(): string {
+  if (process.env.BERM_CACHE_DIR) return process.env.BERM_CACHE_DIR;
+  const xdg = process.env.XDG_CACHE_HOME;
+  return join(xdg && xdg.length > 0 ? xdg : join(homedir(), '.cache'), 'berm');
+}
+
+/**
+ * sha256 over the parts, each length-prefixed so that no two part lists collide.
+ * @returns 64 hex characters.
+ */
+export function cacheKey(parts: (Uint8Array | string)[]): string {
+  const h = createHash('sha256');
+  for (const p of parts) {
+    const b = typeof p === 'string' ? Buffer.from(p) : p;
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(b.length));
+    h.update(len);
+    h.update(b);
+  }
+  return h.digest('hex');
+}
+
+/** One cache entry as listed by `ls`. */
+export interface CacheEntry {
+  key: string;
+  bytes: number;
+  modified: Date;
+}
+
+/** A directory of cached Wasm binaries. */
+export class WasmCache {
+  constructor(readonly dir: string) {}
+
+  private path(key: string): string {
+    if (!/^[0-9a-f]{64}$/.test(key)) throw new Error(`bad cache key ${key}`);
+    return join(this.dir, `${key}.wasm`);
+  }
+
+  /** The cached binary, or null when absent, unreadable, truncated or corrupt (a corrupt entry is removed). */
+  get(key: string): Uint8Array | null {
+    const p = this.path(key);
+    let buf: Buffer;
+    try {
+      buf = readFileSync(p);
+    } catch {
+      return null;
+    }
+    if (buf.length >= HEADER && buf.subarray(0, MAGIC.length).equals(MAGIC)) {
+      const len = Number(buf.readBigUInt64LE(MAGIC.length));
+      const digest = buf.subarray(MAGIC.length + 8, HEADER);
+      const body = buf.subarray(HEADER);
+      if (body.length === len && createHash('sha256').update(body).digest().equals(digest)) {
+        return new Uint8Array(body.buffer, body.byteOffset, body.length);
+      }
+    }
+    try {
+      unlinkSync(p);
+    } catch {
+      // another process may have replaced or removed it already
+    }
+    return null;
+  }
+
+  /** Store atomically: the entry appears whole or not at all. Errors (read-only disk) are swallowed: a cache is optional. */
+  put(key: string, wasm: Uint8Array): boolean {
+    const p = this.path(key);
+    const tmp = `${p}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
+    try {
+      mkdirSync(this.dir, { recursive: true });
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(wasm.length));
+      const digest = createHash('sha256').update(wasm).digest();
+      writeFileSync(tmp, Buffer.concat([MAGIC, len, digest, wasm]));
+      renameSync(tmp, p);
+      return true;
+    } catch {
+      try {
+        unlinkSync(tmp);
+      } catch {
+        // nothing was written
+      }
+      return false;
+    }
+  }
+
+  /** Entries, newest first. */
+  list(): CacheEntry[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return [];
+    }
+    const out: CacheEntry[] = [];
+    for (const n of names) {
+      const m = /^([0-9a-f]{64})\.wasm$/.exec(n);
+      if (!m) continue;
+      try {
+        const st = statSync(join(this.dir, n));
+        out.push({ key: m[1], bytes: st.size, modified: st.mtime });
+      } catch {
+        // removed meanwhile
+      }
+    }
+    return out.sort((a, b) => b.modified.getTime() - a.modified.getTime());
+  }
+
+  /** Remove every entry (and stale temp files). @returns how many entries were removed. */
+  clear(): number {
+    let n = 0;
+    let names: string[] = [];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return 0;
+    }
+    for (const name of names) {
+      if (/^[0-9a-f]{64}\.wasm(\.tmp-.*)?$/.test(name)) {
+        rmSync(join(this.dir, name), { force: true });
+        if (name.endsWith('.wasm')) n++;
+      }
+    }
+    return n;
+  }
+}

@@ -1,0 +1,396 @@
+/**
+ * The engine (issue 3 "Engine API"): compile an ELF to a module (translated or loaded from the
+ * disk cache), register host functions in a linker, instantiate fresh stores, call guest functions.
+ * Binaryen is imported only on a cache miss.
+ */
+import { readFileSync } from 'node:fs';
+import { cacheKey, defaultCacheDir, WasmCache } from '../cache/cache.js';
+import { readElf } from '../elf/reader.js';
+import type { ElfImage, GuestFunction } from '../elf/types.js';
+import { fnv1a64 } from '../util/fnv.js';
+import {
+  checkOptions,
+  computeLayout,
+  DEFAULT_TRANSLATE_OPTIONS,
+  Exports,
+  IMPORT_MODULE,
+  Imports,
+  TRANSLATOR_VERSION,
+  TrapKind,
+  type GuestLayout,
+  type TranslateOptions,
+} from '../translate/abi.js';
+import type { HostCall, HostFunction } from './host.js';
+import { WasmGuestMemory } from './memory.js';
+import {
+  BadIndirectTarget,
+  Breakpoint,
+  FellOffFunction,
+  HostCallError,
+  IllegalInstruction,
+  Interrupted,
+  MemoryFault,
+  OutOfFuel,
+  StackOverflow,
+  Trap,
+  UnknownHostCall,
+  type GuestFrame,
+} from './traps.js';
+
+/** Engine configuration; every field is optional. */
+export interface EngineConfig {
+  /** guest memory bytes, a power of two from 64 KiB to 1 GiB (default 64 MiB) */
+  memorySize?: number;
+  /** stack bytes at the top of guest memory (default min(1 MiB, memorySize / 4)) */
+  stackSize?: number;
+  /** Binaryen optimisation level 0..3 (default 2) */
+  optimizeLevel?: number;
+  /** cache directory; null disables the disk cache (default: defaultCacheDir()) */
+  cacheDir?: string | null;
+}
+
+/** How a module was obtained, with timings in milliseconds. */
+export interface CompileInfo {
+  cached: boolean;
+  key: string;
+  wasmBytes: number;
+  /** total time of compile(), ms */
+  totalMs: number;
+  /** translation phases on a miss, ms */
+  translate?: { build: number; optimize: number; emit: number };
+  /** time to compile the Wasm binary to machine code with V8 (synchronous compile), ms */
+  wasmCompileMs: number;
+}
+
+/**
+ * A shared interrupt flag. `interrupt()` may be called from any thread that holds the buffer
+ * (post `buffer` to a worker and call `raiseInterrupt(buffer)` there).
+ */
+export class InterruptHandle {
+  readonly buffer = new SharedArrayBuffer(4);
+  private readonly flag = new Int32Array(this.buffer);
+  /** Request that running guests stop with Interrupted at their next check (within a fuel slice). */
+  interrupt(): void {
+    Atomics.store(this.flag, 0, 1);
+  }
+  /** @internal consume a pending request */
+  take(): boolean {
+    return Atomics.exchange(this.flag, 0, 0) !== 0;
+  }
+}
+
+/** Raise an interrupt on the handle whose `buffer` this is; for use from another thread. */
+export function raiseInterrupt(buffer: SharedArrayBuffer): void {
+  Atomics.store(new Int32Array(buffer), 0, 1);
+}
+
+/** Owns configuration, the disk cache and the interrupt handle. */
+export class Engine {
+  readonly options: TranslateOptions;
+  readonly cache: WasmCache | null;
+  readonly interruptHandle = new InterruptHandle();
+
+  /** @throws RangeError on an invalid memory size, stack size or optimisation level. */
+  constructor(config: EngineConfig = {}) {
+    const memorySize = config.memorySize ?? DEFAULT_TRANSLATE_OPTIONS.memorySize;
+    this.options = {
+      memorySize,
+      stackSize: config.stackSize ?? Math.min(DEFAULT_TRANSLATE_OPTIONS.stackSize, memorySize / 4),
+      optimizeLevel: config.optimizeLevel ?? DEFAULT_TRANSLATE_OPTIONS.optimizeLevel,
+    };
+    checkOptions(this.options);
+    const dir = config.cacheDir === undefined ? defaultCacheDir() : config.cacheDir;
+    this.cache = dir === null ? null : new WasmCache(dir);
+  }
+
+  /** Cache key of an ELF under this engine's options. */
+  keyFor(elf: Uint8Array): string {
+    const o = this.options;
+    return cacheKey([elf, `berm-translator-${TRANSLATOR_VERSION}`, `${o.memorySize}/${o.stackSize}/${o.optimizeLevel}`]);
+  }
+
+  /**
+   * Compile an ELF (bytes or a file path) to a module, from the cache when possible.
+   * @throws ElfError for malformed input (with the fix in its message); Error when the image does
+   *   not fit the configured memory.
+   */
+  async compile(source: Uint8Array | string): Promise<GuestModule> {
+    const t0 = performance.now();
+    const bytes = typeof source === 'string' ? new Uint8Array(readFileSync(source)) : source;
+    const image = readElf(bytes);
+    const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
+    const key = this.keyFor(bytes);
+    let wasm = this.cache?.get(key) ?? null;
+    const cached = wasm !== null;
+    let timings: CompileInfo['translate'];
+    if (wasm === null) {
+      const { translate } = await import('../translate/module.js');
+      const t = translate(image, this.options);
+      wasm = t.wasm;
+      timings = t.timings;
+      this.cache?.put(key, wasm);
+    }
+    const c0 = performance.now();
+    let compiled: WebAssembly.Module;
+    try {
+      compiled = new WebAssembly.Module(wasm);
+    } catch (e) {
+      if (cached) {
+        // a cache entry that V8 refuses is as good as corrupt: rebuild it
+        this.cache?.clear();
+        return this.compile(bytes);
+      }
+      throw e;
+    }
+    const c1 = performance.now();
+    return new GuestModule(this, image, layout, compiled, {
+      cached,
+      key,
+      wasmBytes: wasm.length,
+      totalMs: c1 - t0,
+      translate: timings,
+      wasmCompileMs: c1 - c0,
+    });
+  }
+}
+
+/** A compiled guest image. Instantiate it through a Linker. */
+export class GuestModule {
+  private readonly exportNames: Set<string>;
+  constructor(
+    readonly engine: Engine,
+    readonly image: ElfImage,
+    readonly layout: GuestLayout,
+    readonly wasm: WebAssembly.Module,
+    readonly info: CompileInfo,
+  ) {
+    this.exportNames = new Set(
+      WebAssembly.Module.exports(wasm)
+        .filter((e) => e.name.startsWith(Exports.entryPrefix))
+        .map((e) => e.name.slice(Exports.entryPrefix.length)),
+    );
+  }
+
+  /** Names callable with Instance.call: global function symbols and the ELF entry. */
+  exports(): string[] {
+    return [...this.exportNames];
+  }
+  hasExport(symbol: string): boolean {
+    return this.exportNames.has(symbol);
+  }
+
+  /** The function containing `pc`, or null. */
+  functionAt(pc: number): GuestFunction | null {
+    const fns = this.image.functions;
+    let lo = 0;
+    let hi = fns.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const f = fns[mid];
+      if (pc < f.start) hi = mid - 1;
+      else if (pc >= f.start + f.size) lo = mid + 1;
+      else return f;
+    }
+    return null;
+  }
+}
+
+/** Per-instance options. */
+export interface InstantiateOptions {
+  /** value handed to host functions as HostCall.data */
+  data?: unknown;
+  /** instruction budget (Infinity by default) */
+  fuel?: number;
+  /** wall-clock deadline of each call, milliseconds from its start */
+  timeoutMs?: number;
+}
+
+/** Fuel is granted in slices so the interrupt flag and deadline are looked at often (~1 ms apart). */
+const FUEL_SLICE = 1 << 20;
+
+/**
+ * Host functions by number. Names are hashed with FNV-1a-64 (the upstream ABI: the capability
+ * name's hash is the ecall number in a7).
+ */
+export class Linker {
+  private readonly fns = new Map<bigint, HostFunction>();
+  constructor(readonly engine: Engine) {}
+
+  /** Register `fn` under a capability name or a raw number. Replaces an earlier registration. */
+  define(nameOrNumber: string | bigint, fn: HostFunction): this {
+    const n = typeof nameOrNumber === 'string' ? fnv1a64(nameOrNumber) : BigInt.asUintN(64, nameOrNumber);
+    this.fns.set(n, fn);
+    return this;
+  }
+  has(nameOrNumber: string | bigint): boolean {
+    return this.fns.has(typeof nameOrNumber === 'string' ? fnv1a64(nameOrNumber) : nameOrNumber);
+  }
+
+  /** A fresh store: new memory holding the image, registers zero. */
+  instantiate(module: GuestModule, opts: InstantiateOptions = {}): Instance {
+    return new Instance(module, new Map(this.fns), opts);
+  }
+}
+
+/** The internal signal thrown by the `trap` import and caught at the call boundary. */
+function trapFromKind(kind: number, value: bigint): Trap {
+  switch (kind) {
+    case TrapKind.MemoryFault:
+      return new MemoryFault(BigInt.asUintN(64, value));
+    case TrapKind.BadIndirectTarget:
+      return new BadIndirectTarget(BigInt.asUintN(64, value));
+    case TrapKind.Breakpoint:
+      return new Breakpoint();
+    case TrapKind.IllegalInstruction:
+      return new IllegalInstruction(Number(BigInt.asUintN(32, value)));
+    case TrapKind.StackOverflow:
+      return new StackOverflow(`sp 0x${BigInt.asUintN(64, value).toString(16)} is below the stack limit`);
+    default:
+      return new FellOffFunction();
+  }
+}
+
+const U64 = (v: bigint | number): bigint => BigInt.asUintN(64, BigInt(v));
+
+/** One store: a memory and an instance of the module. Not reentrant. */
+export class Instance {
+  readonly memory: WasmGuestMemory;
+  private readonly instance: WebAssembly.Instance;
+  private readonly a1: WebAssembly.Global;
+  private fuelLeft: number;
+  private deadline = Infinity;
+  private running = false;
+
+  constructor(
+    readonly module: GuestModule,
+    hostFns: Map<bigint, HostFunction>,
+    private readonly opts: InstantiateOptions,
+  ) {
+    const { layout, image } = module;
+    const pages = layout.size / 65536;
+    const mem = new WebAssembly.Memory({ initial: pages, maximum: pages });
+    const u8 = new Uint8Array(mem.buffer);
+    for (const seg of image.segments) u8.set(seg.data, seg.vaddr - layout.base);
+    this.memory = new WasmGuestMemory(mem, layout.base, layout.size);
+    this.fuelLeft = opts.fuel ?? Infinity;
+    const interrupt = module.engine.interruptHandle;
+    const memory = this.memory;
+    const data = opts.data;
+    const imports = {
+      [IMPORT_MODULE]: {
+        [Imports.memory]: mem,
+        [Imports.ecall]: (pc: number, num: bigint, a0: bigint, a1: bigint, a2: bigint, a3: bigint, a4: bigint, a5: bigint) => {
+          const n = U64(num);
+          const fn = hostFns.get(n);
+          if (fn === undefined) throw this.at(new UnknownHostCall(n), pc);
+          const call: HostCall = { number: n, args: [U64(a0), U64(a1), U64(a2), U64(a3), U64(a4), U64(a5)], memory, data };
+          let r;
+          try {
+            r = fn(call);
+          } catch (e) {
+            throw this.at(e instanceof Trap ? e : new HostCallError(n, e), pc);
+          }
+          if (r === undefined) return a0;
+          if (typeof r === 'bigint' || typeof r === 'number') return BigInt.asIntN(64, BigInt(r));
+          this.a1.value = BigInt.asIntN(64, BigInt(r[1]));
+          return BigInt.asIntN(64, BigInt(r[0]));
+        },
+        [Imports.trap]: (kind: number, pc: number, value: bigint) => {
+          throw this.at(trapFromKind(kind, value), pc);
+        },
+        [Imports.poll]: (pc: number) => {
+          if (interrupt.take()) throw this.at(new Interrupted(), pc);
+          if (performance.now() > this.deadline) throw this.at(new Interrupted('deadline passed'), pc);
+          if (this.fuelLeft <= 0) throw this.at(new OutOfFuel(this.opts.fuel ?? 0), pc);
+          const grant = Math.min(FUEL_SLICE, this.fuelLeft);
+          this.fuelLeft -= grant;
+          return grant;
+        },
+        [Imports.csr]: (csr: number) => {
+          // cycle and time: a monotonic nanosecond clock; instret: the same (no exact count kept)
+          void csr;
+          return process.hrtime.bigint();
+        },
+      },
+    };
+    this.instance = new WebAssembly.Instance(module.wasm, imports);
+    this.a1 = this.instance.exports[Exports.a1] as WebAssembly.Global;
+  }
+
+  /** Fill in pc, symbol and offset of a trap. */
+  private at(t: Trap, pc: number): Trap {
+    if (t.pc >= 0) return t;
+    t.pc = pc >>> 0;
+    const f = this.module.functionAt(t.pc);
+    if (f) {
+      t.symbol = f.name;
+      t.offset = t.pc - f.start;
+    }
+    return t;
+  }
+
+  /** Guest frames named in a V8 stack trace: translated functions are named f_<hex address>. */
+  private backtrace(stack: string | undefined): GuestFrame[] {
+    const out: GuestFrame[] = [];
+    for (const m of (stack ?? '').matchAll(/at f_([0-9a-f]+) \(wasm:/g)) {
+      const address = parseInt(m[1], 16);
+      const f = this.module.functionAt(address);
+      out.push({ symbol: f?.name ?? `0x${m[1]}`, address });
+      if (out.length >= 16) break;
+    }
+    return out;
+  }
+
+  /**
+   * Call an exported guest function with up to 8 integer arguments in a0..a7.
+   * @returns [a0, a1] as unsigned 64-bit bigints.
+   * @throws a Trap subclass when the guest traps; RangeError for unknown symbols or too many args.
+   */
+  call(symbol: string, ...args: (bigint | number)[]): [bigint, bigint] {
+    if (args.length > 8) throw new RangeError(`at most 8 integer arguments (a0..a7), got ${args.length}`);
+    const fn = this.instance.exports[Exports.entryPrefix + symbol] as ((...a: bigint[]) => [bigint, bigint]) | undefined;
+    if (typeof fn !== 'function') throw new RangeError(`no exported guest function named ${symbol}`);
+    if (this.running) throw new Error('instance is already running (host functions must not re-enter it)');
+    const a = new Array<bigint>(8).fill(0n);
+    args.forEach((v, i) => (a[i] = BigInt.asIntN(64, BigInt(v))));
+    this.deadline = this.opts.timeoutMs === undefined ? Infinity : performance.now() + this.opts.timeoutMs;
+    this.running = true;
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 24;
+    try {
+      const r = fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+      return [U64(r[0]), U64(r[1])];
+    } catch (e) {
+      throw this.asTrap(e);
+    } finally {
+      Error.stackTraceLimit = limit;
+      this.running = false;
+    }
+  }
+
+  /** Run the ELF entry point (`_start`). */
+  run(): [bigint, bigint] {
+    const f = this.module.functionAt(this.module.image.entry);
+    if (!f || f.start !== this.module.image.entry) throw new RangeError('the entry point is not a function start');
+    const name = f.names.find((n) => this.module.hasExport(n));
+    if (name === undefined) throw new RangeError('the entry point is not exported');
+    return this.call(name);
+  }
+
+  private asTrap(e: unknown): unknown {
+    if (e instanceof Trap) {
+      if (e.backtrace.length === 0) e.backtrace = this.backtrace(e.stack);
+      return e;
+    }
+    if (e instanceof RangeError && /call stack/i.test(e.message)) {
+      const t = new StackOverflow('the host call stack ran out (recursion too deep)');
+      t.backtrace = this.backtrace(e.stack);
+      if (t.backtrace.length > 0) {
+        t.pc = t.backtrace[0].address;
+        t.symbol = t.backtrace[0].symbol;
+      }
+      return t;
+    }
+    return e;
+  }
+}

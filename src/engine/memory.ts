@@ -1,0 +1,39 @@
+/**
+ * Host-side view of one instance's guest memory (src/engine/host.ts GuestMemory). Bounds are
+ * checked against [base, base + size): the same rule translated code follows.
+ */
+import type { GuestMemory } from './host.js';
+import { MemoryFault } from './traps.js';
+
+/** Guest memory backed by a WebAssembly.Memory; Wasm address = guest address - base. */
+export class WasmGuestMemory implements GuestMemory {
+  constructor(
+    readonly memory: WebAssembly.Memory,
+    /** guest address of Wasm address 0 */
+    readonly base: number,
+    /** bytes */
+    readonly size: number,
+  ) {}
+
+  /** Wasm offset of [address, address + length), or throws MemoryFault naming the first bad byte. */
+  offset(address: bigint | number, length: number): number {
+    if (!Number.isSafeInteger(length) || length < 0) throw new RangeError(`bad length ${length}`);
+    const a = BigInt.asUintN(64, BigInt(address));
+    const e = a - BigInt(this.base);
+    if (e < 0n) throw new MemoryFault(a);
+    if (e + BigInt(length) > BigInt(this.size)) throw new MemoryFault(e >= BigInt(this.size) ? a : BigInt(this.base + this.size));
+    return Number(e);
+  }
+
+  /** {@inheritDoc GuestMemory.read} */
+  read(address: bigint | number, length: number): Uint8Array {
+    const off = this.offset(address, length);
+    return new Uint8Array(this.memory.buffer, off, length).slice();
+  }
+
+  /** {@inheritDoc GuestMemory.write} */
+  write(address: bigint | number, bytes: Uint8Array): void {
+    const off = this.offset(address, bytes.length);
+    new Uint8Array(this.memory.buffer, off, bytes.length).set(bytes);
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * Typed guest traps (issue 3 "Engine API"). Every trap carries the guest pc, the function symbol
+ * and offset, and a short guest backtrace; they are filled in by the engine when the trap leaves
+ * the guest, so the success path pays nothing for symbolisation.
+ */
+
+/** One guest frame of a trap backtrace. */
+export interface GuestFrame {
+  /** symbol of the guest function */
+  symbol: string;
+  /** entry address of the function */
+  address: number;
+}
+
+/** Base class of everything that ends a guest run abnormally. */
+export class Trap extends Error {
+  /** guest pc of the trapping instruction (for Interrupted/OutOfFuel: the pc of the check); -1 if unknown */
+  pc = -1;
+  /** the function containing pc, or '' */
+  symbol = '';
+  /** pc - function entry, bytes */
+  offset = 0;
+  /** innermost first */
+  backtrace: GuestFrame[] = [];
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+  /** `symbol+0xoffset` or the bare pc. */
+  where(): string {
+    if (this.pc < 0) return 'unknown pc';
+    const at = `pc 0x${this.pc.toString(16)}`;
+    return this.symbol ? `${at} (${this.symbol}+0x${this.offset.toString(16)})` : at;
+  }
+}
+
+/** A load or store outside guest memory (address below the image, null, or past the end). */
+export class MemoryFault extends Trap {
+  constructor(readonly address: bigint) {
+    super(`memory fault at guest address 0x${address.toString(16)}`);
+  }
+}
+
+/** An indirect call or jump to an address that is not a relocation-named function entry. */
+export class BadIndirectTarget extends Trap {
+  constructor(readonly target: bigint) {
+    super(`indirect jump to 0x${target.toString(16)}, which is not a function entry named by a relocation`);
+  }
+}
+
+/** `ebreak` (or `c.ebreak`) executed. */
+export class Breakpoint extends Trap {
+  constructor() {
+    super('breakpoint (ebreak)');
+  }
+}
+
+/** A reserved or illegal encoding executed; `bits` is the raw encoding. */
+export class IllegalInstruction extends Trap {
+  constructor(readonly bits: number) {
+    super(`illegal instruction 0x${bits.toString(16)}`);
+  }
+}
+
+/** `ecall` with a number nothing is registered under. */
+export class UnknownHostCall extends Trap {
+  constructor(readonly number: bigint) {
+    super(`unknown host call 0x${number.toString(16).padStart(16, '0')}: no capability is registered under it`);
+  }
+}
+
+/** A host function threw; `cause` is what it threw. */
+export class HostCallError extends Trap {
+  constructor(
+    readonly number: bigint,
+    cause: unknown,
+  ) {
+    super(
+      `host call 0x${number.toString(16).padStart(16, '0')} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+    );
+    this.cause = cause;
+  }
+}
+
+/** The interrupt handle was raised, or the run's deadline passed. */
+export class Interrupted extends Trap {
+  constructor(reason = 'interrupted') {
+    super(reason);
+  }
+}
+
+/** The fuel budget (guest instructions, counted at loop back edges and function entries) ran out. */
+export class OutOfFuel extends Trap {
+  constructor(readonly budget: number) {
+    super(`out of fuel: the budget of ${budget} was used up`);
+  }
+}
+
+/** The guest stack went below its limit, or the host's Wasm call stack ran out (deep recursion). */
+export class StackOverflow extends Trap {
+  constructor(detail: string) {
+    super(`stack overflow: ${detail}`);
+  }
+}
+
+/** Execution ran past the last instruction of a function (a missing return). */
+export class FellOffFunction extends Trap {
+  constructor() {
+    super('execution ran past the end of a function');
+  }
+}

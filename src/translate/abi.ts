@@ -1,0 +1,122 @@
+/**
+ * The contract between translated Wasm modules and the engine that instantiates them: import
+ * names, trap kinds and the layout constants both sides compute. This file must not import Binaryen:
+ * the engine loads it on the warm-cache path.
+ */
+
+/** Bumped whenever generated code changes meaning; part of every cache key. */
+export const TRANSLATOR_VERSION = 1;
+
+/** Wasm import module name for everything the engine provides. */
+export const IMPORT_MODULE = 'berm';
+
+/** Import names (module IMPORT_MODULE). Signatures are given as Wasm types. */
+export const Imports = {
+  /** the guest's linear memory */
+  memory: 'memory',
+  /** (pc: i32, number: i64, a0..a5: i64) -> i64 new a0; a1 comes back through the a1 global */
+  ecall: 'ecall',
+  /** (kind: i32, pc: i32, value: i64) -> never returns; throws the trap */
+  trap: 'trap',
+  /** (pc: i32) -> i32: called when fuel runs out; returns the next fuel slice or throws */
+  poll: 'poll',
+  /** (csr: i32, pc: i32) -> i64: Zicsr counter reads (cycle, time, instret) */
+  csr: 'csr',
+} as const;
+
+/** Export names of the module's globals. */
+export const Exports = {
+  /** i64, mutable: a1 exchanged with the ecall import (set before the call, read back after) */
+  a1: '__berm_a1',
+  /** i32, mutable: instruction budget left in the current slice */
+  fuel: '__berm_fuel',
+  /** prefix of the entry stubs: `__berm_entry$<symbol>(a0..a7) -> (a0, a1)` */
+  entryPrefix: '__berm_entry$',
+} as const;
+
+/** Trap kinds passed to the `trap` import. */
+export enum TrapKind {
+  /** value: the faulting guest address */
+  MemoryFault = 0,
+  /** value: the target address */
+  BadIndirectTarget = 1,
+  Breakpoint = 2,
+  /** value: the raw encoding */
+  IllegalInstruction = 3,
+  /** value: sp at function entry */
+  StackOverflow = 4,
+  /** value: the pc that execution fell through to (past the end of a function) */
+  FellOffFunction = 5,
+}
+
+/** Options that change the generated code; every field is part of the cache key. */
+export interface TranslateOptions {
+  /** guest memory size in bytes, a power of two from 64 KiB to 1 GiB */
+  memorySize: number;
+  /** bytes reserved for the stack at the top of guest memory (power of two, < memorySize / 2) */
+  stackSize: number;
+  /** Binaryen optimisation level 0..3 */
+  optimizeLevel: number;
+}
+
+/** Defaults: 64 MiB memory and 1 MiB stack (issue 3 "Memory"), Binaryen -O2. */
+export const DEFAULT_TRANSLATE_OPTIONS: TranslateOptions = {
+  memorySize: 64 * 1024 * 1024,
+  stackSize: 1024 * 1024,
+  optimizeLevel: 2,
+};
+
+/** Where a guest image sits in its memory. All addresses are guest virtual addresses. */
+export interface GuestLayout {
+  /** lowest guest address backed by memory: the lowest PT_LOAD vaddr rounded down to 4 KiB */
+  base: number;
+  /** memory size in bytes (Wasm address = guest address - base) */
+  size: number;
+  /** first heap byte: the end of the image rounded up to 64 KiB */
+  heapStart: number;
+  /** heap bytes, up to the guard below the stack */
+  heapSize: number;
+  /** lowest valid sp: the bottom of the stack region */
+  stackLimit: number;
+  /** sp on entry: base + size - 16 */
+  initialSp: number;
+}
+
+/** Guard between heap and stack, bytes. */
+export const STACK_GUARD = 64 * 1024;
+
+/**
+ * Compute the guest layout: [image][heap][guard] ... [stack] (issue 3 "Memory").
+ * @throws Error when the image does not fit the memory with its stack and guard.
+ */
+export function computeLayout(imageStart: number, imageEnd: number, opts: TranslateOptions): GuestLayout {
+  const base = Math.floor(imageStart / 4096) * 4096;
+  const size = opts.memorySize;
+  const heapStart = Math.ceil(imageEnd / 65536) * 65536;
+  const stackLimit = base + size - opts.stackSize;
+  const heapEnd = stackLimit - STACK_GUARD;
+  if (heapStart > heapEnd) {
+    throw new Error(
+      `image of ${imageEnd - base} bytes does not fit a ${size}-byte memory with a ${opts.stackSize}-byte stack; ` +
+        'raise the memory size',
+    );
+  }
+  return { base, size, heapStart, heapSize: heapEnd - heapStart, stackLimit, initialSp: base + size - 16 };
+}
+
+/**
+ * Validate translation options.
+ * @throws RangeError naming the bad field.
+ */
+export function checkOptions(opts: TranslateOptions): void {
+  const pow2 = (n: number) => Number.isInteger(n) && n > 0 && (n & (n - 1)) === 0;
+  if (!pow2(opts.memorySize) || opts.memorySize < 65536 || opts.memorySize > 1 << 30) {
+    throw new RangeError(`memorySize ${opts.memorySize}: must be a power of two from 64 KiB to 1 GiB`);
+  }
+  if (!pow2(opts.stackSize) || opts.stackSize < 4096 || opts.stackSize > opts.memorySize / 2) {
+    throw new RangeError(`stackSize ${opts.stackSize}: must be a power of two from 4 KiB to half the memory`);
+  }
+  if (!Number.isInteger(opts.optimizeLevel) || opts.optimizeLevel < 0 || opts.optimizeLevel > 3) {
+    throw new RangeError(`optimizeLevel ${opts.optimizeLevel}: must be 0..3`);
+  }
+}

@@ -1,0 +1,237 @@
+/**
+ * Control-flow analysis of one guest function: decode its bytes, find basic-block leaders and
+ * classify every control transfer (issue 3 "Translator": return, call, tail call, local jump,
+ * indirect). Knows nothing of Wasm.
+ */
+import { decode } from '../riscv/decode.js';
+import type { Instr } from '../riscv/instr.js';
+
+/** How a basic block ends. */
+export type Terminator =
+  /** falls through to `next` (the block after a leader split, or after a call) */
+  | { kind: 'fall'; next: number }
+  /** conditional branch: `taken` when the condition holds, else `next` */
+  | { kind: 'branch'; instr: Instr; pc: number; taken: Target; next: number }
+  /** unconditional jump (jal/jalr with rd = x0 and a known target) */
+  | { kind: 'jump'; pc: number; target: Target }
+  /** `jalr x0, 0(ra)` */
+  | { kind: 'return'; pc: number }
+  /** `jalr x0, imm(rs1)` with an unknown target: a jump table inside the function or a tail call */
+  | { kind: 'indirect-jump'; pc: number; rs1: number; imm: number }
+  /** execution leaves the function's bytes */
+  | { kind: 'fell-off'; pc: number };
+
+/** Where a direct transfer lands. */
+export type Target =
+  | { kind: 'local'; address: number }
+  | { kind: 'function'; address: number }
+  /** neither inside this function nor a function entry: traps BadIndirectTarget when taken */
+  | { kind: 'invalid'; address: number };
+
+/** A call in the middle of a block: jal/jalr with rd != x0. Execution continues after it. */
+export interface CallSite {
+  index: number;
+  /** known target address, or null for an indirect call through rs1 + imm */
+  target: number | null;
+}
+
+/** One basic block: instructions [start, end) and how it ends. */
+export interface BasicBlock {
+  start: number;
+  end: number;
+  instrs: Instr[];
+  /** pc of each instruction */
+  pcs: number[];
+  /** calls inside the block, by instruction index (the call instruction itself is in `instrs`) */
+  calls: Map<number, CallSite>;
+  term: Terminator;
+}
+
+/** The analysed function. */
+export interface FunctionCfg {
+  start: number;
+  end: number;
+  blocks: Map<number, BasicBlock>;
+  /** relocation-named addresses inside the function that indirect jumps may reach (jump tables) */
+  localTargets: number[];
+}
+
+/** What the analysis needs to know about the whole image. */
+export interface ImageFacts {
+  /** start addresses of every guest function */
+  functionEntries: ReadonlySet<number>;
+  /** addresses named by relocations (any function) */
+  relocationTargets: ReadonlySet<number>;
+}
+
+const BRANCHES = new Set(['beq', 'bne', 'blt', 'bge', 'bltu', 'bgeu']);
+
+/**
+ * Analyse one function. `code` holds the function's bytes, starting at guest address `start`.
+ * A trailing odd byte or a truncated instruction decodes as illegal (it traps only if reached).
+ */
+export function analyseFunction(code: Uint8Array, start: number, facts: ImageFacts): FunctionCfg {
+  const end = start + code.length;
+  const instrs: Instr[] = [];
+  const pcs: number[] = [];
+  const indexOf = new Map<number, number>();
+  for (let off = 0; off < code.length; ) {
+    let bits = code[off] | ((off + 1 < code.length ? code[off + 1] : 0) << 8);
+    if ((bits & 3) === 3) {
+      if (off + 4 <= code.length) bits = (bits | (code[off + 2] << 16) | (code[off + 3] << 24)) >>> 0;
+      else bits = 0; // truncated: the all-zero half-word is illegal
+    } else if (off + 2 > code.length) {
+      bits = 0;
+    }
+    const ins = decode(bits);
+    indexOf.set(start + off, instrs.length);
+    instrs.push(ins);
+    pcs.push(start + off);
+    off += ins.size;
+  }
+
+  const inside = (a: number) => a >= start && a < end && indexOf.has(a);
+  const classify = (address: number): Target => {
+    // a jump to our own entry is a tail call to ourselves, like any other function entry
+    if (facts.functionEntries.has(address)) return { kind: 'function', address };
+    if (inside(address)) return { kind: 'local', address };
+    return { kind: 'invalid', address };
+  };
+
+  const localTargets = [...facts.relocationTargets].filter((a) => a !== start && inside(a)).sort((a, b) => a - b);
+  const leaders = new Set<number>([start, ...localTargets]);
+
+  // Known register values inside straight-line code resolve auipc+jalr pairs (not by adjacency:
+  // any instructions may sit between them as long as they do not clobber the register).
+  const jalrTargets = new Map<number, number>(); // instruction index -> resolved target
+  const resolveJalrs = () => {
+    const known = new Map<number, number>();
+    for (let i = 0; i < instrs.length; i++) {
+      if (leaders.has(pcs[i])) known.clear();
+      const ins = instrs[i];
+      const pc = pcs[i];
+      switch (ins.op) {
+        case 'auipc':
+          setKnown(known, ins.rd, pc + ins.imm);
+          break;
+        case 'lui':
+          setKnown(known, ins.rd, ins.imm);
+          break;
+        case 'addi': {
+          const v = ins.rs1 === 0 ? 0 : known.get(ins.rs1);
+          setKnown(known, ins.rd, v === undefined ? undefined : v + ins.imm);
+          break;
+        }
+        case 'jalr': {
+          const v = known.get(ins.rs1);
+          if (v !== undefined) jalrTargets.set(i, (v + ins.imm) & ~1);
+          known.clear();
+          break;
+        }
+        default:
+          if (isControl(ins)) known.clear();
+          else if (writesRd(ins)) known.delete(ins.rd);
+      }
+    }
+  };
+
+  // Leaders depend on resolved jalr targets and vice versa: iterate to a fixed point.
+  for (;;) {
+    jalrTargets.clear();
+    resolveJalrs();
+    const before = leaders.size;
+    for (let i = 0; i < instrs.length; i++) {
+      const ins = instrs[i];
+      const pc = pcs[i];
+      const next = pc + ins.size;
+      if (BRANCHES.has(ins.op)) {
+        const t = pc + ins.imm;
+        if (inside(t) && t !== start) leaders.add(t);
+        if (next < end) leaders.add(next);
+      } else if (ins.op === 'jal' || ins.op === 'jalr') {
+        const t = ins.op === 'jal' ? pc + ins.imm : jalrTargets.get(i);
+        if (ins.rd === 0) {
+          if (t !== undefined && inside(t) && !facts.functionEntries.has(t)) leaders.add(t);
+          if (next < end) leaders.add(next);
+        }
+        // calls (rd != 0) continue in the same block: the Wasm call returns to the next instruction
+      } else if (ins.op === 'illegal' || ins.op === 'ebreak') {
+        if (next < end) leaders.add(next);
+      }
+    }
+    if (leaders.size === before) break;
+  }
+
+  const sorted = [...leaders].filter((a) => inside(a)).sort((a, b) => a - b);
+  const blocks = new Map<number, BasicBlock>();
+  for (let b = 0; b < sorted.length; b++) {
+    const bStart = sorted[b];
+    const limit = b + 1 < sorted.length ? sorted[b + 1] : end;
+    const bi: Instr[] = [];
+    const bp: number[] = [];
+    const calls = new Map<number, CallSite>();
+    let term: Terminator | null = null;
+    for (let i = indexOf.get(bStart)!; i < instrs.length && pcs[i] < limit; i++) {
+      const ins = instrs[i];
+      const pc = pcs[i];
+      const next = pc + ins.size;
+      bi.push(ins);
+      bp.push(pc);
+      if (BRANCHES.has(ins.op)) {
+        term = { kind: 'branch', instr: ins, pc, taken: classify(pc + ins.imm), next };
+        break;
+      }
+      if (ins.op === 'jal' || ins.op === 'jalr') {
+        const target = ins.op === 'jal' ? pc + ins.imm : (jalrTargets.get(i) ?? null);
+        if (ins.rd !== 0) {
+          calls.set(bi.length - 1, { index: bi.length - 1, target });
+          continue;
+        }
+        if (ins.op === 'jalr' && ins.rs1 === 1 && ins.imm === 0) term = { kind: 'return', pc };
+        else if (target === null) term = { kind: 'indirect-jump', pc, rs1: ins.rs1, imm: ins.imm };
+        else term = { kind: 'jump', pc, target: classify(target) };
+        break;
+      }
+    }
+    if (term === null) {
+      const last = bp.length > 0 ? bp[bp.length - 1] + bi[bi.length - 1].size : bStart;
+      term = last < end && inside(last) ? { kind: 'fall', next: last } : { kind: 'fell-off', pc: last };
+    }
+    blocks.set(bStart, { start: bStart, end: limit, instrs: bi, pcs: bp, calls, term });
+  }
+  return { start, end, blocks, localTargets };
+}
+
+function setKnown(known: Map<number, number>, rd: number, v: number | undefined): void {
+  if (rd === 0) return;
+  if (v === undefined) known.delete(rd);
+  else known.set(rd, v);
+}
+
+function isControl(ins: Instr): boolean {
+  return BRANCHES.has(ins.op) || ins.op === 'jal' || ins.op === 'jalr' || ins.op === 'ecall';
+}
+
+/** True for instructions that write rd (everything but stores, branches, fences, ecall/ebreak). */
+export function writesRd(ins: Instr): boolean {
+  switch (ins.op) {
+    case 'sb':
+    case 'sh':
+    case 'sw':
+    case 'sd':
+    case 'beq':
+    case 'bne':
+    case 'blt':
+    case 'bge':
+    case 'bltu':
+    case 'bgeu':
+    case 'fence':
+    case 'fence.i':
+    case 'ecall':
+    case 'ebreak':
+    case 'illegal':
+      return false;
+    default:
+      return ins.rd !== 0;
+  }
+}

@@ -1,0 +1,688 @@
+/**
+ * Binaryen code generation for one analysed guest function (issue 3 "Translator"): guest registers
+ * in Wasm locals, x0 a constant, gp/tp in globals, every memory access bounds-checked against the
+ * guest memory, an interrupt/fuel check on every backward edge and on function entry.
+ * Instruction semantics follow the RISC-V unprivileged spec (RV64I, M, A, Zicsr); the section is
+ * named where Wasm's own behaviour differs.
+ */
+import binaryen from 'binaryen';
+import type { Instr } from '../riscv/instr.js';
+import { TrapKind } from './abi.js';
+import type { BasicBlock, FunctionCfg, Target } from './cfg.js';
+
+type Ref = binaryen.ExpressionRef;
+
+/** Names of module-level items the function bodies refer to. */
+export const Names = {
+  gp: 'gp',
+  tp: 'tp',
+  a1: 'a1x',
+  fuel: 'fuel',
+  resv: 'resv',
+  ecall: 'imp_ecall',
+  trap: 'imp_trap',
+  poll: 'imp_poll',
+  csr: 'imp_csr',
+  dispatch: 'dispatch',
+  mulhu: 'mulhu',
+  mulh: 'mulh',
+  mulhsu: 'mulhsu',
+} as const;
+
+/** Wasm function name of the guest function at `address`. */
+export function functionName(address: number): string {
+  return 'f_' + address.toString(16);
+}
+
+/** Context shared by every function of one module. */
+export interface EmitContext {
+  m: binaryen.Module;
+  /** guest address of Wasm address 0 */
+  base: number;
+  /** memory size in bytes */
+  size: number;
+  stackLimit: number;
+  /** entries of translated functions */
+  functionEntries: ReadonlySet<number>;
+  /** the tuple type (i64, i64) */
+  pair: binaryen.Type;
+  /** (sp, a0..a7) */
+  params: binaryen.Type;
+}
+
+// Local indices: params 0..8 are sp and a0..a7; then ra, t0-t2, s0, s1, s2-s11, t3-t6.
+const REG_LOCAL: (number | null)[] = (() => {
+  const map: (number | null)[] = new Array(32).fill(null);
+  map[2] = 0;
+  for (let r = 10; r <= 17; r++) map[r] = r - 9;
+  let next = 9;
+  for (const r of [1, 5, 6, 7, 8, 9, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]) map[r] = next++;
+  return map;
+})();
+const L_E = 29; // effective address minus base
+const L_T = 30; // scratch
+const L_T2 = 31;
+const L_PAIR = 32; // (i64, i64) call results
+const L_LABEL = 33; // Relooper label helper
+const VAR_TYPES = (pair: binaryen.Type): binaryen.Type[] => [
+  ...new Array(20).fill(binaryen.i64),
+  binaryen.i64,
+  binaryen.i64,
+  binaryen.i64,
+  pair,
+  binaryen.i32,
+];
+
+const I64_MIN = -(2n ** 63n);
+
+/**
+ * Translate one function into the module as `functionName(cfg.start)`.
+ * @returns nothing; throws only on internal inconsistencies (a bug), never on guest input.
+ */
+export function emitFunction(ctx: EmitContext, cfg: FunctionCfg): void {
+  const fe = new FunctionEmitter(ctx, cfg);
+  const body = fe.body();
+  ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, VAR_TYPES(ctx.pair), body);
+}
+
+class FunctionEmitter {
+  private readonly m: binaryen.Module;
+  constructor(
+    private readonly ctx: EmitContext,
+    private readonly cfg: FunctionCfg,
+  ) {
+    this.m = ctx.m;
+  }
+
+  // ---- registers ----
+  private get(r: number): Ref {
+    const m = this.m;
+    if (r === 0) return m.i64.const(0n);
+    if (r === 3) return m.global.get(Names.gp, binaryen.i64);
+    if (r === 4) return m.global.get(Names.tp, binaryen.i64);
+    return m.local.get(REG_LOCAL[r]!, binaryen.i64);
+  }
+  private set(r: number, v: Ref): Ref {
+    const m = this.m;
+    if (r === 0) return m.drop(v);
+    if (r === 3) return m.global.set(Names.gp, v);
+    if (r === 4) return m.global.set(Names.tp, v);
+    return m.local.set(REG_LOCAL[r]!, v);
+  }
+  private c64(v: number | bigint): Ref {
+    // binaryen 132 wants one BigInt; the (low, high) form aborts (FACTS.md)
+    return this.m.i64.const(BigInt.asIntN(64, BigInt(v)));
+  }
+  private c32(v: number): Ref {
+    return this.m.i32.const(v | 0);
+  }
+  private sext32(v: Ref): Ref {
+    return this.m.i64.extend_s(v);
+  }
+  private w(r: number): Ref {
+    return this.m.i32.wrap(this.get(r));
+  }
+
+  // ---- traps ----
+  private trap(kind: TrapKind, pc: number, value: Ref): Ref {
+    const m = this.m;
+    return m.block(null, [m.call(Names.trap, [this.c32(kind), this.c32(pc), value], binaryen.none), m.unreachable()]);
+  }
+  private fuel(cost: number, pc: number): Ref {
+    const m = this.m;
+    return m.block(null, [
+      m.global.set(Names.fuel, m.i32.sub(m.global.get(Names.fuel, binaryen.i32), this.c32(cost))),
+      m.if(
+        m.i32.lt_s(m.global.get(Names.fuel, binaryen.i32), this.c32(0)),
+        m.global.set(Names.fuel, m.call(Names.poll, [this.c32(pc)], binaryen.i32)),
+      ),
+    ]);
+  }
+
+  // ---- memory ----
+  /** Sets L_E to (rs1 + imm - base) and traps MemoryFault unless the `width` bytes lie inside memory. */
+  private address(rs1: number, imm: number, width: number, pc: number): Ref {
+    const m = this.m;
+    const ctx = this.ctx;
+    return m.block(null, [
+      m.local.set(L_E, m.i64.add(this.get(rs1), this.c64(imm - ctx.base))),
+      m.if(
+        m.i64.gt_u(m.local.get(L_E, binaryen.i64), this.c64(ctx.size - width)),
+        this.trap(TrapKind.MemoryFault, pc, m.i64.add(m.local.get(L_E, binaryen.i64), this.c64(ctx.base))),
+      ),
+    ]);
+  }
+  private ea(): Ref {
+    return this.m.i32.wrap(this.m.local.get(L_E, binaryen.i64));
+  }
+  private load(op: string, ea: Ref): Ref {
+    const m = this.m;
+    switch (op) {
+      case 'lb':
+        return m.i64.load8_s(0, 1, ea);
+      case 'lbu':
+        return m.i64.load8_u(0, 1, ea);
+      case 'lh':
+        return m.i64.load16_s(0, 1, ea);
+      case 'lhu':
+        return m.i64.load16_u(0, 1, ea);
+      case 'lw':
+        return m.i64.load32_s(0, 1, ea);
+      case 'lwu':
+        return m.i64.load32_u(0, 1, ea);
+      default:
+        return m.i64.load(0, 1, ea);
+    }
+  }
+
+  // ---- body ----
+  body(): Ref {
+    const m = this.m;
+    const cfg = this.cfg;
+    const r = new binaryen.Relooper(m);
+    const rb = new Map<number, number>();
+    const isSwitch = (b: BasicBlock) => b.term.kind === 'indirect-jump' && cfg.localTargets.length > 0;
+    for (const b of cfg.blocks.values()) {
+      rb.set(
+        b.start,
+        isSwitch(b) ? r.addBlockWithSwitch(this.blockCode(b), this.switchIndex()) : r.addBlock(this.blockCode(b)),
+      );
+    }
+
+    // synthetic blocks: tail calls, traps and the indirect-jump default share one per target
+    const synth = new Map<string, number>();
+    const targetBlock = (t: Target, pc: number): number => {
+      if (t.kind === 'local') return rb.get(t.address)!;
+      const key = `${t.kind}:${t.address}:${t.kind === 'invalid' ? pc : 0}`;
+      let blk = synth.get(key);
+      if (blk === undefined) {
+        blk = r.addBlock(
+          t.kind === 'function'
+            ? this.tailCall(t.address)
+            : this.trap(TrapKind.BadIndirectTarget, pc, this.c64(t.address)),
+        );
+        synth.set(key, blk);
+      }
+      return blk;
+    };
+    const fellOff = (pc: number): number => r.addBlock(this.trap(TrapKind.FellOffFunction, pc, this.c64(pc)));
+    const edgeCode = (from: BasicBlock, to: number): Ref =>
+      to <= from.start ? this.fuel(Math.max(1, from.instrs.length), from.pcs[from.pcs.length - 1] ?? from.start) : m.nop();
+
+    for (const b of cfg.blocks.values()) {
+      const from = rb.get(b.start)!;
+      const t = b.term;
+      switch (t.kind) {
+        case 'fall': {
+          const to = cfg.blocks.has(t.next) ? rb.get(t.next)! : fellOff(t.next);
+          r.addBranch(from, to, 0, edgeCode(b, t.next));
+          break;
+        }
+        case 'branch': {
+          const takenTo = targetBlock(t.taken, t.pc);
+          const takenAddr = t.taken.kind === 'local' ? t.taken.address : Number.MAX_SAFE_INTEGER;
+          const nextTo = cfg.blocks.has(t.next) ? rb.get(t.next)! : fellOff(t.next);
+          // the Relooper aborts on two branches to one block: a branch to the next instruction
+          if (takenTo !== nextTo) r.addBranch(from, takenTo, this.condition(t.instr), edgeCode(b, takenAddr));
+          r.addBranch(from, nextTo, 0, edgeCode(b, t.next));
+          break;
+        }
+        case 'jump': {
+          const addr = t.target.kind === 'local' ? t.target.address : Number.MAX_SAFE_INTEGER;
+          r.addBranch(from, targetBlock(t.target, t.pc), 0, edgeCode(b, addr));
+          break;
+        }
+        case 'indirect-jump': {
+          if (!isSwitch(b)) break;
+          const lo = cfg.localTargets[0];
+          for (const a of cfg.localTargets) {
+            r.addBranchForSwitch(from, rb.get(a)!, [(a - lo) / 2], edgeCode(b, a));
+          }
+          // inside the span but not a jump-table target: only a function entry could be valid
+          r.addBranchForSwitch(from, r.addBlock(this.indirectTail(t.pc)), [], m.nop());
+          break;
+        }
+        default:
+          break; // return and fell-off end inside the block code
+      }
+    }
+    const entry = rb.get(cfg.start)!;
+    const body = r.renderAndDispose(entry, L_LABEL);
+    return m.block(null, [body, m.unreachable()]);
+  }
+
+  /** The straight-line code of a block, including its terminator's own effects. */
+  private blockCode(b: BasicBlock): Ref {
+    const m = this.m;
+    const out: Ref[] = [];
+    if (b.start === this.cfg.start) {
+      out.push(this.fuel(1, b.start));
+      out.push(
+        m.if(
+          m.i64.lt_u(this.get(2), this.c64(this.ctx.stackLimit)),
+          this.trap(TrapKind.StackOverflow, b.start, this.get(2)),
+        ),
+      );
+    }
+    const n = b.instrs.length;
+    for (let i = 0; i < n; i++) {
+      const ins = b.instrs[i];
+      const pc = b.pcs[i];
+      const call = b.calls.get(i);
+      if (call) {
+        out.push(this.callSite(ins, pc, call.target));
+        continue;
+      }
+      if (i === n - 1 && b.term.kind !== 'fall' && b.term.kind !== 'fell-off') {
+        out.push(this.terminator(b));
+        continue;
+      }
+      out.push(this.instr(ins, pc));
+    }
+    if (b.term.kind === 'fell-off') out.push(this.trap(TrapKind.FellOffFunction, b.term.pc, this.c64(b.term.pc)));
+    return m.block(null, out);
+  }
+
+  private terminator(b: BasicBlock): Ref {
+    const m = this.m;
+    const t = b.term;
+    switch (t.kind) {
+      case 'return':
+        return m.return(m.tuple.make([this.get(10), this.get(11)]));
+      case 'indirect-jump':
+        return this.indirectJump(t.rs1, t.imm, t.pc);
+      default:
+        return m.nop(); // branches and jumps: the Relooper edges carry the transfer
+    }
+  }
+
+  private args(): Ref[] {
+    return [2, 10, 11, 12, 13, 14, 15, 16, 17].map((r) => this.get(r));
+  }
+  private takeResults(callExpr: Ref): Ref {
+    const m = this.m;
+    return m.block(null, [
+      m.local.set(L_PAIR, callExpr),
+      this.set(10, m.tuple.extract(m.local.get(L_PAIR, this.ctx.pair), 0)),
+      this.set(11, m.tuple.extract(m.local.get(L_PAIR, this.ctx.pair), 1)),
+    ]);
+  }
+  private tailCall(address: number): Ref {
+    return this.m.return_call(functionName(address), this.args(), this.ctx.pair);
+  }
+
+  /** jal/jalr with rd != x0. rd is written before the callee runs, as the spec orders it. */
+  private callSite(ins: Instr, pc: number, target: number | null): Ref {
+    const m = this.m;
+    const link = this.set(ins.rd, this.c64(pc + ins.size));
+    if (target !== null) {
+      if (!this.ctx.functionEntries.has(target)) {
+        return m.block(null, [link, this.trap(TrapKind.BadIndirectTarget, pc, this.c64(target))]);
+      }
+      return m.block(null, [link, this.takeResults(m.call(functionName(target), this.args(), this.ctx.pair))]);
+    }
+    // target = (rs1 + imm) & ~1, read before rd is written (rd may equal rs1)
+    return m.block(null, [
+      m.local.set(L_T, m.i64.and(m.i64.add(this.get(ins.rs1), this.c64(ins.imm)), this.c64(-2))),
+      link,
+      this.takeResults(
+        m.call(Names.dispatch, [this.c32(pc), m.local.get(L_T, binaryen.i64), ...this.args()], this.ctx.pair),
+      ),
+    ]);
+  }
+
+  /** `return_call dispatch(pc, L_T, ...)`: an indirect tail call to the address in L_T. */
+  private indirectTail(pc: number): Ref {
+    return this.m.return_call(
+      Names.dispatch,
+      [this.c32(pc), this.m.local.get(L_T, binaryen.i64), ...this.args()],
+      this.ctx.pair,
+    );
+  }
+
+  /**
+   * `jalr x0, imm(rs1)` with an unknown target. Without local jump-table targets it is an indirect
+   * tail call. With them, the block becomes a Relooper switch over (target - lowest) / 2 (targets
+   * are 2-byte aligned); targets outside that span leave as indirect tail calls here.
+   */
+  private indirectJump(rs1: number, imm: number, pc: number): Ref {
+    const m = this.m;
+    const setT = m.local.set(L_T, m.i64.and(m.i64.add(this.get(rs1), this.c64(imm)), this.c64(-2)));
+    const targets = this.cfg.localTargets;
+    if (targets.length === 0) return m.block(null, [setT, this.indirectTail(pc)]);
+    const lo = targets[0];
+    const hi = targets[targets.length - 1];
+    return m.block(null, [
+      setT,
+      m.local.set(L_T2, m.i64.sub(m.local.get(L_T, binaryen.i64), this.c64(lo))),
+      m.if(m.i64.gt_u(m.local.get(L_T2, binaryen.i64), this.c64(hi - lo)), this.indirectTail(pc)),
+    ]);
+  }
+
+  /** The br_table index of a switch block, valid after indirectJump's code ran. */
+  private switchIndex(): Ref {
+    const m = this.m;
+    return m.i32.wrap(m.i64.shr_u(m.local.get(L_T2, binaryen.i64), this.c64(1)));
+  }
+
+  private condition(ins: Instr): Ref {
+    const m = this.m;
+    const a = this.get(ins.rs1);
+    const b = this.get(ins.rs2);
+    switch (ins.op) {
+      case 'beq':
+        return m.i64.eq(a, b);
+      case 'bne':
+        return m.i64.ne(a, b);
+      case 'blt':
+        return m.i64.lt_s(a, b);
+      case 'bge':
+        return m.i64.ge_s(a, b);
+      case 'bltu':
+        return m.i64.lt_u(a, b);
+      default:
+        return m.i64.ge_u(a, b);
+    }
+  }
+
+  /** One non-control instruction. */
+  private instr(ins: Instr, pc: number): Ref {
+    const m = this.m;
+    const { rd, rs1, rs2, imm } = ins;
+    const a = () => this.get(rs1);
+    const b = () => this.get(rs2);
+    const i = () => this.c64(imm);
+    const setw = (v: Ref) => this.set(rd, this.sext32(v));
+    switch (ins.op) {
+      case 'lui':
+        return this.set(rd, i());
+      case 'auipc':
+        return this.set(rd, this.c64(pc + imm));
+      case 'addi':
+        return this.set(rd, m.i64.add(a(), i()));
+      case 'slti':
+        return this.set(rd, m.i64.extend_u(m.i64.lt_s(a(), i())));
+      case 'sltiu':
+        return this.set(rd, m.i64.extend_u(m.i64.lt_u(a(), i())));
+      case 'xori':
+        return this.set(rd, m.i64.xor(a(), i()));
+      case 'ori':
+        return this.set(rd, m.i64.or(a(), i()));
+      case 'andi':
+        return this.set(rd, m.i64.and(a(), i()));
+      case 'slli':
+        return this.set(rd, m.i64.shl(a(), this.c64(imm & 63)));
+      case 'srli':
+        return this.set(rd, m.i64.shr_u(a(), this.c64(imm & 63)));
+      case 'srai':
+        return this.set(rd, m.i64.shr_s(a(), this.c64(imm & 63)));
+      case 'add':
+        return this.set(rd, m.i64.add(a(), b()));
+      case 'sub':
+        return this.set(rd, m.i64.sub(a(), b()));
+      // Wasm masks i64 shift counts to 6 bits and i32 counts to 5, exactly as RV64I does.
+      case 'sll':
+        return this.set(rd, m.i64.shl(a(), b()));
+      case 'srl':
+        return this.set(rd, m.i64.shr_u(a(), b()));
+      case 'sra':
+        return this.set(rd, m.i64.shr_s(a(), b()));
+      case 'slt':
+        return this.set(rd, m.i64.extend_u(m.i64.lt_s(a(), b())));
+      case 'sltu':
+        return this.set(rd, m.i64.extend_u(m.i64.lt_u(a(), b())));
+      case 'xor':
+        return this.set(rd, m.i64.xor(a(), b()));
+      case 'or':
+        return this.set(rd, m.i64.or(a(), b()));
+      case 'and':
+        return this.set(rd, m.i64.and(a(), b()));
+      case 'addiw':
+        return setw(m.i32.add(this.w(rs1), this.c32(imm)));
+      case 'slliw':
+        return setw(m.i32.shl(this.w(rs1), this.c32(imm & 31)));
+      case 'srliw':
+        return setw(m.i32.shr_u(this.w(rs1), this.c32(imm & 31)));
+      case 'sraiw':
+        return setw(m.i32.shr_s(this.w(rs1), this.c32(imm & 31)));
+      case 'addw':
+        return setw(m.i32.add(this.w(rs1), this.w(rs2)));
+      case 'subw':
+        return setw(m.i32.sub(this.w(rs1), this.w(rs2)));
+      case 'sllw':
+        return setw(m.i32.shl(this.w(rs1), this.w(rs2)));
+      case 'srlw':
+        return setw(m.i32.shr_u(this.w(rs1), this.w(rs2)));
+      case 'sraw':
+        return setw(m.i32.shr_s(this.w(rs1), this.w(rs2)));
+      case 'lb':
+      case 'lbu':
+      case 'lh':
+      case 'lhu':
+      case 'lw':
+      case 'lwu':
+      case 'ld': {
+        const width = ins.op === 'ld' ? 8 : ins.op[1] === 'w' ? 4 : ins.op[1] === 'h' ? 2 : 1;
+        return m.block(null, [this.address(rs1, imm, width, pc), this.set(rd, this.load(ins.op, this.ea()))]);
+      }
+      case 'sb':
+      case 'sh':
+      case 'sw':
+      case 'sd': {
+        const width = { sb: 1, sh: 2, sw: 4, sd: 8 }[ins.op];
+        const v = b();
+        const st =
+          width === 8
+            ? m.i64.store(0, 1, this.ea(), v)
+            : width === 4
+              ? m.i64.store32(0, 1, this.ea(), v)
+              : width === 2
+                ? m.i64.store16(0, 1, this.ea(), v)
+                : m.i64.store8(0, 1, this.ea(), v);
+        return m.block(null, [this.address(rs1, imm, width, pc), st]);
+      }
+      case 'fence':
+      case 'fence.i':
+        return m.nop(); // one hart, no caches to synchronise
+      case 'ecall':
+        return this.ecall(pc);
+      case 'ebreak':
+        return this.trap(TrapKind.Breakpoint, pc, this.c64(0));
+      case 'mul':
+        return this.set(rd, m.i64.mul(a(), b()));
+      case 'mulh':
+        return this.set(rd, m.call(Names.mulh, [a(), b()], binaryen.i64));
+      case 'mulhsu':
+        return this.set(rd, m.call(Names.mulhsu, [a(), b()], binaryen.i64));
+      case 'mulhu':
+        return this.set(rd, m.call(Names.mulhu, [a(), b()], binaryen.i64));
+      case 'mulw':
+        return setw(m.i32.mul(this.w(rs1), this.w(rs2)));
+      case 'div':
+      case 'divu':
+      case 'rem':
+      case 'remu':
+        return this.div64(ins);
+      case 'divw':
+      case 'divuw':
+      case 'remw':
+      case 'remuw':
+        return this.div32(ins);
+      case 'csrrs':
+      case 'csrrc':
+      case 'csrrsi':
+      case 'csrrci':
+        // A read with rs1/uimm = 0 writes nothing: only the user counters are readable here.
+        if (rs1 === 0 && (imm === 0xc00 || imm === 0xc01 || imm === 0xc02)) {
+          return this.set(rd, m.call(Names.csr, [this.c32(imm), this.c32(pc)], binaryen.i64));
+        }
+        return this.trap(TrapKind.IllegalInstruction, pc, this.c64(ins.bits));
+      default:
+        if (ins.op.startsWith('lr.') || ins.op.startsWith('sc.') || ins.op.startsWith('amo')) {
+          return this.atomic(ins, pc);
+        }
+        // csrrw/csrrwi and everything unknown: illegal in this user-mode environment
+        return this.trap(TrapKind.IllegalInstruction, pc, this.c64(ins.bits));
+    }
+  }
+
+  /** ecall: a7 is the number, a0..a5 the arguments; a0 and a1 come back (upstream berm ABI). */
+  private ecall(pc: number): Ref {
+    const m = this.m;
+    return m.block(null, [
+      m.global.set(Names.a1, this.get(11)),
+      this.set(
+        10,
+        m.call(
+          Names.ecall,
+          [this.c32(pc), this.get(17), ...[10, 11, 12, 13, 14, 15].map((r) => this.get(r))],
+          binaryen.i64,
+        ),
+      ),
+      this.set(11, m.global.get(Names.a1, binaryen.i64)),
+    ]);
+  }
+
+  /** RV64M division: x/0 = all ones, x%0 = x, INT64_MIN/-1 = INT64_MIN, INT64_MIN%-1 = 0 (spec "Division Operations"). */
+  private div64(ins: Instr): Ref {
+    const m = this.m;
+    const x = () => m.local.get(L_T, binaryen.i64);
+    const y = () => m.local.get(L_T2, binaryen.i64);
+    const isZero = m.i64.eqz(y());
+    let v: Ref;
+    switch (ins.op) {
+      case 'div':
+        v = m.if(
+          isZero,
+          this.c64(-1),
+          m.if(
+            m.i32.and(m.i64.eq(x(), this.c64(I64_MIN)), m.i64.eq(y(), this.c64(-1))),
+            this.c64(I64_MIN),
+            m.i64.div_s(x(), y()),
+          ),
+        );
+        break;
+      case 'divu':
+        v = m.if(isZero, this.c64(-1), m.i64.div_u(x(), y()));
+        break;
+      case 'rem':
+        // Wasm's rem_s gives 0 for INT64_MIN % -1 instead of trapping, as the spec wants.
+        v = m.if(isZero, x(), m.i64.rem_s(x(), y()));
+        break;
+      default:
+        v = m.if(isZero, x(), m.i64.rem_u(x(), y()));
+    }
+    return m.block(null, [m.local.set(L_T, this.get(ins.rs1)), m.local.set(L_T2, this.get(ins.rs2)), this.set(ins.rd, v)]);
+  }
+
+  /** RV64M word division: results are sign-extended 32-bit values, with the same special cases. */
+  private div32(ins: Instr): Ref {
+    const m = this.m;
+    const x = () => m.i32.wrap(m.local.get(L_T, binaryen.i64));
+    const y = () => m.i32.wrap(m.local.get(L_T2, binaryen.i64));
+    const isZero = m.i32.eqz(y());
+    let v: Ref;
+    switch (ins.op) {
+      case 'divw':
+        v = m.if(
+          isZero,
+          this.c32(-1),
+          m.if(
+            m.i32.and(m.i32.eq(x(), this.c32(-0x80000000)), m.i32.eq(y(), this.c32(-1))),
+            this.c32(-0x80000000),
+            m.i32.div_s(x(), y()),
+          ),
+        );
+        break;
+      case 'divuw':
+        v = m.if(isZero, this.c32(-1), m.i32.div_u(x(), y()));
+        break;
+      case 'remw':
+        v = m.if(isZero, x(), m.i32.rem_s(x(), y()));
+        break;
+      default:
+        v = m.if(isZero, x(), m.i32.rem_u(x(), y()));
+    }
+    return m.block(null, [
+      m.local.set(L_T, this.get(ins.rs1)),
+      m.local.set(L_T2, this.get(ins.rs2)),
+      this.set(ins.rd, this.sext32(v)),
+    ]);
+  }
+
+  /**
+   * A extension on one hart: LR records a reservation, SC succeeds (rd = 0) only on the reserved
+   * address and always clears it; AMOs load, combine with rs2, store, and return the old value.
+   */
+  private atomic(ins: Instr, pc: number): Ref {
+    const m = this.m;
+    const word = ins.op.endsWith('.w');
+    const width = word ? 4 : 8;
+    const kind = ins.op.slice(0, ins.op.length - 2);
+    const addr = this.address(ins.rs1, 0, width, pc);
+    const full = () => m.i64.add(m.local.get(L_E, binaryen.i64), this.c64(this.ctx.base));
+    const loadOld = () => (word ? m.i64.load32_s(0, 4, this.ea()) : m.i64.load(0, 8, this.ea()));
+    const store = (v: Ref) => (word ? m.i64.store32(0, 4, this.ea(), v) : m.i64.store(0, 8, this.ea(), v));
+    if (kind === 'lr') {
+      return m.block(null, [addr, m.global.set(Names.resv, full()), this.set(ins.rd, loadOld())]);
+    }
+    if (kind === 'sc') {
+      return m.block(null, [
+        addr,
+        m.local.set(L_T2, this.get(ins.rs2)),
+        m.if(
+          m.i64.eq(m.global.get(Names.resv, binaryen.i64), full()),
+          m.block(null, [store(m.local.get(L_T2, binaryen.i64)), this.set(ins.rd, this.c64(0))]),
+          this.set(ins.rd, this.c64(1)),
+        ),
+        m.global.set(Names.resv, this.c64(-1)),
+      ]);
+    }
+    const old = () => m.local.get(L_T, binaryen.i64);
+    const src = () => m.local.get(L_T2, binaryen.i64);
+    const cmp = (signed: boolean, wantMin: boolean): Ref => {
+      const [l, r] = word ? [m.i32.wrap(old()), m.i32.wrap(src())] : [old(), src()];
+      const lt = word ? (signed ? m.i32.lt_s(l, r) : m.i32.lt_u(l, r)) : signed ? m.i64.lt_s(l, r) : m.i64.lt_u(l, r);
+      return wantMin ? m.select(lt, old(), src()) : m.select(lt, src(), old());
+    };
+    let nv: Ref;
+    switch (kind) {
+      case 'amoswap':
+        nv = src();
+        break;
+      case 'amoadd':
+        nv = m.i64.add(old(), src());
+        break;
+      case 'amoxor':
+        nv = m.i64.xor(old(), src());
+        break;
+      case 'amoand':
+        nv = m.i64.and(old(), src());
+        break;
+      case 'amoor':
+        nv = m.i64.or(old(), src());
+        break;
+      case 'amomin':
+        nv = cmp(true, true);
+        break;
+      case 'amomax':
+        nv = cmp(true, false);
+        break;
+      case 'amominu':
+        nv = cmp(false, true);
+        break;
+      case 'amomaxu':
+        nv = cmp(false, false);
+        break;
+      default:
+        return this.trap(TrapKind.IllegalInstruction, pc, this.c64(ins.bits));
+    }
+    return m.block(null, [
+      addr,
+      m.local.set(L_T2, this.get(ins.rs2)),
+      m.local.set(L_T, loadOld()),
+      store(nv),
+      this.set(ins.rd, old()),
+    ]);
+  }
+}

@@ -1,0 +1,65 @@
+// Enforces the layer table of docs/architecture.md: a module imports only from its own layer or
+// lower ones, capabilities never import each other, and Binaryen is imported only by the translator.
+import t from 'tap';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+const SRC = resolve(import.meta.dirname, '..', 'src');
+const LAYER: Record<string, number> = {
+  util: 0,
+  types: 0,
+  elf: 1,
+  riscv: 1,
+  translate: 2,
+  cache: 3,
+  engine: 4,
+  wire: 5,
+  harness: 6,
+  capabilities: 7,
+  config: 8,
+  cli: 9,
+};
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+const importRe = /(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+t.test('every src folder has a layer', async (t) => {
+  for (const n of readdirSync(SRC)) t.ok(n in LAYER, `src/${n} is in the layer table`);
+});
+
+t.test('imports point down the layer table', async (t) => {
+  let checked = 0;
+  for (const file of files(SRC)) {
+    const rel = relative(SRC, file);
+    const [folder, sub] = rel.split('/');
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(importRe)) {
+      const spec = m[1] ?? m[2];
+      if (spec === 'binaryen') {
+        t.equal(folder, 'translate', `${rel}: only src/translate may import binaryen`);
+        continue;
+      }
+      if (!spec.startsWith('.')) continue;
+      const target = relative(SRC, resolve(dirname(file), spec));
+      const [tFolder, tSub] = target.split('/');
+      checked++;
+      t.ok(
+        LAYER[tFolder] <= LAYER[folder],
+        `${rel} imports ${target}: layer ${tFolder} (${LAYER[tFolder]}) is above ${folder} (${LAYER[folder]})`,
+      );
+      if (folder === 'capabilities' && tFolder === 'capabilities' && sub !== undefined && tSub !== undefined) {
+        const own = sub.replace(/\.ts$/, '');
+        const other = tSub.replace(/\.(ts|js)$/, '');
+        const shared = ['types', 'common', 'index', 'registry', 'limits'];
+        t.ok(own === other || shared.includes(other) || shared.includes(own), `${rel} imports capability ${target}`);
+      }
+    }
+  }
+  t.ok(checked > 0, 'some relative imports were checked');
+});
