@@ -1,15 +1,42 @@
-# Top-level targets. `make test` is the README's test command; `make fixtures` rebuilds the guest
-# fixtures from source; `make bench` runs the benchmarks.
-.PHONY: test lint typecheck unit fixtures fixtures-check host-test expected fuzz bench
+# berm top-level Makefile: guest SDK and fixtures. (The TypeScript side uses npm scripts.)
+PYTHON ?= python3
+SDK     = guest-sdk
 
-test: typecheck lint unit
+.PHONY: help caps caps-check fixtures fixtures-check expected host-test scaffold-test
 
-typecheck:
-	npx tsc --noEmit -p tsconfig.json
+help:
+	@echo "make fixtures        rebuild fixtures/build/*.elf and fixtures/manifest.json"
+	@echo "make fixtures-check  rebuild into a temp dir, compare sha256, check every .berm.abi"
+	@echo "make expected        recompute fixtures/expected.json natively (gcc, stand-in host)"
+	@echo "make host-test       run the host tests of every example harness"
+	@echo "make caps            regenerate guest-sdk/include/berm_caps.h from guest-sdk/caps.txt"
 
-lint:
-	npx eslint .
-	npx prettier --check .
+caps:
+	$(PYTHON) $(SDK)/tools/gen-caps.py $(SDK)/caps.txt $(SDK)/include/berm_caps.h
 
-unit:
-	npx tap
+caps-check:
+	$(PYTHON) $(SDK)/tools/gen-caps.py --check $(SDK)/caps.txt $(SDK)/include/berm_caps.h
+
+fixtures: caps-check
+	$(PYTHON) fixtures/fixtures.py build
+	$(PYTHON) $(SDK)/tools/check-manifests.py fixtures/build/*.elf
+
+fixtures-check: caps-check
+	$(PYTHON) fixtures/fixtures.py check
+	$(PYTHON) $(SDK)/tools/check-manifests.py fixtures/build/*.elf
+	$(PYTHON) fixtures/expected.py --check
+
+expected:
+	$(PYTHON) fixtures/expected.py
+
+host-test: caps-check
+	@set -e; for d in $(SDK)/examples/*/; do \
+	  echo "== host-test $$d"; $(MAKE) --no-print-directory -C $$d host-test; done
+	$(MAKE) --no-print-directory scaffold-test
+
+# The scaffold must produce a harness that builds for the guest and passes its host test.
+scaffold-test:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	  scripts/new-harness $$tmp/demo >/dev/null; \
+	  $(MAKE) --no-print-directory -s -C $$tmp/demo all host-test; \
+	  $(PYTHON) $(SDK)/tools/check-manifests.py $$tmp/demo/build/demo.elf

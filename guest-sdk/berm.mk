@@ -1,0 +1,79 @@
+# berm guest SDK: Makefile include. A harness Makefile needs only:
+#
+#   HARNESS = mytool            # output: build/mytool.elf
+#   SRCS    = mytool.c          # guest sources (also compiled natively for host tests)
+#   include path/to/guest-sdk/berm.mk
+#
+# Optional: BERM_CC=clang|gcc (default gcc), OPT=-O2, BERM_ABI=1|0, BERM_MODEL=medany|medlow,
+#           HOST_TESTS (default: test_*.c), BUILD (default: build).
+# Targets:  all (the ELF), host-test (native build + run of the host tests), clean.
+
+BERM_SDK := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+
+BERM_CC    ?= gcc
+OPT        ?= -O2
+BERM_ABI   ?= 1
+BERM_MODEL ?= medany
+BUILD      ?= build
+HOST_TESTS ?= $(wildcard test_*.c)
+HOST_CC    ?= gcc
+PYTHON     ?= python3
+
+PICOLIBC   ?= /usr/lib/picolibc/riscv64-unknown-elf
+BERM_RT     = $(BERM_SDK)/src/berm_rt.c
+
+# Flags shared by both compilers. -ffile-prefix-map and no -g keep builds reproducible.
+BERM_TARGET_CFLAGS = -march=rv64imac -mabi=lp64 -mcmodel=$(BERM_MODEL) -ffreestanding \
+  -fno-pic -fno-pie -fno-plt -ffunction-sections -fdata-sections -fno-common \
+  -fno-asynchronous-unwind-tables -fno-unwind-tables -fno-stack-protector \
+  -ftls-model=local-exec -ffile-prefix-map=$(CURDIR)/= -ffile-prefix-map=$(BERM_SDK)/=guest-sdk/ \
+  -I$(BERM_SDK)/include -DBERM_ABI=$(BERM_ABI) -Wall -Wextra -Wno-unused-parameter
+BERM_TARGET_LDFLAGS = -static -Wl,--emit-relocs -Wl,--gc-sections -T $(BERM_SDK)/berm.ld \
+  -Wl,-z,max-page-size=4096 -Wl,--build-id=none -Wl,--strip-debug
+
+ifeq ($(BERM_CC),clang)
+BERM_CLANG    ?= clang
+BERM_XCC       = $(BERM_CLANG) --target=riscv64-unknown-elf -mno-relax -nostdinc \
+                 -isystem $(shell $(BERM_CLANG) -print-resource-dir)/include -isystem $(PICOLIBC)/include
+BERM_LIBGCC   ?= $(shell riscv64-unknown-elf-gcc -march=rv64imac -mabi=lp64 -print-libgcc-file-name)
+BERM_XLDFLAGS  = -fuse-ld=lld -nostdlib $(BERM_TARGET_LDFLAGS)
+BERM_XLIBS     = -L$(PICOLIBC)/lib/rv64imac/lp64 -Wl,--start-group -lc $(BERM_LIBGCC) -Wl,--end-group
+BERM_OBJCOPY  ?= llvm-objcopy
+else ifeq ($(BERM_CC),gcc)
+BERM_XCC       = riscv64-unknown-elf-gcc --specs=picolibc.specs
+BERM_XLDFLAGS  = -nostartfiles -no-pie $(BERM_TARGET_LDFLAGS)
+BERM_XLIBS     =
+BERM_OBJCOPY  ?= riscv64-unknown-elf-objcopy
+else
+$(error BERM_CC must be clang or gcc)
+endif
+
+BERM_ELF = $(BUILD)/$(HARNESS).elf
+
+# Compile one ELF: $(call berm_link,out.elf,sources,extra cflags)
+define berm_link
+	@mkdir -p $(dir $(1))
+	$(BERM_XCC) $(BERM_TARGET_CFLAGS) $(OPT) $(3) $(BERM_XLDFLAGS) -o $(1).tmp $(2) $(BERM_RT) $(BERM_XLIBS)
+	$(PYTHON) $(BERM_SDK)/tools/berm-manifest.py --abi $(BERM_ABI) --objcopy $(BERM_OBJCOPY) $(1).tmp $(1)
+	@rm -f $(1).tmp
+endef
+
+.PHONY: all host-test clean
+all: $(BERM_ELF)
+
+$(BERM_ELF): $(SRCS) $(BERM_RT) $(BERM_SDK)/include/berm.h $(BERM_SDK)/include/berm_caps.h $(BERM_SDK)/berm.ld
+	$(call berm_link,$@,$(SRCS))
+
+# Host tests: the same sources, compiled natively against the stand-in host.
+BERM_HOST_CFLAGS = -O1 -g -DBERM_HOST -DBERM_ABI=$(BERM_ABI) -I$(BERM_SDK)/include -I$(BERM_SDK)/host \
+  -Wall -Wextra -Wno-unused-parameter -fno-common
+
+$(BUILD)/host-test: $(SRCS) $(HOST_TESTS) $(BERM_RT) $(BERM_SDK)/host/berm_host.c $(BERM_SDK)/host/berm_host.h $(BERM_SDK)/include/berm.h
+	@mkdir -p $(BUILD)
+	$(HOST_CC) $(BERM_HOST_CFLAGS) -o $@ $(SRCS) $(HOST_TESTS) $(BERM_RT) $(BERM_SDK)/host/berm_host.c
+
+host-test: $(BUILD)/host-test
+	./$(BUILD)/host-test
+
+clean:
+	rm -rf $(BUILD)
