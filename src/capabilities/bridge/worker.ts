@@ -1,0 +1,42 @@
+/**
+ * Worker side of the synchronous bridge (see sync.ts): runs one job at a time, aborts its signal
+ * at the job's timeout, posts the result, then wakes the blocked caller.
+ */
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { DONE, STARTED, type JobRequest, type JobResponse } from './sync.js';
+
+const { flag, port } = workerData as { flag: Int32Array; port: MessagePort };
+
+function reply(res: JobResponse): void {
+  // Post before waking so the caller always finds the message once the flag is set.
+  port.postMessage(res);
+  Atomics.store(flag, 0, DONE);
+  Atomics.notify(flag, 0);
+}
+
+parentPort?.on('message', (req: JobRequest) => {
+  void (async () => {
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const mod = (await import(req.module)) as Record<string, unknown>;
+      const fn = mod[req.exportName];
+      if (typeof fn !== 'function') throw new Error(`${req.module} has no function ${req.exportName}`);
+      timer = setTimeout(
+        () => controller.abort(new Error(`timed out after ${req.timeoutMs} ms`)),
+        req.timeoutMs,
+      );
+      Atomics.store(flag, 0, STARTED);
+      Atomics.notify(flag, 0);
+      const value: unknown = await (fn as (a: unknown, s: AbortSignal) => Promise<unknown>)(
+        req.args,
+        controller.signal,
+      );
+      reply({ id: req.id, ok: true, value });
+    } catch (e) {
+      reply({ id: req.id, ok: false, error: e instanceof Error ? e.message : String(e) });
+    } finally {
+      clearTimeout(timer);
+    }
+  })();
+});

@@ -1,0 +1,236 @@
+/**
+ * Shared by the fs and exec capabilities (infrastructure, not a capability).
+ * Confinement of guest paths to a granted root (upstream berm issue 6, "fs"): `..` components,
+ * absolute paths outside root, NUL bytes and symlinks resolving outside root are refused; device
+ * files, FIFOs, sockets and anything under /proc, /sys or /dev are refused; and every open is
+ * re-checked after it happens (fstat + readlink of /proc/self/fd/N) so a symlink swapped in
+ * between the check and the open cannot carry the call outside root.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+/** A refusal (policy) or an error (allowed, but failed), as the handler will report it. */
+export type PathFailure = { refused: string } | { error: string };
+
+/** Host trees never served, whatever the root. */
+export const FORBIDDEN_TREES: readonly string[] = ['/proc', '/sys', '/dev'];
+
+/** True when `p` is `root` or lies below it (both absolute and normalised). */
+export function isWithin(root: string, p: string): boolean {
+  if (p === root) return true;
+  const prefix = root.endsWith(path.sep) ? root : root + path.sep;
+  return p.startsWith(prefix);
+}
+
+function inForbiddenTree(p: string): string | undefined {
+  return FORBIDDEN_TREES.find((t) => isWithin(t, p));
+}
+
+/**
+ * The canonical (symlink-free) form of a granted root.
+ * @returns the path, or an error naming the fix when the grant has no root or it is unusable.
+ */
+export function canonicalRoot(root: string | undefined, capability: string): string | PathFailure {
+  if (root === undefined || root === '') {
+    return { error: `${capability}: no root is granted; declare root = "/some/dir" for this harness` };
+  }
+  let real: string;
+  try {
+    real = fs.realpathSync(path.resolve(root));
+  } catch (e) {
+    return { error: `${capability}: granted root ${root} is unusable: ${(e as Error).message}` };
+  }
+  const tree = inForbiddenTree(real);
+  if (tree !== undefined) return { refused: `${capability}: granted root ${root} lies under ${tree}` };
+  if (!fs.statSync(real).isDirectory())
+    return { error: `${capability}: granted root ${root} is not a directory` };
+  return real;
+}
+
+/**
+ * Lexically place a guest path inside `root` (canonical). Relative paths are taken from root;
+ * absolute ones must already name a place inside root (as declared or canonical).
+ * @returns the absolute path (not yet resolved through symlinks), or a refusal.
+ */
+export function placeGuestPath(
+  root: string,
+  declaredRoot: string,
+  guestPath: string,
+  capability: string,
+): string | PathFailure {
+  if (guestPath.includes('\0')) return { refused: `${capability}: path contains a NUL byte` };
+  if (guestPath === '') return { refused: `${capability}: path is empty` };
+  const parts = guestPath.split(/[/\\]+/);
+  // Refused outright, even when it would stay inside: `link/..` means different things to the
+  // kernel (physical) and to path.resolve (lexical), and guests have no need for it.
+  if (parts.includes('..'))
+    return { refused: `${capability}: path ${JSON.stringify(guestPath)} contains '..'` };
+  if (path.isAbsolute(guestPath)) {
+    const abs = path.resolve(guestPath);
+    for (const r of [root, path.resolve(declaredRoot)]) {
+      if (isWithin(r, abs)) return path.join(root, path.relative(r, abs));
+    }
+    return {
+      refused: `${capability}: absolute path ${JSON.stringify(guestPath)} lies outside the granted root`,
+    };
+  }
+  return path.resolve(root, guestPath);
+}
+
+/**
+ * Resolve symlinks of an existing path and check the result stays inside root and outside the
+ * forbidden trees.
+ * @returns the real path, or a refusal (escape) or error (missing, unreadable).
+ */
+export function resolveExisting(
+  root: string,
+  abs: string,
+  guestPath: string,
+  capability: string,
+): string | PathFailure {
+  let real: string;
+  try {
+    real = fs.realpathSync(abs);
+  } catch (e) {
+    return { error: `${capability}: ${JSON.stringify(guestPath)}: ${describeErrno(e)}` };
+  }
+  if (!isWithin(root, real)) {
+    return {
+      refused: `${capability}: ${JSON.stringify(guestPath)} resolves outside the granted root (symlink)`,
+    };
+  }
+  const tree = inForbiddenTree(real);
+  if (tree !== undefined)
+    return { refused: `${capability}: ${JSON.stringify(guestPath)} resolves into ${tree}` };
+  return real;
+}
+
+/** A short reason for a Node fs error: its code and what it means. */
+export function describeErrno(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  switch (err?.code) {
+    case 'ENOENT':
+      return 'no such file or directory';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EISDIR':
+      return 'is a directory';
+    case 'ENOTDIR':
+      return 'a path component is not a directory';
+    case 'ELOOP':
+      return 'is a symlink (swapped in after the check?)';
+    default:
+      return err?.message ?? String(e);
+  }
+}
+
+const OPEN_SAFE = fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY;
+
+/**
+ * Open a resolved path without following a final symlink and without blocking on FIFOs, then
+ * verify what was actually opened: a regular file whose current path lies inside root. The caller
+ * owns the returned fd.
+ */
+export function openVerified(
+  root: string,
+  real: string,
+  flags: 'read' | 'write',
+  guestPath: string,
+  capability: string,
+): number | PathFailure {
+  const mode = flags === 'read' ? fs.constants.O_RDONLY : fs.constants.O_WRONLY | fs.constants.O_CREAT;
+  let fd: number;
+  try {
+    fd = fs.openSync(real, mode | OPEN_SAFE, 0o666);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') {
+      return {
+        refused: `${capability}: ${JSON.stringify(guestPath)} became a symlink between check and open`,
+      };
+    }
+    return { error: `${capability}: ${JSON.stringify(guestPath)}: ${describeErrno(e)}` };
+  }
+  const bad = verifyFd(fd, root, real, guestPath, capability);
+  if (bad) {
+    fs.closeSync(fd);
+    return bad;
+  }
+  return fd;
+}
+
+function verifyFd(
+  fd: number,
+  root: string,
+  real: string,
+  guestPath: string,
+  capability: string,
+): PathFailure | null {
+  const st = fs.fstatSync(fd);
+  if (st.isDirectory()) return { error: `${capability}: ${JSON.stringify(guestPath)} is a directory` };
+  if (!st.isFile()) {
+    return {
+      refused: `${capability}: ${JSON.stringify(guestPath)} is not a regular file (device, FIFO or socket)`,
+    };
+  }
+  let opened: string | undefined;
+  try {
+    opened = fs.readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    opened = undefined;
+  }
+  if (opened !== undefined) {
+    if (!isWithin(root, opened) || inForbiddenTree(opened) !== undefined) {
+      return {
+        refused: `${capability}: ${JSON.stringify(guestPath)} was swapped to a file outside the granted root`,
+      };
+    }
+    return null;
+  }
+  // Without /proc, fall back to comparing identity with a fresh resolution of the path.
+  try {
+    const again = fs.statSync(fs.realpathSync(real));
+    if (again.dev !== st.dev || again.ino !== st.ino || !isWithin(root, fs.realpathSync(real))) {
+      return { refused: `${capability}: ${JSON.stringify(guestPath)} changed during open` };
+    }
+  } catch (e) {
+    return { error: `${capability}: ${JSON.stringify(guestPath)}: ${describeErrno(e)}` };
+  }
+  return null;
+}
+
+/**
+ * Create the missing directories of `abs`'s parent one level at a time, re-resolving each so
+ * that no step lands outside root.
+ * @returns the real path of the parent directory, or a failure.
+ */
+export function ensureParent(
+  root: string,
+  abs: string,
+  guestPath: string,
+  capability: string,
+): string | PathFailure {
+  const parent = path.dirname(abs);
+  const rel = path.relative(root, parent);
+  let cur = root;
+  for (const part of rel === '' ? [] : rel.split(path.sep)) {
+    const next = path.join(cur, part);
+    try {
+      fs.mkdirSync(next);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') {
+        return {
+          error: `${capability}: cannot create directory for ${JSON.stringify(guestPath)}: ${describeErrno(e)}`,
+        };
+      }
+    }
+    const real = resolveExisting(root, next, guestPath, capability);
+    if (typeof real !== 'string') return real;
+    if (!fs.statSync(real).isDirectory()) {
+      return { error: `${capability}: ${JSON.stringify(guestPath)}: a path component is not a directory` };
+    }
+    cur = real;
+  }
+  return cur;
+}
