@@ -232,6 +232,27 @@ export class Linker {
   }
 }
 
+/**
+ * The heap host calls of the upstream ABI (berm.heap.start, berm.heap.size) for a module's layout,
+ * and berm.log writing to `log`: what a raw entry point that allocates or logs needs.
+ */
+export function basicHostFunctions(
+  module: GuestModule,
+  log: (line: string) => void = () => {},
+): [string, HostFunction][] {
+  const text = new TextDecoder();
+  return [
+    ['berm.heap.start', () => BigInt(module.layout.heapStart)],
+    ['berm.heap.size', () => BigInt(module.layout.heapSize)],
+    [
+      'berm.log',
+      (c) => {
+        log(text.decode(c.memory.read(c.args[0], Number(c.args[1] > 4096n ? 4096n : c.args[1]))));
+      },
+    ],
+  ];
+}
+
 /** The internal signal thrown by the `trap` import and caught at the call boundary. */
 function trapFromKind(kind: number, value: bigint): Trap {
   switch (kind) {
@@ -329,10 +350,13 @@ export class Instance {
     return t;
   }
 
-  /** Guest frames named in a V8 stack trace: translated functions are named f_<hex address>. */
+  /**
+   * Guest frames named in a V8 stack trace: translated functions are named f_<hex address> and
+   * entry stubs entry_<hex address>_<n>. Functions Binaryen inlined into their callers are absent.
+   */
   private backtrace(stack: string | undefined): GuestFrame[] {
     const out: GuestFrame[] = [];
-    for (const m of (stack ?? '').matchAll(/at f_([0-9a-f]+) \(wasm:/g)) {
+    for (const m of (stack ?? '').matchAll(/at (?:f|entry)_([0-9a-f]+)(?:_\d+)? \(wasm:/g)) {
       const address = parseInt(m[1], 16);
       const f = this.module.functionAt(address);
       out.push({ symbol: f?.name ?? `0x${m[1]}`, address });

@@ -33,6 +33,12 @@ export interface CallSite {
   index: number;
   /** known target address, or null for an indirect call through rs1 + imm */
   target: number | null;
+  /**
+   * For calls through an alternate link register (psABI millicode such as gcc's
+   * `jal t0, __riscv_save_N`, which returns with `jr t0` and changes the caller's sp): the callee's
+   * straight-line instructions, inlined at the call site in place of a Wasm call.
+   */
+  inline?: { instrs: Instr[]; pcs: number[] };
 }
 
 /** One basic block: instructions [start, end) and how it ends. */
@@ -62,6 +68,38 @@ export interface ImageFacts {
   functionEntries: ReadonlySet<number>;
   /** addresses named by relocations (any function) */
   relocationTargets: ReadonlySet<number>;
+  /** the instruction at a guest address in executable memory, or null */
+  decodeAt(address: number): Instr | null;
+}
+
+/** Most instructions inlined for one alternate-link-register call. */
+const MAX_INLINE = 64;
+
+/**
+ * Follow millicode from `target` until `jalr x0, 0(link)`: plain instructions are collected, `jal x0`
+ * is followed; anything else (branches, calls, other indirect jumps) gives up.
+ */
+function inlineMillicode(facts: ImageFacts, target: number, link: number): CallSite['inline'] {
+  const instrs: Instr[] = [];
+  const pcs: number[] = [];
+  let pc = target;
+  for (let steps = 0; steps < MAX_INLINE; steps++) {
+    const ins = facts.decodeAt(pc);
+    if (ins === null) return undefined;
+    if (ins.op === 'jalr') return ins.rd === 0 && ins.rs1 === link && ins.imm === 0 ? { instrs, pcs } : undefined;
+    if (ins.op === 'jal') {
+      if (ins.rd !== 0) return undefined;
+      pc += ins.imm;
+      continue;
+    }
+    if (isControl(ins) || ins.op === 'illegal' || ins.op === 'ebreak' || (writesRd(ins) && ins.rd === link)) {
+      return undefined;
+    }
+    instrs.push(ins);
+    pcs.push(pc);
+    pc += ins.size;
+  }
+  return undefined;
 }
 
 const BRANCHES = new Set(['beq', 'bne', 'blt', 'bge', 'bltu', 'bgeu']);
@@ -184,7 +222,8 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
       if (ins.op === 'jal' || ins.op === 'jalr') {
         const target = ins.op === 'jal' ? pc + ins.imm : (jalrTargets.get(i) ?? null);
         if (ins.rd !== 0) {
-          calls.set(bi.length - 1, { index: bi.length - 1, target });
+          const inline = ins.rd !== 1 && target !== null ? inlineMillicode(facts, target, ins.rd) : undefined;
+          calls.set(bi.length - 1, { index: bi.length - 1, target, inline });
           continue;
         }
         if (ins.op === 'jalr' && ins.rs1 === 1 && ins.imm === 0) term = { kind: 'return', pc };

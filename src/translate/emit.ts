@@ -269,6 +269,12 @@ class FunctionEmitter {
       const ins = b.instrs[i];
       const pc = b.pcs[i];
       const call = b.calls.get(i);
+      if (call?.inline) {
+        // rd gets the return address, then the millicode runs as if it were this function's code
+        out.push(this.set(ins.rd, this.c64(pc + ins.size)));
+        call.inline.instrs.forEach((mi, k) => out.push(this.instr(mi, call.inline!.pcs[k])));
+        continue;
+      }
       if (call) {
         out.push(this.callSite(ins, pc, call.target));
         continue;

@@ -15,6 +15,8 @@ import {
   type GuestLayout,
   type TranslateOptions,
 } from './abi.js';
+import { decode } from '../riscv/decode.js';
+import type { Instr } from '../riscv/instr.js';
 import { analyseFunction } from './cfg.js';
 import { emitFunction, functionName, Names, type EmitContext } from './emit.js';
 
@@ -98,7 +100,20 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
       pair,
       params,
     };
-    const facts = { functionEntries, relocationTargets: named };
+    const exec = image.segments.filter((seg) => (seg.flags & 1) !== 0);
+    const decodeAt = (address: number): Instr | null => {
+      const seg = exec.find((x) => address >= x.vaddr && address + 2 <= x.vaddr + x.filesz);
+      if (!seg) return null;
+      const o = address - seg.vaddr;
+      const d = seg.data;
+      let bits = d[o] | (d[o + 1] << 8);
+      if ((bits & 3) === 3) {
+        if (o + 4 > d.length) return null;
+        bits = (bits | (d[o + 2] << 16) | (d[o + 3] << 24)) >>> 0;
+      }
+      return decode(bits);
+    };
+    const facts = { functionEntries, relocationTargets: named, decodeAt };
     for (const fn of image.functions) {
       const cfg = analyseFunction(readImage(image, fn.start, fn.size), fn.start, facts);
       emitFunction(ctx, cfg);
@@ -114,7 +129,7 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
       for (const name of fn.names) {
         if (exported.has(name) || !(fn.global || isEntry)) continue;
         exported.add(name);
-        const stub = `entry_${exported.size}`;
+        const stub = `entry_${fn.start.toString(16)}_${exported.size}`;
         const args = Array.from({ length: 8 }, (_, k) => m.local.get(k, i64));
         m.addFunction(
           stub,
