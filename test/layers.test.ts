@@ -53,11 +53,19 @@ t.test('imports point down the layer table', async (t) => {
         LAYER[tFolder] <= LAYER[folder],
         `${rel} imports ${target}: layer ${tFolder} (${LAYER[tFolder]}) is above ${folder} (${LAYER[folder]})`,
       );
-      if (folder === 'capabilities' && tFolder === 'capabilities' && sub !== undefined && tSub !== undefined) {
+      if (
+        folder === 'capabilities' &&
+        tFolder === 'capabilities' &&
+        sub !== undefined &&
+        tSub !== undefined
+      ) {
         const own = sub.replace(/\.ts$/, '');
         const other = tSub.replace(/\.(ts|js)$/, '');
         const shared = ['types', 'common', 'index', 'registry', 'limits'];
-        t.ok(own === other || shared.includes(other) || shared.includes(own), `${rel} imports capability ${target}`);
+        t.ok(
+          own === other || shared.includes(other) || shared.includes(own),
+          `${rel} imports capability ${target}`,
+        );
       }
     }
   }

@@ -9,7 +9,10 @@ export async function resolve(specifier, context, nextResolve) {
   try {
     return await nextResolve(specifier, context);
   } catch (err) {
-    if (specifier.endsWith('.js') && (specifier.startsWith('.') || specifier.startsWith('/') || specifier.startsWith('file:'))) {
+    if (
+      specifier.endsWith('.js') &&
+      (specifier.startsWith('.') || specifier.startsWith('/') || specifier.startsWith('file:'))
+    ) {
       return nextResolve(specifier.slice(0, -3) + '.ts', context);
     }
     throw err;

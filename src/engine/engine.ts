@@ -16,6 +16,7 @@ import {
   IMPORT_MODULE,
   Imports,
   TRANSLATOR_VERSION,
+  translatorDigest,
   TrapKind,
   type GuestLayout,
   type TranslateOptions,
@@ -106,7 +107,11 @@ export class Engine {
   /** Cache key of an ELF under this engine's options. */
   keyFor(elf: Uint8Array): string {
     const o = this.options;
-    return cacheKey([elf, `berm-translator-${TRANSLATOR_VERSION}`, `${o.memorySize}/${o.stackSize}/${o.optimizeLevel}`]);
+    return cacheKey([
+      elf,
+      `berm-translator-${TRANSLATOR_VERSION}-${translatorDigest()}`,
+      `${o.memorySize}/${o.stackSize}/${o.optimizeLevel}`,
+    ]);
   }
 
   /**
@@ -300,11 +305,25 @@ export class Instance {
     const imports = {
       [IMPORT_MODULE]: {
         [Imports.memory]: mem,
-        [Imports.ecall]: (pc: number, num: bigint, a0: bigint, a1: bigint, a2: bigint, a3: bigint, a4: bigint, a5: bigint) => {
+        [Imports.ecall]: (
+          pc: number,
+          num: bigint,
+          a0: bigint,
+          a1: bigint,
+          a2: bigint,
+          a3: bigint,
+          a4: bigint,
+          a5: bigint,
+        ) => {
           const n = U64(num);
           const fn = hostFns.get(n);
           if (fn === undefined) throw this.at(new UnknownHostCall(n), pc);
-          const call: HostCall = { number: n, args: [U64(a0), U64(a1), U64(a2), U64(a3), U64(a4), U64(a5)], memory, data };
+          const call: HostCall = {
+            number: n,
+            args: [U64(a0), U64(a1), U64(a2), U64(a3), U64(a4), U64(a5)],
+            memory,
+            data,
+          };
           let r;
           try {
             r = fn(call);
@@ -372,7 +391,8 @@ export class Instance {
    */
   call(symbol: string, ...args: (bigint | number)[]): [bigint, bigint] {
     if (args.length > 8) throw new RangeError(`at most 8 integer arguments (a0..a7), got ${args.length}`);
-    const fn = this.instance.exports[Exports.entryPrefix + symbol] as ((...a: bigint[]) => [bigint, bigint]) | undefined;
+    const fn = this.instance.exports[Exports.entryPrefix + symbol] as
+      ((...a: bigint[]) => [bigint, bigint]) | undefined;
     if (typeof fn !== 'function') throw new RangeError(`no exported guest function named ${symbol}`);
     if (this.running) throw new Error('instance is already running (host functions must not re-enter it)');
     const a = new Array<bigint>(8).fill(0n);
@@ -395,7 +415,8 @@ export class Instance {
   /** Run the ELF entry point (`_start`). */
   run(): [bigint, bigint] {
     const f = this.module.functionAt(this.module.image.entry);
-    if (!f || f.start !== this.module.image.entry) throw new RangeError('the entry point is not a function start');
+    if (!f || f.start !== this.module.image.entry)
+      throw new RangeError('the entry point is not a function start');
     const name = f.names.find((n) => this.module.hasExport(n));
     if (name === undefined) throw new RangeError('the entry point is not exported');
     return this.call(name);

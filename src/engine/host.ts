@@ -33,4 +33,6 @@ export interface HostCall {
  * negative values are taken modulo 2^64. Throwing ends the guest with HostCallError{cause}, except
  * that a thrown Trap (for example MemoryFault from `memory.read`) propagates as itself.
  */
-export type HostFunction = (call: HostCall) => bigint | number | readonly [bigint | number, bigint | number] | void;
+export type HostFunction = (
+  call: HostCall,
+) => bigint | number | readonly [bigint | number, bigint | number] | void;

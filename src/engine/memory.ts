@@ -21,7 +21,8 @@ export class WasmGuestMemory implements GuestMemory {
     const a = BigInt.asUintN(64, BigInt(address));
     const e = a - BigInt(this.base);
     if (e < 0n) throw new MemoryFault(a);
-    if (e + BigInt(length) > BigInt(this.size)) throw new MemoryFault(e >= BigInt(this.size) ? a : BigInt(this.base + this.size));
+    if (e + BigInt(length) > BigInt(this.size))
+      throw new MemoryFault(e >= BigInt(this.size) ? a : BigInt(this.base + this.size));
     return Number(e);
   }
 

@@ -65,7 +65,9 @@ export class IllegalInstruction extends Trap {
 /** `ecall` with a number nothing is registered under. */
 export class UnknownHostCall extends Trap {
   constructor(readonly number: bigint) {
-    super(`unknown host call 0x${number.toString(16).padStart(16, '0')}: no capability is registered under it`);
+    super(
+      `unknown host call 0x${number.toString(16).padStart(16, '0')}: no capability is registered under it`,
+    );
   }
 }
 

@@ -96,7 +96,10 @@ const CORE: [string, HostFunction][] = [
     'berm.args.read',
     (c) => {
       const s = state(c);
-      const n = Math.min(s.args.length, Number(BigInt.asUintN(32, c.args[1] > 0xffffffffn ? 0xffffffffn : c.args[1])));
+      const n = Math.min(
+        s.args.length,
+        Number(BigInt.asUintN(32, c.args[1] > 0xffffffffn ? 0xffffffffn : c.args[1])),
+      );
       if (n > 0) c.memory.write(c.args[0], s.args.subarray(0, n));
       return BigInt(s.args.length);
     },
@@ -123,7 +126,9 @@ const CORE: [string, HostFunction][] = [
     'berm.log',
     (c) => {
       const s = state(c);
-      const n = Number(c.args[1] > BigInt(s.limits.maxLogLineBytes) ? BigInt(s.limits.maxLogLineBytes) : c.args[1]);
+      const n = Number(
+        c.args[1] > BigInt(s.limits.maxLogLineBytes) ? BigInt(s.limits.maxLogLineBytes) : c.args[1],
+      );
       const line = lossy.decode(c.memory.read(c.args[0], n));
       if (s.logs.length < s.limits.maxLogLines) s.logs.push(line);
       s.onLog?.(line);
@@ -193,11 +198,15 @@ export class Harness {
     const module = await engine.compile(source);
     const manifest = parseManifest(module.image.manifest);
     const exported = new Set(
-      module.image.functions.flatMap((f) => (f.global ? f.names.filter((n) => n.startsWith(TOOL_PREFIX)) : [])),
+      module.image.functions.flatMap((f) =>
+        f.global ? f.names.filter((n) => n.startsWith(TOOL_PREFIX)) : [],
+      ),
     );
     for (const t of manifest.tools) {
       if (!exported.has(TOOL_PREFIX + t.name)) {
-        throw new HarnessError(`tool ${t.name} is declared in .berm.abi but ${TOOL_PREFIX}${t.name} is not exported`);
+        throw new HarnessError(
+          `tool ${t.name} is declared in .berm.abi but ${TOOL_PREFIX}${t.name} is not exported`,
+        );
       }
     }
     const declared = new Set(manifest.tools.map((t) => TOOL_PREFIX + t.name));
@@ -227,7 +236,9 @@ export class Harness {
     const limits = { ...DEFAULT_CALL_LIMITS, ...opts.limits };
     const argBytes = typeof args === 'string' ? new TextEncoder().encode(args) : args;
     if (argBytes.length > limits.maxArgsBytes) {
-      throw new HarnessError(`arguments of ${argBytes.length} bytes are over the limit of ${limits.maxArgsBytes}`);
+      throw new HarnessError(
+        `arguments of ${argBytes.length} bytes are over the limit of ${limits.maxArgsBytes}`,
+      );
     }
     if (typeof args === 'string') this.checkArgs(decl, args);
 
@@ -254,7 +265,8 @@ export class Harness {
     if (this.manifest.abi_version === 0 && out === null) {
       out = inst.memory.read(a0, len(a1, 'result', limits.maxResultBytes));
     }
-    if (out === null) throw new HarnessError(`tool ${toolName} returned without calling berm.done or berm.fail`);
+    if (out === null)
+      throw new HarnessError(`tool ${toolName} returned without calling berm.done or berm.fail`);
     let result: string;
     try {
       result = utf8.decode(out);
@@ -276,7 +288,9 @@ export class Harness {
       try {
         v = Harness.ajv.compile(decl.parameters);
       } catch (e) {
-        throw new HarnessError(`tool ${decl.name} declares an invalid parameters schema: ${(e as Error).message}`);
+        throw new HarnessError(
+          `tool ${decl.name} declares an invalid parameters schema: ${(e as Error).message}`,
+        );
       }
       this.validators.set(decl.name, v);
     }

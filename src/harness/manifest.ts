@@ -59,7 +59,9 @@ const validate = ajv.compile(schema);
  */
 export function parseManifest(bytes: Uint8Array | null): Manifest {
   if (bytes === null) {
-    throw new ManifestError('no .berm.abi section: build the harness with the berm guest SDK (guest-sdk/berm.mk)');
+    throw new ManifestError(
+      'no .berm.abi section: build the harness with the berm guest SDK (guest-sdk/berm.mk)',
+    );
   }
   let text: string;
   try {

@@ -3,6 +3,10 @@
  * names, trap kinds and the layout constants both sides compute. This file must not import Binaryen:
  * the engine loads it on the warm-cache path.
  */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** Bumped whenever generated code changes meaning; part of every cache key. */
 export const TRANSLATOR_VERSION = 1;
@@ -119,4 +123,35 @@ export function checkOptions(opts: TranslateOptions): void {
   if (!Number.isInteger(opts.optimizeLevel) || opts.optimizeLevel < 0 || opts.optimizeLevel > 3) {
     throw new RangeError(`optimizeLevel ${opts.optimizeLevel}: must be 0..3`);
   }
+}
+
+let digest: string | null = null;
+
+/**
+ * A digest of the code that decides what a translation contains (this folder, the decoder, the
+ * relocation-target rules), so a changed translator never reads a stale cache entry even when
+ * TRANSLATOR_VERSION was not bumped. Computed once per process from the installed sources.
+ */
+export function translatorDigest(): string {
+  if (digest !== null) return digest;
+  const h = createHash('sha256');
+  h.update(`v${TRANSLATOR_VERSION}`);
+  const here = dirname(fileURLToPath(import.meta.url));
+  const dirs = [here, join(here, '..', 'riscv'), join(here, '..', 'elf')];
+  for (const dir of dirs) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(dir)
+        .filter((n) => /\.(ts|js)$/.test(n) && !n.endsWith('.d.ts'))
+        .sort();
+    } catch {
+      continue;
+    }
+    for (const n of names) {
+      h.update(n);
+      h.update(readFileSync(join(dir, n)));
+    }
+  }
+  digest = h.digest('hex').slice(0, 16);
+  return digest;
 }

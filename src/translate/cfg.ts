@@ -86,7 +86,8 @@ function inlineMillicode(facts: ImageFacts, target: number, link: number): CallS
   for (let steps = 0; steps < MAX_INLINE; steps++) {
     const ins = facts.decodeAt(pc);
     if (ins === null) return undefined;
-    if (ins.op === 'jalr') return ins.rd === 0 && ins.rs1 === link && ins.imm === 0 ? { instrs, pcs } : undefined;
+    if (ins.op === 'jalr')
+      return ins.rd === 0 && ins.rs1 === link && ins.imm === 0 ? { instrs, pcs } : undefined;
     if (ins.op === 'jal') {
       if (ins.rd !== 0) return undefined;
       pc += ins.imm;
@@ -113,7 +114,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   const instrs: Instr[] = [];
   const pcs: number[] = [];
   const indexOf = new Map<number, number>();
-  for (let off = 0; off < code.length; ) {
+  for (let off = 0; off < code.length;) {
     let bits = code[off] | ((off + 1 < code.length ? code[off + 1] : 0) << 8);
     if ((bits & 3) === 3) {
       if (off + 4 <= code.length) bits = (bits | (code[off + 2] << 16) | (code[off + 3] << 24)) >>> 0;
@@ -136,7 +137,9 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     return { kind: 'invalid', address };
   };
 
-  const localTargets = [...facts.relocationTargets].filter((a) => a !== start && inside(a)).sort((a, b) => a - b);
+  const localTargets = [...facts.relocationTargets]
+    .filter((a) => a !== start && inside(a))
+    .sort((a, b) => a - b);
   const leaders = new Set<number>([start, ...localTargets]);
 
   // Known register values inside straight-line code resolve auipc+jalr pairs (not by adjacency:
@@ -234,7 +237,11 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     }
     if (term === null) {
       const last = bp.length > 0 ? bp[bp.length - 1] + bi[bi.length - 1].size : bStart;
-      term = last < end && inside(last) ? { kind: 'fall', next: last } : { kind: 'fell-off', pc: last };
+      if (last < end && inside(last)) term = { kind: 'fall', next: last };
+      // falling into the next function (shared millicode tails such as __riscv_restore_N) is a tail call
+      else if (facts.functionEntries.has(last))
+        term = { kind: 'jump', pc: last, target: { kind: 'function', address: last } };
+      else term = { kind: 'fell-off', pc: last };
     }
     blocks.set(bStart, { start: bStart, end: limit, instrs: bi, pcs: bp, calls, term });
   }

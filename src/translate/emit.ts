@@ -126,7 +126,10 @@ class FunctionEmitter {
   // ---- traps ----
   private trap(kind: TrapKind, pc: number, value: Ref): Ref {
     const m = this.m;
-    return m.block(null, [m.call(Names.trap, [this.c32(kind), this.c32(pc), value], binaryen.none), m.unreachable()]);
+    return m.block(null, [
+      m.call(Names.trap, [this.c32(kind), this.c32(pc), value], binaryen.none),
+      m.unreachable(),
+    ]);
   }
   private fuel(cost: number, pc: number): Ref {
     const m = this.m;
@@ -185,7 +188,9 @@ class FunctionEmitter {
     for (const b of cfg.blocks.values()) {
       rb.set(
         b.start,
-        isSwitch(b) ? r.addBlockWithSwitch(this.blockCode(b), this.switchIndex()) : r.addBlock(this.blockCode(b)),
+        isSwitch(b)
+          ? r.addBlockWithSwitch(this.blockCode(b), this.switchIndex())
+          : r.addBlock(this.blockCode(b)),
       );
     }
 
@@ -205,9 +210,14 @@ class FunctionEmitter {
       }
       return blk;
     };
-    const fellOff = (pc: number): number => r.addBlock(this.trap(TrapKind.FellOffFunction, pc, this.c64(pc)));
+    const fellOff = (pc: number): number =>
+      this.ctx.functionEntries.has(pc)
+        ? targetBlock({ kind: 'function', address: pc }, pc)
+        : r.addBlock(this.trap(TrapKind.FellOffFunction, pc, this.c64(pc)));
     const edgeCode = (from: BasicBlock, to: number): Ref =>
-      to <= from.start ? this.fuel(Math.max(1, from.instrs.length), from.pcs[from.pcs.length - 1] ?? from.start) : m.nop();
+      to <= from.start
+        ? this.fuel(Math.max(1, from.instrs.length), from.pcs[from.pcs.length - 1] ?? from.start)
+        : m.nop();
 
     for (const b of cfg.blocks.values()) {
       const from = rb.get(b.start)!;
@@ -285,7 +295,8 @@ class FunctionEmitter {
       }
       out.push(this.instr(ins, pc));
     }
-    if (b.term.kind === 'fell-off') out.push(this.trap(TrapKind.FellOffFunction, b.term.pc, this.c64(b.term.pc)));
+    if (b.term.kind === 'fell-off')
+      out.push(this.trap(TrapKind.FellOffFunction, b.term.pc, this.c64(b.term.pc)));
     return m.block(null, out);
   }
 
@@ -325,7 +336,10 @@ class FunctionEmitter {
       if (!this.ctx.functionEntries.has(target)) {
         return m.block(null, [link, this.trap(TrapKind.BadIndirectTarget, pc, this.c64(target))]);
       }
-      return m.block(null, [link, this.takeResults(m.call(functionName(target), this.args(), this.ctx.pair))]);
+      return m.block(null, [
+        link,
+        this.takeResults(m.call(functionName(target), this.args(), this.ctx.pair)),
+      ]);
     }
     // target = (rs1 + imm) & ~1, read before rd is written (rd may equal rs1)
     return m.block(null, [
@@ -578,7 +592,11 @@ class FunctionEmitter {
       default:
         v = m.if(isZero, x(), m.i64.rem_u(x(), y()));
     }
-    return m.block(null, [m.local.set(L_T, this.get(ins.rs1)), m.local.set(L_T2, this.get(ins.rs2)), this.set(ins.rd, v)]);
+    return m.block(null, [
+      m.local.set(L_T, this.get(ins.rs1)),
+      m.local.set(L_T2, this.get(ins.rs2)),
+      this.set(ins.rd, v),
+    ]);
   }
 
   /** RV64M word division: results are sign-extended 32-bit values, with the same special cases. */
@@ -648,7 +666,13 @@ class FunctionEmitter {
     const src = () => m.local.get(L_T2, binaryen.i64);
     const cmp = (signed: boolean, wantMin: boolean): Ref => {
       const [l, r] = word ? [m.i32.wrap(old()), m.i32.wrap(src())] : [old(), src()];
-      const lt = word ? (signed ? m.i32.lt_s(l, r) : m.i32.lt_u(l, r)) : signed ? m.i64.lt_s(l, r) : m.i64.lt_u(l, r);
+      const lt = word
+        ? signed
+          ? m.i32.lt_s(l, r)
+          : m.i32.lt_u(l, r)
+        : signed
+          ? m.i64.lt_s(l, r)
+          : m.i64.lt_u(l, r);
       return wantMin ? m.select(lt, old(), src()) : m.select(lt, src(), old());
     };
     let nv: Ref;

@@ -75,7 +75,13 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
       binaryen.createType([i32, i64, i64, i64, i64, i64, i64, i64]),
       i64,
     );
-    m.addFunctionImport(Names.trap, IMPORT_MODULE, Imports.trap, binaryen.createType([i32, i32, i64]), binaryen.none);
+    m.addFunctionImport(
+      Names.trap,
+      IMPORT_MODULE,
+      Imports.trap,
+      binaryen.createType([i32, i32, i64]),
+      binaryen.none,
+    );
     m.addFunctionImport(Names.poll, IMPORT_MODULE, Imports.poll, i32, i32);
     m.addFunctionImport(Names.csr, IMPORT_MODULE, Imports.csr, binaryen.createType([i32, i32]), i64);
 
@@ -173,7 +179,11 @@ function addDispatcher(m: binaryen.Module, targets: number[], pair: binaryen.Typ
   const target = () => m.local.get(1, i64);
   const args = () => [2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => m.local.get(k, i64));
   const bad = m.block(null, [
-    m.call(Names.trap, [m.i32.const(TrapKind.BadIndirectTarget), m.local.get(0, binaryen.i32), target()], binaryen.none),
+    m.call(
+      Names.trap,
+      [m.i32.const(TrapKind.BadIndirectTarget), m.local.get(0, binaryen.i32), target()],
+      binaryen.none,
+    ),
     m.unreachable(),
   ]);
   const tree = (lo: number, hi: number): binaryen.ExpressionRef => {
@@ -228,8 +238,7 @@ function addMulHelpers(m: binaryen.Module): void {
   const two = binaryen.createType([i64, i64]);
   m.addFunction(Names.mulhu, two, i64, new Array(7).fill(i64), body);
   // signed corrections: mulh = mulhu - (a<0 ? b : 0) - (b<0 ? a : 0); mulhsu drops the second term
-  const neg = (k: number, other: number) =>
-    m.select(m.i64.lt_s(g(k), c(0n)), g(other), c(0n));
+  const neg = (k: number, other: number) => m.select(m.i64.lt_s(g(k), c(0n)), g(other), c(0n));
   m.addFunction(
     Names.mulh,
     two,

@@ -48,7 +48,11 @@ const readJson = (name: string) => JSON.parse(readFileSync(join(FIXTURES, name),
 export function fixtureElfs(): FixtureElf[] {
   const m = readJson('manifest.json');
   const list: FixtureElf[] = Array.isArray(m) ? m : (m.fixtures ?? m.elfs ?? m.files);
-  return list.map((f) => ({ ...f, path: resolve(FIXTURES, '..', f.path), source: f.source.split('/').pop()! }));
+  return list.map((f) => ({
+    ...f,
+    path: resolve(FIXTURES, '..', f.path),
+    source: f.source.split('/').pop()!,
+  }));
 }
 
 export const expected = (): { raw: RawCase[]; tools: ToolCase[] } => readJson('expected.json');
