@@ -55,6 +55,13 @@ export interface GuestFunction {
   size: number;
   /** true when some symbol at this address is STB_GLOBAL or STB_WEAK */
   global: boolean;
+  /**
+   * Set only when the symbol's st_size ran into the next function (shared-tail millicode such as
+   * libgcc's `__riscv_save_12` .. `__riscv_save_0`, nested entry points into one code sequence):
+   * `size` is then cut at the next function's start and this keeps the st_size. Execution that
+   * reaches `start + size` continues in the next function, as the symbol sizes say.
+   */
+  symbolSize?: number;
 }
 
 /**

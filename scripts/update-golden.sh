@@ -1,0 +1,26 @@
+#!/bin/sh
+# Regenerates every golden listing under test/golden/ with LLVM 14 (clang, ld.lld, llvm-objdump).
+# Tests compare berm's disassembler against these files, so they must come from llvm-objdump,
+# never from berm itself. Run after changing scripts/gen-all-encodings.mjs or the fixtures.
+set -eu
+cd "$(dirname "$0")/.."
+OBJDUMP="llvm-objdump -d -M no-aliases --no-show-raw-insn --mattr=+m,+a,+c"
+mkdir -p test/golden/fixtures
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+node scripts/gen-all-encodings.mjs >"$tmp/all-encodings.s"
+clang --target=riscv64 -march=rv64imac -mno-relax -c "$tmp/all-encodings.s" -o "$tmp/all-encodings.o"
+ld.lld --emit-relocs -Ttext=0x11000 -e _start "$tmp/all-encodings.o" -o test/golden/all-encodings.elf
+# the file-name line would embed the temporary path: drop everything before the listing
+$OBJDUMP test/golden/all-encodings.elf | sed -n '/^Disassembly/,$p' >test/golden/all-encodings.txt
+
+# Fixture ELFs built from the guest SDK, when present.
+for elf in fixtures/build/*.elf; do
+  [ -e "$elf" ] || continue
+  name=$(basename "$elf" .elf)
+  $OBJDUMP "$elf" | sed -n '/^Disassembly/,$p' >"test/golden/fixtures/$name.txt"
+done
+
+# test/data: the reader's real-toolchain ELFs.
+if [ -f test/data/Makefile ]; then make -s -C test/data; fi

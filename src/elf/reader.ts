@@ -1,0 +1,451 @@
+/**
+ * ELF reader for berm harnesses: statically linked RV64 executables (ELF64 gABI; RISC-V ELF psABI,
+ * "ELF Object Files") linked with `--emit-relocs`. Parses and validates in one pass over bounded
+ * tables; every problem is reported as an {@link ElfError} naming the fix.
+ */
+import type { ElfImage, ElfSymbol, GuestFunction, Relocation, Section, Segment } from './types.js';
+
+/**
+ * The only exception readElf throws. `code` is a stable machine-readable reason:
+ * 'truncated', 'not-elf', 'not-64-bit', 'not-little-endian', 'not-riscv', 'not-executable',
+ * 'float-abi', 'rve', 'bad-header', 'bad-segment', 'overlapping-segments', 'address-range',
+ * 'too-large', 'bad-entry', 'bad-section', 'no-symtab', 'bad-symbol', 'no-relocations',
+ * 'bad-relocation'.
+ */
+export class ElfError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = 'ElfError';
+    this.code = code;
+  }
+}
+
+const EM_RISCV = 243;
+const ET_EXEC = 2;
+const PT_LOAD = 1;
+const PF_X = 1;
+const SHT_SYMTAB = 2;
+const SHT_STRTAB = 3;
+const SHT_RELA = 4;
+const SHT_NOBITS = 8;
+const SHF_ALLOC = 2;
+const STT_FUNC = 2;
+const STT_SECTION = 3;
+const EF_RISCV_FLOAT_ABI = 0x6;
+const EF_RISCV_RVE = 0x8;
+const FOUR_GIB = 2 ** 32;
+const MAX_MEMSZ = 2 ** 30;
+
+/** psABI relocation type names by number (RISC-V ELF psABI, "Relocations" table). */
+const RELOC_NAMES: Record<number, string> = {
+  0: 'R_RISCV_NONE',
+  1: 'R_RISCV_32',
+  2: 'R_RISCV_64',
+  3: 'R_RISCV_RELATIVE',
+  4: 'R_RISCV_COPY',
+  5: 'R_RISCV_JUMP_SLOT',
+  6: 'R_RISCV_TLS_DTPMOD32',
+  7: 'R_RISCV_TLS_DTPMOD64',
+  8: 'R_RISCV_TLS_DTPREL32',
+  9: 'R_RISCV_TLS_DTPREL64',
+  10: 'R_RISCV_TLS_TPREL32',
+  11: 'R_RISCV_TLS_TPREL64',
+  12: 'R_RISCV_TLSDESC',
+  16: 'R_RISCV_BRANCH',
+  17: 'R_RISCV_JAL',
+  18: 'R_RISCV_CALL',
+  19: 'R_RISCV_CALL_PLT',
+  20: 'R_RISCV_GOT_HI20',
+  21: 'R_RISCV_TLS_GOT_HI20',
+  22: 'R_RISCV_TLS_GD_HI20',
+  23: 'R_RISCV_PCREL_HI20',
+  24: 'R_RISCV_PCREL_LO12_I',
+  25: 'R_RISCV_PCREL_LO12_S',
+  26: 'R_RISCV_HI20',
+  27: 'R_RISCV_LO12_I',
+  28: 'R_RISCV_LO12_S',
+  29: 'R_RISCV_TPREL_HI20',
+  30: 'R_RISCV_TPREL_LO12_I',
+  31: 'R_RISCV_TPREL_LO12_S',
+  32: 'R_RISCV_TPREL_ADD',
+  33: 'R_RISCV_ADD8',
+  34: 'R_RISCV_ADD16',
+  35: 'R_RISCV_ADD32',
+  36: 'R_RISCV_ADD64',
+  37: 'R_RISCV_SUB8',
+  38: 'R_RISCV_SUB16',
+  39: 'R_RISCV_SUB32',
+  40: 'R_RISCV_SUB64',
+  41: 'R_RISCV_GNU_VTINHERIT',
+  42: 'R_RISCV_GNU_VTENTRY',
+  43: 'R_RISCV_ALIGN',
+  44: 'R_RISCV_RVC_BRANCH',
+  45: 'R_RISCV_RVC_JUMP',
+  46: 'R_RISCV_RVC_LUI',
+  47: 'R_RISCV_GPREL_I',
+  48: 'R_RISCV_GPREL_S',
+  49: 'R_RISCV_TPREL_I',
+  50: 'R_RISCV_TPREL_S',
+  51: 'R_RISCV_RELAX',
+  52: 'R_RISCV_SUB6',
+  53: 'R_RISCV_SET6',
+  54: 'R_RISCV_SET8',
+  55: 'R_RISCV_SET16',
+  56: 'R_RISCV_SET32',
+  57: 'R_RISCV_32_PCREL',
+  58: 'R_RISCV_IRELATIVE',
+  59: 'R_RISCV_PLT32',
+  60: 'R_RISCV_SET_ULEB128',
+  61: 'R_RISCV_SUB_ULEB128',
+};
+
+/**
+ * The psABI name of a relocation type number, e.g. 23 -> 'R_RISCV_PCREL_HI20'; unknown numbers
+ * give 'R_RISCV_<n>'.
+ */
+export function relocationTypeName(type: number): string {
+  return RELOC_NAMES[type] ?? `R_RISCV_${type}`;
+}
+
+const latin1 = new TextDecoder('latin1');
+const utf8 = new TextDecoder('utf-8');
+
+class Reader {
+  readonly view: DataView;
+  constructor(readonly bytes: Uint8Array) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+  u8(off: number): number {
+    return this.view.getUint8(off);
+  }
+  u16(off: number): number {
+    return this.view.getUint16(off, true);
+  }
+  u32(off: number): number {
+    return this.view.getUint32(off, true);
+  }
+  /** unsigned 64-bit as a number; values past 2^53 lose precision but are always rejected as too big */
+  u64(off: number): number {
+    return this.view.getUint32(off + 4, true) * FOUR_GIB + this.view.getUint32(off, true);
+  }
+  i64(off: number): number {
+    return this.view.getInt32(off + 4, true) * FOUR_GIB + this.view.getUint32(off, true);
+  }
+}
+
+/** Does [off, off + len) lie inside a file of `size` bytes? */
+function within(off: number, len: number, size: number): boolean {
+  return off >= 0 && len >= 0 && off <= size && len <= size - off;
+}
+
+/**
+ * Parse and validate a berm harness.
+ *
+ * @param bytes the whole ELF file; segment `data` in the result are views into it (not copies)
+ * @returns the image: PT_LOAD segments, sections, symbols, guest functions (STT_FUNC symbols with a
+ *   non-zero size inside executable segments, aliases merged), every SHT_RELA relocation with its
+ *   symbol resolved, the `.berm.abi` manifest and `__global_pointer$`
+ * @throws ElfError when the file is not an ELF64 little-endian RISC-V ET_EXEC, uses a float ABI or
+ *   RVE, lacks `.symtab` or relocation sections, has overlapping or out-of-range segments, more than
+ *   1 GiB of memory, an entry point outside executable code, or any table running past the file.
+ *   Never throws anything else, for any input.
+ */
+export function readElf(bytes: Uint8Array): ElfImage {
+  try {
+    return parse(new Reader(bytes));
+  } catch (e) {
+    if (e instanceof ElfError) throw e;
+    // A DataView RangeError would mean a bounds check was missed; keep the contract regardless.
+    throw new ElfError('truncated', `malformed ELF: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+function parse(r: Reader): ElfImage {
+  const size = r.bytes.length;
+  if (size < 4 || r.u8(0) !== 0x7f || r.u8(1) !== 0x45 || r.u8(2) !== 0x4c || r.u8(3) !== 0x46) {
+    throw new ElfError('not-elf', 'not an ELF file (bad magic): build the harness with the berm guest SDK');
+  }
+  if (size < 64) throw new ElfError('truncated', 'ELF header truncated: the file is incomplete');
+  if (r.u8(4) !== 2) {
+    throw new ElfError('not-64-bit', 'not a 64-bit ELF: build for RV64 (-march=rv64imac -mabi=lp64)');
+  }
+  if (r.u8(5) !== 1) {
+    throw new ElfError('not-little-endian', 'not a little-endian ELF: RISC-V harnesses are little-endian');
+  }
+  if (r.u16(18) !== EM_RISCV) {
+    throw new ElfError('not-riscv', `not a RISC-V ELF (e_machine ${r.u16(18)}): build with --target=riscv64`);
+  }
+  if (r.u16(16) !== ET_EXEC) {
+    throw new ElfError(
+      'not-executable',
+      `not an executable (e_type ${r.u16(16)}): link a static executable (no -shared, no -pie, not just -c)`,
+    );
+  }
+  const flags = r.u32(48);
+  if ((flags & EF_RISCV_FLOAT_ABI) !== 0) {
+    throw new ElfError('float-abi', 'the ELF uses a hardware floating-point ABI: build with -mabi=lp64');
+  }
+  if ((flags & EF_RISCV_RVE) !== 0) {
+    throw new ElfError('rve', 'the ELF targets RVE (16 registers): build with -march=rv64imac -mabi=lp64');
+  }
+  const entry = r.u64(24);
+  const phoff = r.u64(32);
+  const shoff = r.u64(40);
+  const phentsize = r.u16(54);
+  const phnum = r.u16(56);
+  const shentsize = r.u16(58);
+  const shnum = r.u16(60);
+  const shstrndx = r.u16(62);
+
+  // Program headers
+  if (phnum === 0xffff)
+    throw new ElfError('bad-header', 'extended program header numbering is not supported');
+  if (phnum > 0 && phentsize !== 56)
+    throw new ElfError('bad-header', `e_phentsize ${phentsize}, expected 56`);
+  if (!within(phoff, phnum * 56, size)) {
+    throw new ElfError('truncated', 'the program header table runs past the end of the file');
+  }
+  const segments: Segment[] = [];
+  let totalMem = 0;
+  for (let i = 0; i < phnum; i++) {
+    const p = phoff + i * 56;
+    if (r.u32(p) !== PT_LOAD) continue;
+    const pflags = r.u32(p + 4);
+    const offset = r.u64(p + 8);
+    const vaddr = r.u64(p + 16);
+    const filesz = r.u64(p + 32);
+    const memsz = r.u64(p + 40);
+    if (filesz > memsz) {
+      throw new ElfError('bad-segment', `PT_LOAD at 0x${vaddr.toString(16)} has filesz > memsz`);
+    }
+    if (vaddr >= FOUR_GIB || memsz > FOUR_GIB - vaddr) {
+      throw new ElfError(
+        'address-range',
+        `PT_LOAD at 0x${vaddr.toString(16)} reaches past 4 GiB: link the harness below 0x100000000`,
+      );
+    }
+    if (!within(offset, filesz, size)) {
+      throw new ElfError('truncated', `PT_LOAD at 0x${vaddr.toString(16)} runs past the end of the file`);
+    }
+    totalMem += memsz;
+    if (totalMem > MAX_MEMSZ) {
+      throw new ElfError('too-large', 'the loadable segments need more than 1 GiB of memory');
+    }
+    segments.push({ vaddr, memsz, filesz, flags: pflags, data: r.bytes.subarray(offset, offset + filesz) });
+  }
+  if (segments.length === 0) throw new ElfError('bad-segment', 'the ELF has no PT_LOAD segment');
+  const sorted = [...segments].sort((a, b) => a.vaddr - b.vaddr);
+  for (let i = 1; i < sorted.length; i++) {
+    const prev = sorted[i - 1];
+    if (prev.memsz > 0 && sorted[i].memsz > 0 && prev.vaddr + prev.memsz > sorted[i].vaddr) {
+      throw new ElfError(
+        'overlapping-segments',
+        `PT_LOAD segments at 0x${prev.vaddr.toString(16)} and 0x${sorted[i].vaddr.toString(16)} overlap: ` +
+          'fix the linker script',
+      );
+    }
+  }
+  const imageStart = sorted[0].vaddr;
+  let imageEnd = 0;
+  for (const s of sorted) imageEnd = Math.max(imageEnd, s.vaddr + s.memsz);
+  const inExec = (addr: number): boolean =>
+    segments.some((s) => (s.flags & PF_X) !== 0 && addr >= s.vaddr && addr < s.vaddr + s.filesz);
+  if (!inExec(entry)) {
+    throw new ElfError(
+      'bad-entry',
+      `entry point 0x${entry.toString(16)} is outside the executable segments: check ENTRY in the linker script`,
+    );
+  }
+
+  // Section headers
+  if (shnum === 0) {
+    throw new ElfError('no-symtab', 'the ELF has no section headers (stripped?): do not strip the harness');
+  }
+  if (shentsize !== 64) throw new ElfError('bad-header', `e_shentsize ${shentsize}, expected 64`);
+  if (!within(shoff, shnum * 64, size)) {
+    throw new ElfError('truncated', 'the section header table runs past the end of the file');
+  }
+  if (shstrndx >= shnum) throw new ElfError('bad-header', `e_shstrndx ${shstrndx} out of range`);
+  const raw: Section[] = [];
+  for (let i = 0; i < shnum; i++) {
+    const s = shoff + i * 64;
+    const sec: Section = {
+      name: '',
+      type: r.u32(s + 4),
+      flags: r.u64(s + 8),
+      addr: r.u64(s + 16),
+      offset: r.u64(s + 24),
+      size: r.u64(s + 32),
+      link: r.u32(s + 40),
+      info: r.u32(s + 44),
+    };
+    if (i !== 0 && sec.type !== SHT_NOBITS && sec.type !== 0 && !within(sec.offset, sec.size, size)) {
+      throw new ElfError('truncated', `section ${i} runs past the end of the file`);
+    }
+    if ((sec.flags & SHF_ALLOC) !== 0 && (sec.addr >= FOUR_GIB || sec.size > FOUR_GIB - sec.addr)) {
+      throw new ElfError(
+        'address-range',
+        `section ${i} reaches past 4 GiB: link the harness below 0x100000000`,
+      );
+    }
+    raw.push(sec);
+  }
+  const shstr = raw[shstrndx];
+  if (shstr.type !== SHT_STRTAB) throw new ElfError('bad-section', 'e_shstrndx does not name a string table');
+  for (let i = 0; i < shnum; i++) raw[i].name = str(r, shstr, r.u32(shoff + i * 64), latin1);
+
+  // Symbols
+  const symtabIndex = raw.findIndex((s) => s.type === SHT_SYMTAB);
+  if (symtabIndex < 0) throw new ElfError('no-symtab', 'the ELF has no .symtab: do not strip the harness');
+  const symtabs = new Map<number, ElfSymbol[]>();
+  const readSymtab = (index: number): ElfSymbol[] => {
+    let syms = symtabs.get(index);
+    if (syms) return syms;
+    const st = raw[index];
+    if (st.link >= shnum || raw[st.link].type !== SHT_STRTAB) {
+      throw new ElfError('bad-section', `symbol table ${st.name} has no string table`);
+    }
+    const strtab = raw[st.link];
+    syms = [];
+    const n = Math.floor(st.size / 24);
+    for (let i = 0; i < n; i++) {
+      const o = st.offset + i * 24;
+      const info = r.u8(o + 4);
+      syms.push({
+        name: str(r, strtab, r.u32(o), utf8),
+        value: r.u64(o + 8),
+        size: r.u64(o + 16),
+        type: info & 15,
+        bind: info >>> 4,
+        shndx: r.u16(o + 6),
+      });
+    }
+    symtabs.set(index, syms);
+    return syms;
+  };
+  const allSymbols = readSymtab(symtabIndex);
+  // Symbols past 4 GiB (absolute linker constants) cannot be guest addresses; they are left out.
+  const symbols = allSymbols.filter((s, i) => i !== 0 && s.value < FOUR_GIB && s.size <= FOUR_GIB - s.value);
+
+  // Relocations
+  const relocations: Relocation[] = [];
+  let relaSections = 0;
+  for (const sec of raw) {
+    if (sec.type !== SHT_RELA) continue;
+    relaSections++;
+    if (sec.link >= shnum || raw[sec.link].type !== SHT_SYMTAB) {
+      throw new ElfError('bad-relocation', `relocation section ${sec.name} has no symbol table`);
+    }
+    const syms = readSymtab(sec.link);
+    const target = sec.info < shnum ? raw[sec.info].name : '';
+    const n = Math.floor(sec.size / 24);
+    for (let i = 0; i < n; i++) {
+      const o = sec.offset + i * 24;
+      const symIndex = r.u32(o + 12);
+      const type = r.u32(o + 8);
+      if (symIndex >= syms.length && symIndex !== 0) {
+        throw new ElfError(
+          'bad-relocation',
+          `relocation ${i} of ${sec.name} names symbol ${symIndex}, out of range`,
+        );
+      }
+      const sym = symIndex === 0 ? undefined : syms[symIndex];
+      relocations.push({
+        offset: r.u64(o),
+        type,
+        typeName: relocationTypeName(type),
+        symbolValue: sym ? sym.value : 0,
+        symbolName: sym && sym.type !== STT_SECTION ? sym.name : '',
+        addend: r.i64(o + 16),
+        section: target,
+      });
+    }
+  }
+  if (relaSections === 0) {
+    throw new ElfError(
+      'no-relocations',
+      'the ELF has no relocation sections: link with -Wl,--emit-relocs so indirect targets are known',
+    );
+  }
+
+  const functions = collectFunctions(allSymbols, inExec, segments);
+
+  const abi = raw.find((s) => s.name === '.berm.abi');
+  let manifest: Uint8Array | null = null;
+  if (abi) {
+    let end = abi.type === SHT_NOBITS ? abi.offset : abi.offset + abi.size;
+    while (end > abi.offset && r.bytes[end - 1] === 0) end--;
+    manifest = r.bytes.subarray(abi.offset, end);
+  }
+  const gp = symbols.find((s) => s.name === '__global_pointer$');
+
+  return {
+    entry,
+    flags,
+    segments,
+    sections: raw,
+    symbols,
+    functions,
+    relocations,
+    manifest,
+    globalPointer: gp ? gp.value : null,
+    imageStart,
+    imageEnd,
+  };
+}
+
+/** A NUL-terminated string at `index` in a string table section, bounded by the section. */
+function str(r: Reader, strtab: Section, index: number, dec: { decode(b: Uint8Array): string }): string {
+  if (index === 0 || index >= strtab.size) return '';
+  const start = strtab.offset + index;
+  const end = strtab.offset + strtab.size;
+  let i = start;
+  while (i < end && r.bytes[i] !== 0) i++;
+  return dec.decode(r.bytes.subarray(start, i));
+}
+
+function collectFunctions(
+  syms: ElfSymbol[],
+  inExec: (addr: number) => boolean,
+  segments: Segment[],
+): GuestFunction[] {
+  const byStart = new Map<number, { syms: ElfSymbol[]; size: number }>();
+  for (let i = 1; i < syms.length; i++) {
+    const s = syms[i];
+    if (s.type !== STT_FUNC || s.size === 0 || s.name.startsWith('.L')) continue;
+    if (s.value >= FOUR_GIB || !inExec(s.value)) continue;
+    // A function must lie within the file bytes of one executable segment.
+    const seg = segments.find(
+      (g) => (g.flags & PF_X) !== 0 && s.value >= g.vaddr && s.value < g.vaddr + g.filesz,
+    );
+    if (!seg || s.size > seg.vaddr + seg.filesz - s.value) {
+      throw new ElfError('bad-symbol', `function ${s.name} extends past its executable segment`);
+    }
+    const g = byStart.get(s.value);
+    if (g) {
+      g.syms.push(s);
+      g.size = Math.max(g.size, s.size);
+    } else byStart.set(s.value, { syms: [s], size: s.size });
+  }
+  const out: GuestFunction[] = [];
+  for (const [start, g] of byStart) {
+    const primary = g.syms.find((s) => s.bind === 1 || s.bind === 2) ?? g.syms[0];
+    const names = new Set([primary.name]);
+    for (const s of g.syms) names.add(s.name);
+    out.push({ name: primary.name, names: [...names], start, size: g.size, global: primary.bind !== 0 });
+  }
+  out.sort((a, b) => a.start - b.start);
+  // Shared-tail millicode (libgcc's __riscv_save_N / __riscv_restore_N) gives nested entry points
+  // whose st_size runs through the following entries: cut each at the next start so functions stay
+  // disjoint, and keep the symbol's own size for the translator (execution falls into the next one).
+  for (let i = 0; i + 1 < out.length; i++) {
+    const f = out[i];
+    const next = out[i + 1].start;
+    if (f.start + f.size > next) {
+      f.symbolSize = f.size;
+      f.size = next - f.start;
+    }
+  }
+  return out;
+}
