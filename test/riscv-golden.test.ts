@@ -24,6 +24,6 @@ if (existsSync(fixtures)) {
     const base = f.slice(0, -4);
     const elf = new URL(`${base}.elf`, builds);
     if (existsSync(elf)) check(`fixture ${base}`, elf, new URL(f, fixtures));
-    else t.skip(`fixture ${base}: fixtures/build/${base}.elf is missing`);
+    else t.comment(`skipped fixture ${base}: fixtures/build/${base}.elf is missing`);
   }
 }
