@@ -1,0 +1,238 @@
+// ELF reader: every refusal on hand-built ELFs, the real toolchain ELFs in test/data, and fuzzing.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import t from 'tap';
+import { ElfError, readElf, relocationTypeName } from '../src/elf/reader.js';
+import { relocationTargets } from '../src/elf/targets.js';
+import { buildElf, type BuiltElf, type ElfOptions } from './helpers/elf-builder.js';
+
+function refuses(
+  name: string,
+  code: string,
+  hint: RegExp,
+  mutate: (e: BuiltElf) => Uint8Array | void,
+  opts?: ElfOptions,
+): void {
+  t.test(name, async (t) => {
+    const e = buildElf(opts);
+    const bytes = mutate(e) ?? e.bytes;
+    let err: unknown;
+    try {
+      readElf(bytes);
+    } catch (x) {
+      err = x;
+    }
+    t.ok(err instanceof ElfError, 'throws ElfError');
+    t.equal((err as ElfError).code, code);
+    t.match((err as ElfError).message, hint);
+  });
+}
+
+t.test('minimal ELF', async (t) => {
+  const e = buildElf();
+  const img = readElf(e.bytes);
+  t.equal(img.entry, e.textAddr);
+  t.equal(img.segments.length, 1);
+  t.same(
+    img.functions.map((f) => [f.name, f.names, f.start, f.size, f.global]),
+    [
+      ['f', ['f', 'f_alias'], e.textAddr, 8, true],
+      ['h', ['h'], e.textAddr + 12, 8, false],
+    ],
+  );
+  t.equal(img.relocations.length, 2);
+  t.match(img.relocations[1], {
+    typeName: 'R_RISCV_HI20',
+    symbolName: 'f',
+    symbolValue: e.textAddr,
+    addend: 12,
+  });
+  t.equal(new TextDecoder().decode(img.manifest ?? new Uint8Array()), 'abi-v1');
+  t.equal(img.globalPointer, 0x10800);
+  t.equal(img.imageStart, 0x10000);
+  t.same([...relocationTargets(img).codeAddresses], [e.textAddr + 12]);
+  t.equal(readElf(buildElf({ manifest: null }).bytes).manifest, null);
+});
+
+t.test('relocation type names follow the psABI', async (t) => {
+  t.equal(relocationTypeName(23), 'R_RISCV_PCREL_HI20');
+  t.equal(relocationTypeName(47), 'R_RISCV_GPREL_I');
+  t.equal(relocationTypeName(57), 'R_RISCV_32_PCREL');
+  t.equal(relocationTypeName(58), 'R_RISCV_IRELATIVE');
+  t.equal(relocationTypeName(200), 'R_RISCV_200');
+});
+
+refuses('not ELF', 'not-elf', /not an ELF/, (e) => void e.bytes.set([0], 0));
+refuses('empty file', 'not-elf', /not an ELF/, () => new Uint8Array(0));
+refuses('short header', 'truncated', /truncated/, (e) => e.bytes.subarray(0, 40));
+refuses('32-bit', 'not-64-bit', /RV64/, (e) => void (e.bytes[4] = 1));
+refuses('big-endian', 'not-little-endian', /little-endian/, (e) => void (e.bytes[5] = 2));
+refuses('not RISC-V', 'not-riscv', /riscv64/, (e) => e.view.setUint16(18, 62, true));
+refuses('ET_DYN', 'not-executable', /static executable/, (e) => e.view.setUint16(16, 3, true));
+refuses('float ABI', 'float-abi', /-mabi=lp64/, (e) => e.view.setUint32(48, 5, true));
+refuses('RVE', 'rve', /rv64imac/, (e) => e.view.setUint32(48, 9, true));
+refuses('no relocations', 'no-relocations', /--emit-relocs/, () => undefined, { relocations: false });
+refuses('no symtab', 'no-symtab', /do not strip/, () => undefined, { symtab: false, relocations: false });
+refuses('no section headers', 'no-symtab', /do not strip/, (e) => e.view.setUint16(60, 0, true));
+refuses('filesz > memsz', 'bad-segment', /filesz > memsz/, (e) => e.view.setUint32(e.phoff + 40, 4, true));
+refuses('segment past 4 GiB', 'address-range', /4 GiB/, (e) =>
+  e.view.setUint32(e.phoff + 16, 0xffffff00, true),
+);
+refuses('segment past the file', 'truncated', /past the end/, (e) =>
+  e.view.setUint32(e.phoff + 8, 0x100000, true),
+);
+refuses('over 1 GiB', 'too-large', /1 GiB/, (e) => e.view.setUint32(e.phoff + 40, 0x40000001, true));
+refuses('entry outside code', 'bad-entry', /entry point/, (e) => e.view.setUint32(24, 0x20000, true));
+refuses('entry in a non-executable segment', 'bad-entry', /entry point/, (e) =>
+  e.view.setUint32(e.phoff + 4, 4, true),
+);
+refuses('program headers past the file', 'truncated', /program header/, (e) =>
+  e.view.setUint16(56, 500, true),
+);
+refuses('bad phentsize', 'bad-header', /e_phentsize/, (e) => e.view.setUint16(54, 32, true));
+refuses('section headers past the file', 'truncated', /section header/, (e) =>
+  e.view.setUint16(60, 500, true),
+);
+refuses('bad shentsize', 'bad-header', /e_shentsize/, (e) => e.view.setUint16(58, 40, true));
+refuses('section past the file', 'truncated', /section 1/, (e) =>
+  e.view.setUint32(e.shoff + 64 + 32, 1e6, true),
+);
+refuses('section past 4 GiB', 'address-range', /4 GiB/, (e) => e.view.setUint32(e.shoff + 64 + 20, 1, true));
+refuses('bad shstrndx', 'bad-header', /e_shstrndx/, (e) => e.view.setUint16(62, 99, true));
+refuses('relocation symbol out of range', 'bad-relocation', /out of range/, (e) => {
+  const relaOff = e.view.getUint32(e.shoff + 64 * e.index['.rela.text'] + 24, true);
+  e.view.setUint32(relaOff + 12, 99, true);
+});
+refuses('overlapping segments', 'overlapping-segments', /overlap/, (e) => {
+  // a second PT_LOAD inside the first, replacing the section header count's worth of room: grow the
+  // program header table into the .text padding (offset 120 .. 176 is free)
+  e.view.setUint16(56, 2, true);
+  e.bytes.copyWithin(120, 64, 120);
+  e.view.setUint32(120 + 16, 0x10010, true);
+  e.view.setUint32(120 + 4, 6, true);
+});
+
+t.test('shared-tail functions are cut at the next entry', async (t) => {
+  const e = buildElf();
+  // make f (8 bytes at text) run 16 bytes, through h at text + 12
+  const symOff = e.view.getUint32(e.shoff + 64 * e.index['.symtab'] + 24, true);
+  e.view.setUint32(symOff + 24 + 16, 16, true);
+  e.view.setUint32(symOff + 48 + 16, 16, true);
+  const img = readElf(e.bytes);
+  t.match(img.functions[0], { name: 'f', size: 12, symbolSize: 16 });
+  t.equal(img.functions[1].symbolSize, undefined);
+});
+
+const data = new URL('./data/', import.meta.url);
+const read = (n: string): Uint8Array => readFileSync(new URL(n, data));
+
+t.test('clang/lld medany ELF', async (t) => {
+  const img = readElf(read('sample-clang.elf'));
+  const byName = new Map(img.functions.map((f) => [f.name, f]));
+  t.same(byName.get('op_add')?.names.sort(), ['op_add', 'op_plus']);
+  t.ok(byName.has('op_mul') && !byName.get('op_mul')?.global, 'static function found, local');
+  t.equal(new TextDecoder().decode(img.manifest ?? new Uint8Array()), 'berm-abi v1');
+  const targets = relocationTargets(img).codeAddresses;
+  for (const n of ['op_add', 'op_sub', 'op_mul'])
+    t.ok(targets.has(byName.get(n)?.start ?? -1), `${n} is a target`);
+  t.notOk(targets.has(byName.get('dispatch')?.start ?? -1), 'only called directly');
+  // clang's jump table: 8-byte R_RISCV_64 entries into dispatch
+  const d = byName.get('dispatch');
+  const cases = [...targets].filter((a) => d && a > d.start && a < d.start + d.size);
+  t.ok(cases.length >= 5, `${cases.length} jump-table cases`);
+  t.ok(
+    img.relocations.some((r) => r.typeName === 'R_RISCV_64' && r.section === '.rodata'),
+    'R_RISCV_64 in .rodata',
+  );
+});
+
+for (const f of ['sample-gcc.elf', 'sample-gcc-medlow.elf']) {
+  t.test(`gcc/GNU ld ELF ${f}`, async (t) => {
+    const img = readElf(read(f));
+    t.ok(img.globalPointer !== null, '__global_pointer$');
+    const byName = new Map(img.functions.map((fn) => [fn.name, fn]));
+    t.equal(byName.get('op_plus')?.start, byName.get('op_plus')?.start);
+    t.ok(byName.get('op_plus')?.names.includes('op_add'), 'alias merged');
+    const targets = relocationTargets(img).codeAddresses;
+    for (const n of ['op_plus', 'op_sub', 'op_mul'])
+      t.ok(targets.has(byName.get(n)?.start ?? -1), `${n} is a target`);
+    const d = byName.get('dispatch');
+    const cases = [...targets].filter((a) => d && a > d.start && a < d.start + d.size);
+    t.ok(cases.length >= 5, `${cases.length} jump-table cases`);
+    // jump tables and data live in .rodata/.data, never taken as code
+    const rodata = img.sections.find((s) => s.name === '.rodata');
+    t.notOk([...targets].some((a) => rodata && a >= rodata.addr && a < rodata.addr + rodata.size));
+    if (f === 'sample-gcc.elf') {
+      t.ok(img.relocations.some((r) => r.typeName === 'R_RISCV_ADD32'));
+      t.ok(img.relocations.some((r) => r.typeName === 'R_RISCV_SUB32'));
+    } else {
+      t.ok(
+        img.relocations.some((r) => r.typeName === 'R_RISCV_RVC_LUI'),
+        'relaxed HI20',
+      );
+    }
+  });
+}
+
+t.test('GNU ld gp relaxation (R_RISCV_GPREL_I)', async (t) => {
+  const img = readElf(read('gprel.elf'));
+  const fn = img.functions.find((f) => f.name === 'fn');
+  t.ok(img.relocations.some((r) => r.typeName === 'R_RISCV_GPREL_I'));
+  t.same([...relocationTargets(img).codeAddresses], [fn?.start]);
+});
+
+// Fuzz: truncations and byte flips never produce anything but ElfError or a valid image.
+function fuzzFiles(): [string, Uint8Array][] {
+  const out: [string, Uint8Array][] = [];
+  for (const n of readdirSync(data).filter((n) => n.endsWith('.elf'))) out.push([n, read(n)]);
+  out.push(['built', buildElf().bytes]);
+  const fx = new URL('../fixtures/build/', import.meta.url);
+  if (existsSync(fx)) {
+    for (const n of readdirSync(fx).filter((n) => n.endsWith('.elf')))
+      out.push([n, readFileSync(new URL(n, fx))]);
+  }
+  return out;
+}
+
+t.test('fuzz', async (t) => {
+  let seed = 12345;
+  const rnd = (n: number): number => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed % n;
+  };
+  let bad = 0;
+  let checked = 0;
+  for (const [name, file] of fuzzFiles()) {
+    for (let i = 0; i < 50; i++) {
+      let bytes: Uint8Array;
+      if (i % 2 === 0) {
+        bytes = file.subarray(0, rnd(file.length));
+      } else {
+        bytes = file.slice();
+        const flips = 1 + rnd(8);
+        // bias flips toward the headers and tables where the checks live
+        for (let k = 0; k < flips; k++) {
+          const at = k % 2 === 0 ? rnd(Math.min(bytes.length, 256)) : rnd(bytes.length);
+          bytes[at] ^= 1 << rnd(8);
+        }
+      }
+      checked++;
+      try {
+        const img = readElf(bytes);
+        relocationTargets(img);
+      } catch (e) {
+        if (!(e instanceof ElfError)) {
+          bad++;
+          t.fail(`${name} #${i}: ${String(e)}`);
+        }
+      }
+    }
+  }
+  t.equal(bad, 0, `${checked} mutated files`);
+});
+
+t.test('every fixture ELF reads', async (t) => {
+  for (const [name, file] of fuzzFiles()) {
+    const img = readElf(file);
+    t.ok(img.functions.length > 0, name);
+  }
+});
