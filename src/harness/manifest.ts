@@ -49,7 +49,7 @@ const schema = {
   then: { not: { required: ['deps'] } },
 };
 
-const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
 const validate = ajv.compile(schema);
 
 /**
