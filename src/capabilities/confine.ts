@@ -140,6 +140,19 @@ export function openVerified(
   capability: string,
 ): number | PathFailure {
   const mode = flags === 'read' ? fs.constants.O_RDONLY : fs.constants.O_WRONLY | fs.constants.O_CREAT;
+  // Opening a device or FIFO can itself have effects (or fail oddly, e.g. ENXIO for a FIFO with
+  // no reader), so refuse one seen before the open; the fstat after the open still decides.
+  let pre: fs.Stats | undefined;
+  try {
+    pre = fs.lstatSync(real);
+  } catch {
+    pre = undefined;
+  }
+  if (pre && !pre.isFile() && !pre.isDirectory() && !pre.isSymbolicLink()) {
+    return {
+      refused: `${capability}: ${JSON.stringify(guestPath)} is not a regular file (device, FIFO or socket)`,
+    };
+  }
   let fd: number;
   try {
     fd = fs.openSync(real, mode | OPEN_SAFE, 0o666);
