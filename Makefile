@@ -2,7 +2,7 @@
 PYTHON ?= python3
 SDK     = guest-sdk
 
-.PHONY: help caps caps-check fixtures fixtures-check expected host-test scaffold-test
+.PHONY: help caps caps-check fixtures fixtures-check expected host-test scaffold-test nostub-test
 
 help:
 	@echo "make fixtures        rebuild fixtures/build/*.elf and fixtures/manifest.json"
@@ -32,7 +32,16 @@ expected:
 host-test: caps-check
 	@set -e; for d in $(SDK)/examples/*/; do \
 	  echo "== host-test $$d"; $(MAKE) --no-print-directory -C $$d host-test; done
-	$(MAKE) --no-print-directory scaffold-test
+	$(MAKE) --no-print-directory scaffold-test nostub-test
+
+# A capability with no stand-in must abort the host test, naming the capability.
+nostub-test:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	  gcc -O1 -DBERM_HOST -I$(SDK)/include -I$(SDK)/host -o $$tmp/t $(SDK)/examples/notes/notes.c \
+	    $(SDK)/host/test_nostub.c $(SDK)/src/berm_rt.c $(SDK)/host/berm_host.c; \
+	  if $$tmp/t >$$tmp/out 2>&1; then echo "nostub-test: did not abort"; exit 1; fi; \
+	  grep -q 'capability berm.fs.read has no stand-in' $$tmp/out || { cat $$tmp/out; exit 1; }; \
+	  echo "nostub-test: aborts naming berm.fs.read (ok)"
 
 # The scaffold must produce a harness that builds for the guest and passes its host test.
 scaffold-test:
@@ -40,3 +49,6 @@ scaffold-test:
 	  scripts/new-harness $$tmp/demo >/dev/null; \
 	  $(MAKE) --no-print-directory -s -C $$tmp/demo all host-test; \
 	  $(PYTHON) $(SDK)/tools/check-manifests.py $$tmp/demo/build/demo.elf
+
+# The TypeScript side (tests, lint, benchmarks).
+include mk/node.mk

@@ -75,6 +75,7 @@ def compose(elf: Elf, abi: int) -> str:
                 deps.append(elf.string_at_vaddr(a))
             else:
                 raise SystemExit(f"berm-manifest: unknown record kind {kind} at offset {i}")
+    tools.sort(key=lambda t: t["name"])  # record order differs between compilers; names are unique
     names = [t["name"] for t in tools]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
