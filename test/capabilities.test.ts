@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
 import { CAPABILITIES, CAPABILITY_NAMES, stageReply } from '../src/capabilities/index.js';
-import { shutdownBridge } from '../src/capabilities/bridge/sync.js';
+import { shutdownBridge } from '../src/capabilities/common/sync.js';
 import { closeStores } from '../src/capabilities/storage/index.js';
 import { hostAllowed } from '../src/capabilities/http/policy.js';
 import { decodeFields, parseStagedLength } from '../src/wire/fields.js';

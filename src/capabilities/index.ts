@@ -1,7 +1,7 @@
 /**
  * The registry of capabilities an operator's declaration may name (upstream berm issue 6). Each
  * capability lives in its own folder and never imports another; shared infrastructure is
- * types.ts, confine.ts and bridge/.
+ * types.ts and common/ (path confinement, the synchronous worker bridge).
  */
 import { callCapability } from './call/index.js';
 import { clockCapability } from './clock/index.js';

@@ -9,7 +9,7 @@
  */
 import * as fs from 'node:fs';
 import { fieldText } from '../../wire/fields.js';
-import { runSync } from '../bridge/sync.js';
+import { runSync } from '../common/sync.js';
 import {
   arity,
   guarded,
@@ -20,7 +20,7 @@ import {
   type CapabilityReply,
 } from '../types.js';
 import type { RunArgs, RunResult } from './run-job.js';
-import { canonicalRoot, placeGuestPath, resolveExisting } from '../confine.js';
+import { canonicalRoot, placeGuestPath, resolveExisting } from '../common/confine.js';
 
 const RUN_JOB = new URL(`./run-job${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 

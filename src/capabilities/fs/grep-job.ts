@@ -1,11 +1,11 @@
 /**
- * berm.fs.grep's search, run in the bridge worker (../bridge/sync.ts) because the regular
+ * berm.fs.grep's search, run in the bridge worker (../common/sync.ts) because the regular
  * expression comes from the guest: a catastrophic pattern spins inside V8 where no timer can
  * reach it, and only terminating the worker stops it.
  */
 import * as fs from 'node:fs';
 import { globToRegExp, literalPrefix, walk } from './glob.js';
-import { openVerified } from '../confine.js';
+import { openVerified } from '../common/confine.js';
 
 /** Arguments of {@link grep}; root is canonical and already checked. */
 export interface GrepArgs {

@@ -8,7 +8,7 @@
  */
 import * as fs from 'node:fs';
 import { fieldInt, fieldText } from '../../wire/fields.js';
-import { runSync } from '../bridge/sync.js';
+import { runSync } from '../common/sync.js';
 import {
   arity,
   guarded,
@@ -20,7 +20,13 @@ import {
 } from '../types.js';
 import { GlobError, globToRegExp, literalPrefix, walk } from './glob.js';
 import type { GrepArgs } from './grep-job.js';
-import { canonicalRoot, ensureParent, openVerified, placeGuestPath, resolveExisting } from '../confine.js';
+import {
+  canonicalRoot,
+  ensureParent,
+  openVerified,
+  placeGuestPath,
+  resolveExisting,
+} from '../common/confine.js';
 
 /** Last line appended when a listing hit a cap, so the guest knows it is incomplete. */
 export const TRUNCATED_MARK = '[berm: truncated]';
