@@ -1,0 +1,8 @@
+// Child process of test/cache.test.ts: compile one ELF with a given cache dir and print CompileInfo.
+import { Engine, Linker } from '../../src/engine/engine.js';
+
+const [elf, dir] = process.argv.slice(2);
+const engine = new Engine({ cacheDir: dir });
+const mod = await engine.compile(elf);
+const [a0] = new Linker(engine).instantiate(mod).call('raw_add', 2n, 3n);
+process.stdout.write(JSON.stringify({ cached: mod.info.cached, a0: a0.toString() }));
