@@ -1,0 +1,50 @@
+/** `berm cache ls` and `berm cache clear`: the on-disk Wasm cache. */
+import type { Command } from 'commander';
+import { WasmCache } from '../../cache/cache.js';
+import { cacheDirForListing, ExitCode } from '../context.js';
+import type { CliContext } from '../program.js';
+
+/** Register `cache ls` and `cache clear`. */
+export function registerCache(program: Command, ctx: CliContext): void {
+  const cache = program
+    .command('cache')
+    .description('list or clear the Wasm cache (--cache-dir, $BERM_CACHE_DIR or ~/.cache/berm)');
+  cache
+    .command('ls')
+    .description('list cache entries, newest first')
+    .action((_opts: unknown, cmd: Command) =>
+      ctx.run(cmd, () => {
+        const g = ctx.globals(cmd);
+        const dir = cacheDirForListing(g);
+        const entries = new WasmCache(dir).list();
+        const total = entries.reduce((n, e) => n + e.bytes, 0);
+        if (g.json) {
+          const list = entries.map((e) => ({
+            key: e.key,
+            bytes: e.bytes,
+            modified: e.modified.toISOString(),
+          }));
+          ctx.io.out(JSON.stringify({ dir, entries: list, totalBytes: total }, null, 2) + '\n');
+        } else {
+          for (const e of entries) {
+            ctx.io.out(`${e.key}  ${String(e.bytes).padStart(10)}  ${e.modified.toISOString()}\n`);
+          }
+          ctx.io.err(`berm: ${entries.length} entries, ${total} bytes in ${dir}\n`);
+        }
+        return ExitCode.Ok;
+      }),
+    );
+  cache
+    .command('clear')
+    .description('remove every cache entry')
+    .action((_opts: unknown, cmd: Command) =>
+      ctx.run(cmd, () => {
+        const g = ctx.globals(cmd);
+        const dir = cacheDirForListing(g);
+        const n = new WasmCache(dir).clear();
+        if (g.json) ctx.io.out(JSON.stringify({ dir, removed: n }) + '\n');
+        else ctx.io.out(`removed ${n} entries from ${dir}\n`);
+        return ExitCode.Ok;
+      }),
+    );
+}

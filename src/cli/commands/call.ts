@@ -1,0 +1,84 @@
+/**
+ * `berm call FILE TOOL [ARGS_JSON | -]`: invoke one tool in a fresh instance and print its result.
+ * Exit 0 with the result on stdout, 1 with the failure message on stdout (berm.fail), 2 for bad
+ * input (malformed ELF, unknown tool, arguments not JSON or not matching the schema), 3 for a trap.
+ */
+import type { Command } from 'commander';
+import { readElf } from '../../elf/reader.js';
+import { Harness, type InvokeOptions } from '../../harness/harness.js';
+import { parseManifest } from '../../harness/manifest.js';
+import {
+  CliError,
+  describeCompile,
+  engineFor,
+  ExitCode,
+  readInputFile,
+  type ExitCodeValue,
+  type GlobalOptions,
+} from '../context.js';
+import type { CliContext } from '../program.js';
+
+/**
+ * An extension of `call` (e.g. `--config harnesses.toml` granting capabilities): it may add
+ * options to the command and contribute invoke options once the harness is loaded.
+ */
+export interface CallExtension {
+  /** add options to the `call` command */
+  configure?(cmd: Command): void;
+  /**
+   * Invoke options (capabilities, host functions, limits) for this call; merged over berm's own.
+   * Throw a CliError for bad configuration (exit 2).
+   */
+  invokeOptions?(
+    opts: GlobalOptions & Record<string, unknown>,
+    harness: Harness,
+    file: string,
+  ): Partial<InvokeOptions> | Promise<Partial<InvokeOptions>>;
+}
+
+/** Register `call`. */
+export function registerCall(program: Command, ctx: CliContext, extensions: CallExtension[] = []): void {
+  const cmd = program
+    .command('call')
+    .description("invoke a tool; ARGS_JSON defaults to '{}', '-' reads the arguments from stdin")
+    .argument('<file>', 'harness ELF')
+    .argument('<tool>', 'tool name (see berm inspect)')
+    .argument('[args]', "arguments as JSON, or '-' for stdin", '{}');
+  for (const e of extensions) e.configure?.(cmd);
+  cmd.action((file: string, tool: string, args: string, _opts: unknown, self: Command) =>
+    ctx.run(self, async (): Promise<ExitCodeValue> => {
+      const g = ctx.globals(self) as GlobalOptions & Record<string, unknown>;
+      const { io } = ctx;
+      const argText = args === '-' ? await io.readStdin() : args;
+      const bytes = readInputFile(file);
+      // a cheap look at the manifest first, so an unknown tool is reported before any translation
+      const manifest = parseManifest(readElf(bytes).manifest);
+      if (!manifest.tools.some((t) => t.name === tool)) {
+        const known = manifest.tools.map((t) => t.name).join(', ') || 'none';
+        throw new CliError(`${file} has no tool named ${tool} (tools: ${known})`);
+      }
+      const harness = await Harness.load(engineFor(g), bytes);
+      if (g.verbose) io.err(`berm: ${file}: ${describeCompile(harness.module.info)}\n`);
+      let invoke: InvokeOptions = {
+        fuel: g.fuel,
+        timeoutMs: g.timeout,
+        onLog: g.verbose ? (line) => io.err(`[log] ${line}\n`) : undefined,
+      };
+      for (const e of extensions) {
+        if (e.invokeOptions) invoke = { ...invoke, ...(await e.invokeOptions(g, harness, file)) };
+      }
+      const t0 = performance.now();
+      const r = harness.invoke(tool, argText, invoke);
+      if (g.verbose) io.err(`berm: ${tool} ran in ${(performance.now() - t0).toFixed(1)} ms\n`);
+      if (g.json) {
+        io.out(JSON.stringify(r) + '\n');
+      } else if (r.status === 'ok') {
+        io.out(r.result.endsWith('\n') ? r.result : r.result + '\n');
+      } else {
+        io.out(r.message.endsWith('\n') ? r.message : r.message + '\n');
+        io.err(`berm: tool ${tool} failed\n`);
+      }
+      return r.status === 'ok' ? ExitCode.Ok : ExitCode.ToolFailed;
+    }),
+  );
+}

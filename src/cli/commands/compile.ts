@@ -1,0 +1,107 @@
+/**
+ * `berm compile FILE...`: translate ELFs into the Wasm cache ahead of time. A progress bar on a
+ * terminal; one line per file otherwise; `--json` prints one JSON object for CI pipelines.
+ * Every file is attempted; the exit code is the worst one (2 when some file is malformed).
+ */
+import cliProgress from 'cli-progress';
+import type { Command } from 'commander';
+import type { CompileInfo } from '../../engine/engine.js';
+import {
+  describeCompile,
+  engineFor,
+  exitCodeOf,
+  ExitCode,
+  readInputFile,
+  type ExitCodeValue,
+} from '../context.js';
+import type { CliContext } from '../program.js';
+
+/** One file's outcome in `compile --json`. */
+export type CompileResult =
+  | ({ file: string; ok: true } & CompileInfo)
+  | { file: string; ok: false; error: string; message: string; exitCode: number };
+
+/** The `compile --json` document. */
+export interface CompileReport {
+  cacheDir: string | null;
+  files: CompileResult[];
+  /** counts */
+  compiled: number;
+  cached: number;
+  failed: number;
+  totalMs: number;
+}
+
+/** Register `compile`. */
+export function registerCompile(program: Command, ctx: CliContext): void {
+  program
+    .command('compile')
+    .description('translate ELFs into the Wasm cache (progress bar on a terminal, --json for CI)')
+    .argument('<files...>', 'ELF files')
+    .action((files: string[], _opts: unknown, cmd: Command) =>
+      ctx.run(cmd, async () => {
+        const g = ctx.globals(cmd);
+        const { io } = ctx;
+        const engine = engineFor(g);
+        const t0 = performance.now();
+        const multi =
+          !g.json && io.stderrIsTTY
+            ? new cliProgress.MultiBar(
+                {
+                  stream: io.progressStream,
+                  format: 'compiling [{bar}] {value}/{total} {file}',
+                  hideCursor: true,
+                  clearOnComplete: true,
+                },
+                cliProgress.Presets.shades_classic,
+              )
+            : null;
+        const bar = multi?.create(files.length, 0, { file: '' }) ?? null;
+        const results: CompileResult[] = [];
+        let code: ExitCodeValue = ExitCode.Ok;
+        try {
+          for (const file of files) {
+            bar?.update({ file });
+            multi?.update();
+            try {
+              const m = await engine.compile(readInputFile(file));
+              results.push({ file, ok: true, ...m.info });
+              if (!g.json) {
+                const line = `${file}: ${describeCompile(m.info)}\n`;
+                if (bar === null) io.out(line);
+                else if (g.verbose) multi?.log(line);
+              }
+            } catch (e) {
+              const c = exitCodeOf(e);
+              if (c === ExitCode.Internal && g.debug) throw e;
+              code = Math.max(code, c) as ExitCodeValue;
+              const err = e instanceof Error ? e : new Error(String(e));
+              results.push({ file, ok: false, error: err.name, message: err.message, exitCode: c });
+              if (bar === null) io.err(`berm: ${file}: ${err.message}\n`);
+              else multi?.log(`berm: ${file}: ${err.message}\n`);
+            }
+            bar?.increment();
+          }
+        } finally {
+          multi?.stop();
+        }
+        const ok = results.filter((r): r is Extract<CompileResult, { ok: true }> => r.ok);
+        const report: CompileReport = {
+          cacheDir: engine.cache?.dir ?? null,
+          files: results,
+          compiled: ok.filter((r) => !r.cached).length,
+          cached: ok.filter((r) => r.cached).length,
+          failed: results.length - ok.length,
+          totalMs: performance.now() - t0,
+        };
+        if (g.json) io.out(JSON.stringify(report, null, 2) + '\n');
+        else {
+          io.err(
+            `berm: ${report.compiled} translated, ${report.cached} already cached, ${report.failed} failed` +
+              ` in ${(report.totalMs / 1000).toFixed(1)} s${report.cacheDir ? ` (cache ${report.cacheDir})` : ' (no cache)'}\n`,
+          );
+        }
+        return code;
+      }),
+    );
+}

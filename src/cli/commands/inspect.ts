@@ -1,0 +1,151 @@
+/**
+ * `berm inspect FILE`: manifest, tools, functions and indirect-target counts of a harness ELF.
+ * Reads the ELF only (readElf, parseManifest, relocationTargets): it neither translates nor runs.
+ */
+import type { Command } from 'commander';
+import { readElf } from '../../elf/reader.js';
+import { relocationTargets } from '../../elf/targets.js';
+import type { ElfImage } from '../../elf/types.js';
+import { ManifestError, parseManifest, type Manifest } from '../../harness/manifest.js';
+import { ExitCode, readInputFile } from '../context.js';
+import type { CliContext } from '../program.js';
+
+/** What inspect reports (the --json shape). */
+export interface InspectReport {
+  file: string;
+  entry: number;
+  /** symbol at the entry, or null */
+  entrySymbol: string | null;
+  imageStart: number;
+  imageEnd: number;
+  segments: { vaddr: number; memsz: number; filesz: number; flags: string }[];
+  /** null when the ELF has no .berm.abi section or it is invalid (see manifestError) */
+  manifest: Manifest | null;
+  manifestError: string | null;
+  functionCount: number;
+  globalFunctionCount: number;
+  functions: { name: string; aliases: string[]; start: number; size: number; global: boolean }[];
+  relocationCount: number;
+  indirectTargets: {
+    /** code addresses named by relocations (candidates of indirect calls and jumps) */
+    codeAddresses: number;
+    /** of those, function entries (reachable through the dispatch function) */
+    functionEntries: number;
+    /** of those, addresses inside functions (jump-table cases) */
+    other: number;
+  };
+}
+
+const flagText = (f: number): string => (f & 4 ? 'r' : '-') + (f & 2 ? 'w' : '-') + (f & 1 ? 'x' : '-');
+const hex = (n: number): string => `0x${n.toString(16)}`;
+
+/** Build the report of an ELF image (pure; no translation). */
+export function inspectImage(file: string, image: ElfImage): InspectReport {
+  let manifest: Manifest | null = null;
+  let manifestError: string | null = null;
+  if (image.manifest !== null) {
+    try {
+      manifest = parseManifest(image.manifest);
+    } catch (e) {
+      if (!(e instanceof ManifestError)) throw e;
+      manifestError = e.message;
+    }
+  }
+  const entries = new Set(image.functions.map((f) => f.start));
+  const targets = [...relocationTargets(image).codeAddresses];
+  const functionEntries = targets.filter((a) => entries.has(a)).length;
+  const entryFn = image.functions.find((f) => f.start === image.entry);
+  return {
+    file,
+    entry: image.entry,
+    entrySymbol: entryFn?.name ?? null,
+    imageStart: image.imageStart,
+    imageEnd: image.imageEnd,
+    segments: image.segments.map((s) => ({
+      vaddr: s.vaddr,
+      memsz: s.memsz,
+      filesz: s.filesz,
+      flags: flagText(s.flags),
+    })),
+    manifest,
+    manifestError,
+    functionCount: image.functions.length,
+    globalFunctionCount: image.functions.filter((f) => f.global).length,
+    functions: image.functions.map((f) => ({
+      name: f.name,
+      aliases: f.names.slice(1),
+      start: f.start,
+      size: f.size,
+      global: f.global,
+    })),
+    relocationCount: image.relocations.length,
+    indirectTargets: {
+      codeAddresses: targets.length,
+      functionEntries,
+      other: targets.length - functionEntries,
+    },
+  };
+}
+
+/** Human text of a report; `listFunctions` adds one line per function. */
+export function inspectText(r: InspectReport, listFunctions: boolean): string {
+  const out: string[] = [];
+  const row = (k: string, v: string): number => out.push(`${k.padEnd(18)}${v}`);
+  row('file', r.file);
+  row('entry', `${hex(r.entry)}${r.entrySymbol ? ` (${r.entrySymbol})` : ''}`);
+  row('image', `${hex(r.imageStart)}..${hex(r.imageEnd)} (${r.imageEnd - r.imageStart} bytes)`);
+  for (const s of r.segments) {
+    row('  segment', `${hex(s.vaddr)} ${s.flags} filesz ${s.filesz} memsz ${s.memsz}`);
+  }
+  if (r.manifest) {
+    const m = r.manifest;
+    row('abi_version', String(m.abi_version));
+    if (m.usage) row('usage', m.usage);
+    if (m.abi_version === 1) row('deps', m.deps.length > 0 ? m.deps.join(', ') : 'none');
+    row('tools', String(m.tools.length));
+    for (const t of m.tools) {
+      out.push(`  ${t.name}${t.description ? ` - ${t.description}` : ''}`);
+      out.push(`    parameters: ${JSON.stringify(t.parameters)}`);
+    }
+  } else {
+    row('manifest', r.manifestError ? `invalid: ${r.manifestError}` : 'none (no .berm.abi section)');
+  }
+  row('functions', `${r.functionCount} (${r.globalFunctionCount} global)`);
+  row('relocations', String(r.relocationCount));
+  const it = r.indirectTargets;
+  row(
+    'indirect targets',
+    `${it.codeAddresses} code addresses named by relocations: ${it.functionEntries} function entries, ${it.other} other`,
+  );
+  if (listFunctions) {
+    out.push('');
+    for (const f of r.functions) {
+      const alias = f.aliases.length > 0 ? ` (= ${f.aliases.join(', ')})` : '';
+      out.push(
+        `${f.start.toString(16).padStart(8, '0')} ${String(f.size).padStart(6)} ${f.global ? 'g' : 'l'} ${f.name}${alias}`,
+      );
+    }
+  }
+  return out.join('\n') + '\n';
+}
+
+/** Register `inspect`. */
+export function registerInspect(program: Command, ctx: CliContext): void {
+  program
+    .command('inspect')
+    .description('show the manifest, tools, functions and indirect-target counts (no translation)')
+    .argument('<file>', 'harness ELF')
+    .option('--functions', 'list every function (address, size, global/local, name)')
+    .action((file: string, opts: { functions?: boolean }, cmd: Command) =>
+      ctx.run(cmd, () => {
+        const g = ctx.globals(cmd);
+        const report = inspectImage(file, readElf(readInputFile(file)));
+        ctx.io.out(g.json ? JSON.stringify(report, null, 2) + '\n' : inspectText(report, !!opts.functions));
+        if (report.manifestError) {
+          ctx.io.err(`berm: ${report.manifestError}\n`);
+          return ExitCode.BadInput;
+        }
+        return ExitCode.Ok;
+      }),
+    );
+}

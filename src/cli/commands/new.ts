@@ -1,0 +1,40 @@
+/** `berm new NAME`: scaffold a harness project by running scripts/new-harness. */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { CliError, ExitCode } from '../context.js';
+import type { CliContext } from '../program.js';
+
+/** Path of the scaffold script in this checkout. */
+export const NEW_HARNESS_SCRIPT = fileURLToPath(new URL('../../../scripts/new-harness', import.meta.url));
+
+/** Register `new`. */
+export function registerNew(program: Command, ctx: CliContext): void {
+  program
+    .command('new')
+    .description('scaffold a new harness project (C, guest SDK) in directory NAME')
+    .argument('<name>', 'directory to create; its last component names the harness')
+    .option('--sdk <path>', 'guest SDK to use (default: the guest-sdk of this checkout)')
+    .action((name: string, opts: { sdk?: string }, cmd: Command) =>
+      ctx.run(cmd, () => {
+        if (!existsSync(NEW_HARNESS_SCRIPT)) {
+          throw new CliError(
+            `the scaffold script ${NEW_HARNESS_SCRIPT} is not part of this checkout; ` +
+              'update berm, or copy an example from guest-sdk/examples/',
+            ExitCode.Internal,
+          );
+        }
+        const r = spawnSync(NEW_HARNESS_SCRIPT, [...(opts.sdk ? ['--sdk', opts.sdk] : []), name], {
+          stdio: ['inherit', 'pipe', 'pipe'],
+        });
+        if (r.stdout?.length) ctx.io.out(r.stdout.toString());
+        if (r.stderr?.length) ctx.io.err(r.stderr.toString());
+        if (r.error)
+          throw new CliError(`could not run ${NEW_HARNESS_SCRIPT}: ${r.error.message}`, ExitCode.Internal);
+        if (r.status !== 0)
+          throw new CliError(`scripts/new-harness ${name} failed (exit ${r.status ?? r.signal})`);
+        return ExitCode.Ok;
+      }),
+    );
+}

@@ -1,0 +1,241 @@
+/**
+ * What every subcommand shares: exit codes, the I/O streams, global options and their parsing,
+ * engine construction, and the mapping of errors to exit codes and messages.
+ */
+import { readFileSync } from 'node:fs';
+import { InvalidArgumentError } from 'commander';
+import { defaultCacheDir } from '../cache/cache.js';
+import { Engine, type CompileInfo } from '../engine/engine.js';
+import { Trap } from '../engine/traps.js';
+import { ElfError } from '../elf/reader.js';
+import { HarnessError } from '../harness/harness.js';
+import { ManifestError } from '../harness/manifest.js';
+
+/** Exit codes of every berm command (also in `berm --help` and README.md). */
+export const ExitCode = {
+  /** success */
+  Ok: 0,
+  /** the tool failed through berm.fail; its message is on stdout */
+  ToolFailed: 1,
+  /** bad input or usage: malformed ELF or manifest, unknown tool or symbol, bad arguments */
+  BadInput: 2,
+  /** the guest trapped (MemoryFault, Interrupted, OutOfFuel, ...) */
+  Trap: 3,
+  /** an internal error of berm */
+  Internal: 4,
+} as const;
+
+/** One of the {@link ExitCode} values. */
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** Text of the exit-code table for `berm --help`. */
+export const EXIT_CODES_HELP = `Exit codes:
+  0  ok
+  1  the tool failed through berm.fail (the failure message is on stdout)
+  2  bad input or usage (malformed ELF, unknown tool or symbol, arguments not JSON or not
+     matching the tool's schema, bad option values)
+  3  the guest trapped (trap name, pc, symbol and backtrace on stderr)
+  4  internal error`;
+
+/** An expected failure with its exit code; printed without a stack trace. */
+export class CliError extends Error {
+  override name = 'CliError';
+  constructor(
+    message: string,
+    readonly exitCode: ExitCodeValue = ExitCode.BadInput,
+  ) {
+    super(message);
+  }
+}
+
+/** Where a command writes and reads; the process streams by default (tests may substitute). */
+export interface Io {
+  /** write to stdout */
+  out(text: string): void;
+  /** write to stderr */
+  err(text: string): void;
+  /** read all of stdin as UTF-8 */
+  readStdin(): Promise<string>;
+  /** true when stderr is a terminal (progress bars) */
+  stderrIsTTY: boolean;
+  /** the stream progress bars draw on */
+  progressStream: NodeJS.WritableStream;
+}
+
+/** The process's own streams. */
+export function processIo(): Io {
+  return {
+    out: (s) => void process.stdout.write(s),
+    err: (s) => void process.stderr.write(s),
+    readStdin: async () => {
+      const chunks: Buffer[] = [];
+      for await (const c of process.stdin) chunks.push(c as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    },
+    stderrIsTTY: process.stderr.isTTY === true,
+    progressStream: process.stderr,
+  };
+}
+
+/** Global options as commander hands them over (after the parsers below). */
+export interface GlobalOptions {
+  cacheDir?: string;
+  /** false with --no-cache */
+  cache: boolean;
+  memory?: number;
+  fuel?: number;
+  timeout?: number;
+  verbose?: boolean;
+  json?: boolean;
+  debug?: boolean;
+}
+
+/**
+ * Parse a memory size: bytes, or a number with K, M or G (powers of 1024; `KiB`, `MB` etc. also
+ * accepted). Must be a power of two from 64 KiB to 1 GiB.
+ * @throws InvalidArgumentError (commander reports it and berm exits 2)
+ */
+export function parseMemorySize(text: string): number {
+  const m = /^(\d+)\s*([kmg])?(?:i?b)?$/i.exec(text.trim());
+  if (!m) throw new InvalidArgumentError(`expected a size such as 64M, 1M or 65536, got '${text}'`);
+  const unit = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(m[2] ?? '').toLowerCase()] ?? 1;
+  const n = Number(m[1]) * unit;
+  const pow2 = Number.isSafeInteger(n) && n > 0 && 2 ** Math.round(Math.log2(n)) === n;
+  if (!pow2 || n < 65536 || n > 2 ** 30) {
+    throw new InvalidArgumentError(`'${text}' must be a power of two from 64K to 1G (e.g. 64M)`);
+  }
+  return n;
+}
+
+/**
+ * Parse a positive integer option (fuel, milliseconds).
+ * @throws InvalidArgumentError
+ */
+export function parsePositiveInt(text: string): number {
+  if (!/^\d+$/.test(text.trim()))
+    throw new InvalidArgumentError(`expected a positive integer, got '${text}'`);
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n <= 0) {
+    throw new InvalidArgumentError(`expected a positive integer, got '${text}'`);
+  }
+  return n;
+}
+
+/** The cache directory the options select, or null with --no-cache. */
+export function cacheDirOf(opts: GlobalOptions): string | null {
+  if (!opts.cache) return null;
+  return opts.cacheDir ?? defaultCacheDir();
+}
+
+/** The directory `cache ls/clear` work on (ignores --no-cache). */
+export function cacheDirForListing(opts: GlobalOptions): string {
+  return opts.cacheDir ?? defaultCacheDir();
+}
+
+/** An engine configured by the global options. */
+export function engineFor(opts: GlobalOptions): Engine {
+  try {
+    return new Engine({ cacheDir: cacheDirOf(opts), memorySize: opts.memory });
+  } catch (e) {
+    if (e instanceof RangeError) throw new CliError(e.message);
+    throw e;
+  }
+}
+
+/**
+ * Read an input file; a missing or unreadable file is bad input (exit 2).
+ * @throws CliError
+ */
+export function readInputFile(path: string): Uint8Array {
+  try {
+    return new Uint8Array(readFileSync(path));
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT'
+        ? 'no such file'
+        : code === 'EISDIR'
+          ? 'is a directory'
+          : code === 'EACCES'
+            ? 'permission denied'
+            : (e as Error).message;
+    throw new CliError(`${path}: ${why}`);
+  }
+}
+
+/** `12.3 ms` */
+export function ms(n: number): string {
+  return `${n.toFixed(1)} ms`;
+}
+
+/** One human line describing how a module was obtained, for --verbose and `compile`. */
+export function describeCompile(info: CompileInfo): string {
+  const how = info.cached ? 'cache hit' : 'translated';
+  const parts = [`${how}, ${info.wasmBytes} bytes of Wasm, total ${ms(info.totalMs)}`];
+  if (info.translate) {
+    const t = info.translate;
+    parts.push(`build ${ms(t.build)}, optimize ${ms(t.optimize)}, emit ${ms(t.emit)}`);
+  }
+  parts.push(`V8 compile ${ms(info.wasmCompileMs)}`);
+  return parts.join('; ');
+}
+
+/** `0x` and 16 hex digits of the unsigned 64-bit value. */
+export function hex64(v: bigint): string {
+  return '0x' + BigInt.asUintN(64, v).toString(16).padStart(16, '0');
+}
+
+/** A trap as a JSON-friendly object. */
+export function trapJson(t: Trap): Record<string, unknown> {
+  return {
+    status: 'trap',
+    trap: t.name,
+    message: t.message,
+    pc: t.pc,
+    symbol: t.symbol,
+    offset: t.offset,
+    where: t.where(),
+    backtrace: t.backtrace.map((f) => f.symbol),
+  };
+}
+
+/** Human report of a trap: name, message, where, backtrace. */
+export function trapText(t: Trap): string {
+  const lines = [`berm: guest trap ${t.name}: ${t.message}`, `  at ${t.where()}`];
+  if (t.backtrace.length > 0) lines.push(`  backtrace: ${t.backtrace.map((f) => f.symbol).join(' <- ')}`);
+  return lines.join('\n') + '\n';
+}
+
+/** The exit code an error maps to. */
+export function exitCodeOf(e: unknown): ExitCodeValue {
+  if (e instanceof CliError) return e.exitCode;
+  if (e instanceof Trap) return ExitCode.Trap;
+  if (e instanceof ElfError || e instanceof ManifestError || e instanceof HarnessError) {
+    return ExitCode.BadInput;
+  }
+  return ExitCode.Internal;
+}
+
+/**
+ * Report an error on stderr (and as one JSON object on stdout with --json); a JS stack trace only
+ * for internal errors with --debug.
+ * @returns the exit code
+ */
+export function reportError(io: Io, e: unknown, opts: Pick<GlobalOptions, 'json' | 'debug'>): ExitCodeValue {
+  const code = exitCodeOf(e);
+  if (e instanceof Trap) {
+    io.err(trapText(e));
+    if (opts.json) io.out(JSON.stringify(trapJson(e)) + '\n');
+  } else {
+    const err = e instanceof Error ? e : new Error(String(e));
+    const kind = err instanceof CliError ? '' : `${err.name}: `;
+    const prefix = code === ExitCode.Internal ? 'berm: internal error: ' : 'berm: ';
+    io.err(`${prefix}${kind}${err.message}\n`);
+    if (code === ExitCode.Internal && !opts.debug) io.err('(run with --debug for a stack trace)\n');
+    if (opts.json) {
+      io.out(JSON.stringify({ status: 'error', error: err.name, message: err.message }) + '\n');
+    }
+  }
+  if (opts.debug && e instanceof Error && e.stack) io.err(e.stack + '\n');
+  return code;
+}

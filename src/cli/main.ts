@@ -1,0 +1,7 @@
+/**
+ * Entry of the berm CLI (bin/berm.js imports this module): run the program on the process
+ * arguments and exit with its code. The program itself is built in program.ts.
+ */
+import { runCli } from './program.js';
+
+process.exitCode = await runCli(process.argv.slice(2));

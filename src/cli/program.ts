@@ -1,0 +1,138 @@
+/**
+ * The berm command-line program: global options, subcommands (one module each under commands/),
+ * exit codes. `buildProgram` is exported so that later features can extend a subcommand (for
+ * example `call --config`, through {@link ProgramOptions.callExtensions}).
+ */
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
+import { registerCache } from './commands/cache.js';
+import { registerCall, type CallExtension } from './commands/call.js';
+import { registerCompile } from './commands/compile.js';
+import { registerDisasm } from './commands/disasm.js';
+import { registerExec } from './commands/exec.js';
+import { registerInspect } from './commands/inspect.js';
+import { registerNew } from './commands/new.js';
+import {
+  EXIT_CODES_HELP,
+  ExitCode,
+  parseMemorySize,
+  parsePositiveInt,
+  processIo,
+  reportError,
+  type ExitCodeValue,
+  type GlobalOptions,
+  type Io,
+} from './context.js';
+
+/** What a subcommand module gets to register itself. */
+export interface CliContext {
+  io: Io;
+  /** the global and local options of `cmd` merged */
+  globals(cmd: Command): GlobalOptions;
+  /**
+   * Run an action body: its returned exit code, or the exit code of what it throws (reported on
+   * stderr without a stack trace) becomes the program's exit code.
+   */
+  run(cmd: Command, body: () => Promise<ExitCodeValue> | ExitCodeValue): Promise<void>;
+}
+
+/** Ways to extend the program. */
+export interface ProgramOptions {
+  /** streams (default: the process's) */
+  io?: Io;
+  /** extensions of `call` (extra options, extra invoke options such as capabilities) */
+  callExtensions?: CallExtension[];
+  /** called last with the built program, to add or change commands */
+  extend?: (program: Command, ctx: CliContext) => void;
+}
+
+/** A built program and the exit code its last action set. */
+export interface BuiltProgram {
+  program: Command;
+  ctx: CliContext;
+  /** exit code set by the action that ran (0 when none ran) */
+  exitCode(): ExitCodeValue;
+}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    return String(pkg.version);
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** Build the berm program (commander) with every subcommand registered. */
+export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
+  const io = options.io ?? processIo();
+  let code: ExitCodeValue = ExitCode.Ok;
+  const program = new Command('berm');
+  const ctx: CliContext = {
+    io,
+    globals: (cmd) => cmd.optsWithGlobals() as GlobalOptions,
+    run: async (cmd, body) => {
+      const g = ctx.globals(cmd);
+      try {
+        code = await body();
+      } catch (e) {
+        code = reportError(io, e, g);
+      }
+    },
+  };
+  program
+    .description(
+      'Run statically linked RV64IMAC harness ELFs in a WebAssembly sandbox (each tool call in a fresh instance).',
+    )
+    .version(version(), '-V, --version')
+    .option('--cache-dir <dir>', 'Wasm cache directory (default: $BERM_CACHE_DIR, else ~/.cache/berm)')
+    .option('--no-cache', 'neither read nor write the Wasm cache')
+    .addOption(
+      new Option('--memory <size>', 'guest memory, a power of two from 64K to 1G (default 64M)').argParser(
+        parseMemorySize,
+      ),
+    )
+    .addOption(
+      new Option('--fuel <n>', 'instruction budget of a call (call, exec)').argParser(parsePositiveInt),
+    )
+    .addOption(
+      new Option('--timeout <ms>', 'wall-clock limit of a call in milliseconds (call, exec)').argParser(
+        parsePositiveInt,
+      ),
+    )
+    .option('--verbose', 'show guest log lines and compile timings on stderr')
+    .option('--json', 'machine-readable output (inspect, compile, call, exec, cache ls)')
+    .option('--debug', 'print JS stack traces of internal errors')
+    .showSuggestionAfterError()
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
+    .addHelpText('after', `\n${EXIT_CODES_HELP}\n`);
+
+  registerInspect(program, ctx);
+  registerCall(program, ctx, options.callExtensions ?? []);
+  registerExec(program, ctx);
+  registerCompile(program, ctx);
+  registerDisasm(program, ctx);
+  registerCache(program, ctx);
+  registerNew(program, ctx);
+  options.extend?.(program, ctx);
+  return { program, ctx, exitCode: () => code };
+}
+
+/**
+ * Parse `argv` (without the node and script entries) and run the selected command.
+ * @returns the exit code
+ */
+export async function runCli(argv: string[], options: ProgramOptions = {}): Promise<ExitCodeValue> {
+  const built = buildProgram(options);
+  try {
+    await built.program.parseAsync(argv, { from: 'user' });
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // help and --version exit 0; usage errors (and `berm` without a command) exit 2
+      return e.exitCode === 0 ? ExitCode.Ok : ExitCode.BadInput;
+    }
+    return reportError(built.ctx.io, e, {});
+  }
+  return built.exitCode();
+}
