@@ -131,7 +131,9 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
 
   const inside = (a: number) => a >= start && a < end && indexOf.has(a);
   const classify = (address: number): Target => {
-    // a jump to our own entry is a tail call to ourselves, like any other function entry
+    // A jump to our own entry stays local: a loop keeps every register, as the hardware would
+    // (a tail call would start with fresh locals for the registers that are not arguments).
+    if (address === start) return { kind: 'local', address };
     if (facts.functionEntries.has(address)) return { kind: 'function', address };
     if (inside(address)) return { kind: 'local', address };
     return { kind: 'invalid', address };
@@ -187,12 +189,12 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
       const next = pc + ins.size;
       if (BRANCHES.has(ins.op)) {
         const t = pc + ins.imm;
-        if (inside(t) && t !== start) leaders.add(t);
+        if (inside(t)) leaders.add(t);
         if (next < end) leaders.add(next);
       } else if (ins.op === 'jal' || ins.op === 'jalr') {
         const t = ins.op === 'jal' ? pc + ins.imm : jalrTargets.get(i);
         if (ins.rd === 0) {
-          if (t !== undefined && inside(t) && !facts.functionEntries.has(t)) leaders.add(t);
+          if (t !== undefined && inside(t) && (t === start || !facts.functionEntries.has(t))) leaders.add(t);
           if (next < end) leaders.add(next);
         }
         // calls (rd != 0) continue in the same block: the Wasm call returns to the next instruction
