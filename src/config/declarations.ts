@@ -1,0 +1,454 @@
+/**
+ * The operator's declaration file (upstream berm issue 6): a TOML list of `[[harnesses]]`, each
+ * naming a local ELF, its sha256, and the capabilities granted with their arguments. The
+ * declaration alone grants: nothing is inferred from a harness's own manifest, a capability not
+ * listed is absent (not linked), and a grant missing its argument reaches nothing.
+ *
+ * Errors carry the file, the line and the fix. A syntax error or a malformed top level throws; a
+ * bad entry is refused on its own (listed in `errors`, left out of `harnesses`) so one broken
+ * harness does not take the others down.
+ */
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { TomlError, parse } from 'smol-toml';
+import { CAPABILITIES, CAPABILITY_NAMES } from '../capabilities/index.js';
+import type { CapabilityContext, CapabilityLimits, CapabilityReply, Grant } from '../capabilities/types.js';
+import { checkHostPattern } from '../capabilities/http/policy.js';
+
+/** A problem in a declaration file, located and with the fix an operator should apply. */
+export class DeclarationError extends Error {
+  override name = 'DeclarationError';
+  /**
+   * @param file the declaration file
+   * @param line 1-based line (0 when no line applies, e.g. the file is missing)
+   * @param problem what is wrong
+   * @param fix what to change
+   */
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly problem: string,
+    readonly fix: string,
+  ) {
+    super(`${file}:${line}: ${problem}; fix: ${fix}`);
+  }
+}
+
+/** One accepted harness entry. */
+export interface HarnessDeclaration {
+  /** the tool namespace; no dots (tools are addressed as "harness.tool") */
+  name: string;
+  /** absolute path of the ELF */
+  source: string;
+  /** lowercase hex sha256 of the ELF, verified */
+  sha256: string;
+  /** granted capability names, sorted, no duplicates */
+  capabilities: string[];
+  /** arguments of the granted capabilities only (root absolute, hosts lowercase) */
+  grant: Grant;
+  /** the verified ELF bytes (read once, so what runs is what was hashed); absent with checkFiles false */
+  elf?: Uint8Array;
+  /** declaration file and 1-based line of the entry's [[harnesses]] header */
+  file: string;
+  line: number;
+}
+
+/** A parsed declaration file: accepted harnesses and refused entries. */
+export interface Declarations {
+  file: string;
+  harnesses: HarnessDeclaration[];
+  errors: DeclarationError[];
+}
+
+/** Options of {@link parseDeclarations}. */
+export interface ParseOptions {
+  /**
+   * Check that sources and roots exist and verify sha256 against the ELF bytes (default true).
+   * False only lints the file's shape (for examples and editors).
+   */
+  checkFiles?: boolean;
+}
+
+/** Keys an entry may have. */
+export const ENTRY_KEYS: readonly string[] = [
+  'name',
+  'source',
+  'sha256',
+  'capabilities',
+  'root',
+  'hosts',
+  'callees',
+  'database',
+];
+
+/** Which capability each argument key belongs to. */
+const KEY_OWNER: Record<string, string[]> = {
+  root: ['fs', 'exec'],
+  hosts: ['http'],
+  callees: ['call'],
+  database: ['storage'],
+};
+
+/** 1-based line numbers of each `[[harnesses]]` header, in order. */
+function headerLines(lines: string[]): number[] {
+  const out: number[] = [];
+  lines.forEach((l, i) => {
+    if (/^\s*\[\[\s*"?harnesses"?\s*\]\]/.test(l)) out.push(i + 1);
+  });
+  return out;
+}
+
+/** Line of `key = ` inside the entry starting at `start` (the header line), else the header line. */
+function keyLine(lines: string[], start: number, key: string): number {
+  for (let i = start; i < lines.length; i++) {
+    if (/^\s*\[/.test(lines[i]!)) break;
+    if (new RegExp(`^\\s*"?${key}"?\\s*=`).test(lines[i]!)) return i + 1;
+  }
+  return start;
+}
+
+const isStringArray = (v: unknown): v is string[] =>
+  Array.isArray(v) && v.every((x) => typeof x === 'string');
+
+/**
+ * Parse and validate declaration text. Paths in the file are relative to the file's directory.
+ * @param file the file name used in errors and to resolve relative paths
+ * @throws DeclarationError on a TOML syntax error or a top level other than `[[harnesses]]`.
+ * @returns accepted entries and per-entry errors (unknown capability or key, missing root, bad
+ *   or mismatched sha256, duplicate name, a name with a dot, source missing, bad host pattern).
+ */
+export function parseDeclarations(text: string, file: string, options: ParseOptions = {}): Declarations {
+  const checkFiles = options.checkFiles ?? true;
+  let doc: Record<string, unknown>;
+  try {
+    doc = parse(text) as Record<string, unknown>;
+  } catch (e) {
+    if (e instanceof TomlError) {
+      throw new DeclarationError(
+        file,
+        e.line,
+        `TOML syntax: ${e.message.split('\n')[0]}`,
+        'correct the TOML at that line',
+      );
+    }
+    throw e;
+  }
+  const lines = text.split(/\r?\n/);
+  for (const k of Object.keys(doc)) {
+    if (k !== 'harnesses') {
+      throw new DeclarationError(
+        file,
+        Math.max(1, lines.findIndex((l) => new RegExp(`^\\s*\\[*\\s*"?${k}"?\\s*[\\]=]`).test(l)) + 1),
+        `unknown top-level key ${JSON.stringify(k)}`,
+        'the file holds only [[harnesses]] entries',
+      );
+    }
+  }
+  const raw = doc.harnesses ?? [];
+  if (!Array.isArray(raw)) {
+    throw new DeclarationError(
+      file,
+      1,
+      'harnesses is not an array of tables',
+      'write each entry as [[harnesses]]',
+    );
+  }
+  const headers = headerLines(lines);
+  const dir = path.dirname(path.resolve(file));
+  const seen = new Map<string, number>();
+  const harnesses: HarnessDeclaration[] = [];
+  const errors: DeclarationError[] = [];
+
+  raw.forEach((entry: unknown, index) => {
+    const start = headers[index] ?? 1;
+    const at = (key: string) => keyLine(lines, start, key);
+    const fail = (line: number, problem: string, fix: string) =>
+      errors.push(new DeclarationError(file, line, problem, fix));
+    const before = errors.length;
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      fail(start, `harnesses entry ${index + 1} is not a table`, 'write it as a [[harnesses]] table');
+      return;
+    }
+    const e = entry as Record<string, unknown>;
+    const label =
+      typeof e.name === 'string' ? `harness ${JSON.stringify(e.name)}` : `harnesses entry ${index + 1}`;
+
+    for (const k of Object.keys(e)) {
+      if (!ENTRY_KEYS.includes(k)) {
+        fail(
+          at(k),
+          `${label}: unknown key ${JSON.stringify(k)}`,
+          `remove it; known keys are ${ENTRY_KEYS.join(', ')}`,
+        );
+      }
+    }
+
+    const name = e.name;
+    if (typeof name !== 'string' || name === '') {
+      fail(at('name'), `${label}: name is missing or not a string`, 'add name = "my-harness"');
+    } else if (name.includes('.')) {
+      fail(
+        at('name'),
+        `${label}: name contains a dot`,
+        `tools are addressed as harness.tool; rename it, e.g. "${name.replace(/\./g, '-')}"`,
+      );
+    } else if (!/^[A-Za-z0-9_-]+$/.test(name)) {
+      fail(at('name'), `${label}: name has characters other than letters, digits, '_' and '-'`, 'rename it');
+    } else if (seen.has(name)) {
+      fail(
+        at('name'),
+        `${label}: duplicate name (first declared at line ${seen.get(name)})`,
+        'give each harness its own name',
+      );
+    } else {
+      seen.set(name, start);
+    }
+
+    const sha = e.sha256;
+    const shaOk = typeof sha === 'string' && /^[0-9a-fA-F]{64}$/.test(sha);
+    if (!shaOk) {
+      fail(
+        at('sha256'),
+        `${label}: sha256 is missing or not 64 hex digits`,
+        'set sha256 to the output of `sha256sum <source>`',
+      );
+    }
+
+    let source: string | undefined;
+    if (typeof e.source !== 'string' || e.source === '') {
+      fail(
+        at('source'),
+        `${label}: source is missing`,
+        'add source = "path/to/harness.elf" (relative to this file)',
+      );
+    } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(e.source)) {
+      fail(
+        at('source'),
+        `${label}: source is a URL`,
+        'berm never downloads code; fetch the ELF yourself and name the local path',
+      );
+    } else {
+      source = path.resolve(dir, e.source);
+    }
+
+    const caps: string[] = [];
+    if (e.capabilities !== undefined && !isStringArray(e.capabilities)) {
+      fail(
+        at('capabilities'),
+        `${label}: capabilities is not an array of strings`,
+        'write capabilities = ["fs", "clock"]',
+      );
+    } else {
+      for (const c of (e.capabilities as string[] | undefined) ?? []) {
+        if (!CAPABILITY_NAMES.includes(c)) {
+          fail(
+            at('capabilities'),
+            `${label}: unknown capability ${JSON.stringify(c)}`,
+            `use one of ${CAPABILITY_NAMES.join(', ')}`,
+          );
+        } else if (caps.includes(c)) {
+          fail(at('capabilities'), `${label}: capability ${JSON.stringify(c)} listed twice`, 'list it once');
+        } else {
+          caps.push(c);
+        }
+      }
+    }
+    caps.sort();
+
+    for (const [key, owners] of Object.entries(KEY_OWNER)) {
+      if (e[key] !== undefined && !owners.some((o) => caps.includes(o))) {
+        fail(
+          at(key),
+          `${label}: ${key} is set but ${owners.join(' or ')} is not granted`,
+          `add ${owners.map((o) => `"${o}"`).join(' or ')} to capabilities, or remove ${key}`,
+        );
+      }
+    }
+
+    const grant: Grant = {};
+    if (caps.includes('fs') || caps.includes('exec')) {
+      if (typeof e.root !== 'string' || e.root === '') {
+        fail(
+          at('capabilities'),
+          `${label}: ${caps.includes('fs') ? 'fs' : 'exec'} is granted without a root`,
+          'add root = "/absolute/dir" (the only tree the harness may touch)',
+        );
+      } else {
+        const root = path.resolve(dir, e.root);
+        grant.root = root;
+        if (['/proc', '/sys', '/dev'].some((t) => root === t || root.startsWith(t + '/')) || root === '/') {
+          fail(
+            at('root'),
+            `${label}: root ${root} exposes the host`,
+            'choose a dedicated directory for this harness',
+          );
+        } else if (checkFiles && !isDirectory(root)) {
+          fail(
+            at('root'),
+            `${label}: root ${root} is not an existing directory`,
+            `create it (mkdir -p ${root}) or correct the path`,
+          );
+        }
+      }
+    }
+    if (caps.includes('http') && e.hosts !== undefined) {
+      if (!isStringArray(e.hosts)) {
+        fail(
+          at('hosts'),
+          `${label}: hosts is not an array of strings`,
+          'write hosts = ["api.example.org", "*.example.com"]',
+        );
+      } else {
+        for (const h of e.hosts) {
+          const bad = checkHostPattern(h);
+          if (bad)
+            fail(at('hosts'), `${label}: host ${bad}`, 'write a bare host name, "*.domain" or an IP address');
+        }
+        grant.hosts = [...new Set(e.hosts.map((h) => h.toLowerCase()))].sort();
+      }
+    }
+    if (caps.includes('call') && e.callees !== undefined) {
+      if (!isStringArray(e.callees)) {
+        fail(
+          at('callees'),
+          `${label}: callees is not an array of strings`,
+          'write callees = ["other-harness"]',
+        );
+      } else {
+        grant.callees = [...new Set(e.callees)].sort();
+      }
+    }
+    if (caps.includes('storage') && e.database !== undefined) {
+      if (typeof e.database !== 'string' || e.database === '') {
+        fail(
+          at('database'),
+          `${label}: database is not a path`,
+          'write database = "state/kv.sqlite" or remove it',
+        );
+      } else {
+        grant.database = path.resolve(dir, e.database);
+      }
+    }
+
+    let elf: Uint8Array | undefined;
+    if (checkFiles && source !== undefined) {
+      try {
+        elf = fs.readFileSync(source);
+      } catch (err) {
+        fail(
+          at('source'),
+          `${label}: source ${source} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`,
+          'build the harness or correct the path',
+        );
+      }
+      if (elf && shaOk) {
+        const actual = createHash('sha256').update(elf).digest('hex');
+        if (actual !== (sha as string).toLowerCase()) {
+          fail(
+            at('sha256'),
+            `${label}: sha256 mismatch: ${source} hashes to ${actual}`,
+            'if the new ELF is the one you mean to run, set sha256 to that value; otherwise restore the ELF',
+          );
+        }
+      }
+    }
+
+    if (errors.length > before) return;
+    harnesses.push({
+      name: name as string,
+      source: source!,
+      sha256: (sha as string).toLowerCase(),
+      capabilities: caps,
+      grant,
+      ...(elf ? { elf } : {}),
+      file,
+      line: start,
+    });
+  });
+  return { file, harnesses, errors };
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Read and parse a declaration file (see {@link parseDeclarations}).
+ * @throws DeclarationError when the file cannot be read, on a syntax error, or a bad top level.
+ */
+export function loadDeclarations(file: string, options: ParseOptions = {}): Declarations {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new DeclarationError(
+      file,
+      0,
+      `cannot read the declaration file (${(e as NodeJS.ErrnoException).code ?? e})`,
+      'check the path',
+    );
+  }
+  return parseDeclarations(text, file, options);
+}
+
+/** Runtime facts a linked handler needs besides the declaration. */
+export interface LinkOptions {
+  /** berm.call depth of the tool call being linked (default 0) */
+  depth?: number;
+  limits?: Partial<CapabilityLimits>;
+  callTool?: CapabilityContext['callTool'];
+}
+
+/**
+ * Handlers to link for one harness, by wire name (berm.* and crabtalk.* aliases), only for the
+ * granted capabilities: an ungranted capability is absent, so its ecall traps UnknownHostCall
+ * rather than answering. Each handler is bound to a context built from the declaration (name,
+ * grant) and `options`, matching the harness layer's `(fields) => reply` handler shape.
+ */
+export function linkerEntries(
+  decl: Pick<HarnessDeclaration, 'name' | 'capabilities' | 'grant'>,
+  options: LinkOptions = {},
+): Map<string, (fields: Uint8Array[]) => CapabilityReply> {
+  const ctx: CapabilityContext = {
+    harness: decl.name,
+    grant: decl.grant,
+    depth: options.depth ?? 0,
+    ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.callTool ? { callTool: options.callTool } : {}),
+  };
+  const out = new Map<string, (fields: Uint8Array[]) => CapabilityReply>();
+  for (const c of decl.capabilities) {
+    const cap = CAPABILITIES[c];
+    if (!cap) continue;
+    for (const [wire, handler] of Object.entries(cap.calls)) out.set(wire, (fields) => handler(fields, ctx));
+  }
+  return out;
+}
+
+/**
+ * Content identity of a harness image: lowercase hex sha256 over a canonical encoding of the ELF
+ * bytes' sha256, the granted capabilities (sorted) and their arguments (root, hosts, callees,
+ * database). The name and the file position are left out, so identical declarations share one
+ * compiled image and renaming a harness is not an event.
+ */
+export function imageIdentity(
+  decl: Pick<HarnessDeclaration, 'capabilities' | 'grant'>,
+  elfBytes: Uint8Array,
+): string {
+  const g = decl.grant;
+  const canonical = JSON.stringify([
+    'berm-image-v1',
+    createHash('sha256').update(elfBytes).digest('hex'),
+    [...decl.capabilities].sort(),
+    g.root ?? null,
+    g.hosts ? [...g.hosts].map((h) => h.toLowerCase()).sort() : null,
+    g.callees ? [...g.callees].sort() : null,
+    g.database ?? null,
+  ]);
+  return createHash('sha256').update(canonical).digest('hex');
+}
