@@ -1,0 +1,506 @@
+/**
+ * berm benchmarks (issue 5): invocation latency, host-call round trip, compile time (cold and
+ * warm), guest speed against native x86-64 and qemu-riscv64 baselines built in the same run, and
+ * memory. Prints a table and writes bench/results/latest.json plus a timestamped copy.
+ *   npm run bench            (or make bench)
+ *   BENCH_QUICK=1 npm run bench   fewer iterations, for trying the harness out (not for comparing)
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Engine, Linker, basicHostFunctions, type GuestModule } from '../src/engine/engine.js';
+import { readElf } from '../src/elf/reader.js';
+import { Harness } from '../src/harness/harness.js';
+import {
+  fmt,
+  geomean,
+  median,
+  percentile,
+  resultsTable,
+  table,
+  type Figure,
+  type Results,
+} from './lib/figures.js';
+
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+const FIX = join(ROOT, 'fixtures/build');
+const SDK = join(ROOT, 'guest-sdk');
+const QUICK = process.env.BENCH_QUICK === '1';
+const MiB = 1 << 20;
+
+const figures: Record<string, Figure> = {};
+function fig(
+  name: string,
+  value: number,
+  unit: string,
+  label: string,
+  better: 'lower' | 'higher' = 'lower',
+  anchor?: string,
+): void {
+  figures[name] =
+    anchor === undefined ? { value, unit, better, label } : { value, unit, better, label, anchor };
+}
+function progress(msg: string): void {
+  process.stderr.write(`[bench ${((performance.now() - START) / 1000).toFixed(1)}s] ${msg}\n`);
+}
+const START = performance.now();
+
+/** Persistent cache for everything except the cold-compile figures (keys cover the translator). */
+const CACHE = join(tmpdir(), 'berm-bench-cache');
+mkdirSync(CACHE, { recursive: true });
+const WORK = mkdtempSync(join(tmpdir(), 'berm-bench-'));
+
+function nodeChild(args: string[], expose = false): Record<string, unknown> {
+  const flags = ['--stack-size=4000', '--import', './scripts/ts/register.mjs'];
+  if (expose) flags.unshift('--expose-gc');
+  const r = spawnSync(process.execPath, [...flags, 'bench/child.ts', ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    maxBuffer: 64 * MiB,
+  });
+  if (r.status !== 0) throw new Error(`bench child ${args.join(' ')} failed:\n${r.stderr}`);
+  const last = r.stdout.trim().split('\n').pop() ?? '';
+  return JSON.parse(last) as Record<string, unknown>;
+}
+
+function textBytes(elf: string): number {
+  const img = readElf(new Uint8Array(readFileSync(elf)));
+  return img.sections.filter((s) => (s.flags & 4) !== 0).reduce((n, s) => n + s.size, 0);
+}
+
+const hr = (): number => performance.now();
+
+// ---------------------------------------------------------------------------------------------
+// 3. Compile: cold (empty cache) and warm (disk cache hit) in new processes, to the first call.
+// Run first so the cold children start from a cache that holds nothing.
+// ---------------------------------------------------------------------------------------------
+interface CompileInfoJson {
+  cached: boolean;
+  wasmBytes: number;
+  totalMs: number;
+  translate?: { build: number; optimize: number; emit: number };
+  wasmCompileMs: number;
+}
+
+function largestFixture(): string {
+  const elfs = readdirSync(FIX).filter((f) => f.endsWith('.elf'));
+  let best = '';
+  let size = -1;
+  for (const f of elfs) {
+    const n = textBytes(join(FIX, f));
+    if (n > size) [best, size] = [f, n];
+  }
+  return best;
+}
+
+type FirstCall = { raw: string; args: number[] } | { tool: string; args: string };
+
+function firstCallFor(elf: string): FirstCall {
+  if (elf.startsWith('compute-')) return { raw: 'fib_rec', args: [20] };
+  const cases = JSON.parse(readFileSync(join(ROOT, 'fixtures/cases.json'), 'utf8')) as {
+    tools: { source: string; tool: string; args: string; abi?: number }[];
+  };
+  const src = elf.split('-')[0].replace(/0$/, '') + '.c';
+  const abi = /^echo0-/.test(elf) ? 0 : 1;
+  const c = cases.tools.find((t) => t.source === src && (t.abi ?? 1) === abi);
+  if (!c) throw new Error(`no tool case for ${elf}`);
+  return { tool: c.tool, args: c.args };
+}
+
+function benchCompile(): void {
+  const largest = largestFixture();
+  const list = [...new Set(['compute-gcc-O2.elf', 'compute-clang-O2.elf', largest])];
+  for (const f of list) {
+    const elf = join(FIX, f);
+    const name = `compile.${f.replace(/\.elf$/, '')}`;
+    const first = JSON.stringify(firstCallFor(f));
+    const cold = mkdtempSync(join(WORK, 'cold-'));
+    progress(`compile ${f} cold`);
+    const c = nodeChild(['compile', elf, cold, String(64 * MiB), first]);
+    const ci = c.info as CompileInfoJson;
+    if (ci.cached) throw new Error(`cold compile of ${f} hit a cache`);
+    progress(`compile ${f} warm (new process)`);
+    const warm: Record<string, unknown>[] = [];
+    const want = QUICK ? 1 : 3;
+    for (let tries = 0; warm.length < want; tries++) {
+      const w = nodeChild(['compile', elf, cold, String(64 * MiB), first]);
+      if (w.result !== c.result)
+        throw new Error(`${f}: warm first call gave ${w.result}, cold gave ${c.result}`);
+      if ((w.info as CompileInfoJson).cached) warm.push(w);
+      // a miss means the translator sources changed meanwhile (the key covers them): that run
+      // refilled the cache, so try again, a few times at most
+      else if (tries >= want + 2) throw new Error(`warm compile of ${f} keeps missing the cache`);
+      else progress(`warm compile of ${f} missed the cache (translator sources changed?): again`);
+    }
+    const wm = (k: string): number => median(warm.map((w) => w[k] as number));
+    const wi = (k: keyof CompileInfoJson): number =>
+      median(warm.map((w) => (w.info as CompileInfoJson)[k] as number));
+    const tag = f === largest ? ' (largest fixture)' : '';
+    fig(`${name}.text_bytes`, textBytes(elf), 'B', `guest executable section bytes${tag}`);
+    fig(`${name}.wasm_bytes`, ci.wasmBytes, 'B', 'translated Wasm module bytes');
+    fig(
+      `${name}.cold_first_call_ms`,
+      c.firstCallMs as number,
+      'ms',
+      'no cache: compile + instantiate + first call',
+      'lower',
+      'upstream 13.7 ms (99 KiB)',
+    );
+    fig(`${name}.cold_translate_build_ms`, ci.translate?.build ?? NaN, 'ms', 'cold: build Binaryen IR');
+    fig(`${name}.cold_translate_optimize_ms`, ci.translate?.optimize ?? NaN, 'ms', 'cold: Binaryen optimize');
+    fig(`${name}.cold_translate_emit_ms`, ci.translate?.emit ?? NaN, 'ms', 'cold: emit binary');
+    fig(
+      `${name}.warm_first_call_ms`,
+      wm('firstCallMs'),
+      'ms',
+      'cache hit, new process: compile() + instantiate + first call',
+      'lower',
+      'upstream 5.3 ms; AOT 0.4 ms',
+    );
+    fig(`${name}.warm_compile_ms`, wi('totalMs'), 'ms', 'cache hit: engine.compile() total');
+    fig(`${name}.warm_v8_compile_ms`, wi('wasmCompileMs'), 'ms', 'cache hit: new WebAssembly.Module');
+    fig(
+      `${name}.warm_import_ms`,
+      wm('importMs'),
+      'ms',
+      'new process: import engine+harness modules (TS loader)',
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Invocation: complete tool calls of the echo harness through Harness.invoke.
+// ---------------------------------------------------------------------------------------------
+async function benchInvocation(): Promise<void> {
+  const n = QUICK ? 2000 : 10_000;
+  const args = '{"x":1}';
+  for (const [memorySize, tag] of [
+    [64 * MiB, 'mem64MiB'],
+    [MiB, 'mem1MiB'],
+  ] as const) {
+    progress(`invocation echo ${tag}: ${n} calls`);
+    const engine = new Engine({ cacheDir: CACHE, memorySize });
+    const h = await Harness.load(engine, join(FIX, 'echo-gcc-O2.elf'));
+    for (let i = 0; i < Math.min(1000, n); i++) h.invoke('echo', args);
+    const t = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      const t0 = hr();
+      const r = h.invoke('echo', args);
+      t[i] = hr() - t0;
+      if (r.status !== 'ok' || r.result !== args) throw new Error(`echo returned ${JSON.stringify(r)}`);
+    }
+    const us = t.map((x) => x * 1000);
+    fig(
+      `invoke.echo.${tag}.p50_us`,
+      percentile(us, 50),
+      'us',
+      `tool call, fresh instance, ${n} calls`,
+      'lower',
+      'upstream ~17; libriscv 3',
+    );
+    fig(`invoke.echo.${tag}.p99_us`, percentile(us, 99), 'us', 'tool call p99 (includes GC pauses)');
+    fig(`invoke.echo.${tag}.mean_us`, us.reduce((a, b) => a + b, 0) / n, 'us', 'tool call mean');
+
+    // where the time goes: memory allocation, instantiation (memory + image copy + Instance)
+    const m = QUICK ? 500 : 3000;
+    const pages = memorySize / 65536;
+    const alloc: number[] = [];
+    for (let i = 0; i < m; i++) {
+      const t0 = hr();
+      new WebAssembly.Memory({ initial: pages, maximum: pages });
+      alloc.push((hr() - t0) * 1000);
+    }
+    fig(`invoke.echo.${tag}.part_memory_p50_us`, median(alloc), 'us', 'part: new WebAssembly.Memory alone');
+    const linker = new Linker(engine);
+    const inst: number[] = [];
+    for (let i = 0; i < m; i++) {
+      const t0 = hr();
+      linker.instantiate(h.module);
+      inst.push((hr() - t0) * 1000);
+    }
+    fig(
+      `invoke.echo.${tag}.part_instantiate_p50_us`,
+      median(inst),
+      'us',
+      'part: Linker.instantiate (memory+image+Instance)',
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Host call round trip: hc_interleave(n) makes one berm.log ecall every 4 loop iterations.
+// ---------------------------------------------------------------------------------------------
+async function benchHostCall(): Promise<void> {
+  const calls = QUICK ? 250_000 : 1_000_000;
+  const engine = new Engine({ cacheDir: CACHE });
+  const mod = await engine.compile(join(FIX, 'hostcalls-gcc-O2.elf'));
+  const variants: [string, string, (m: GuestModule) => Linker][] = [
+    [
+      'noop',
+      'ns per ecall to a no-op host function (incl. 4 loop iterations of guest work)',
+      (m) => {
+        const l = new Linker(engine);
+        for (const [n, f] of basicHostFunctions(m)) l.define(n, f);
+        return l.define('berm.log', () => {});
+      },
+    ],
+    [
+      'log',
+      'ns per ecall to berm.log that decodes the 18-byte line (basicHostFunctions)',
+      (m) => {
+        const l = new Linker(engine);
+        for (const [n, f] of basicHostFunctions(m)) l.define(n, f);
+        return l;
+      },
+    ],
+  ];
+  let expect: bigint | null = null;
+  for (const [tag, label, mk] of variants) {
+    progress(`host call ${tag}: ${calls} ecalls`);
+    const linker = mk(mod);
+    let count = 0;
+    const counting = new Linker(engine);
+    for (const [n, f] of basicHostFunctions(mod)) counting.define(n, f);
+    counting.define('berm.log', () => void count++);
+    const check = counting.instantiate(mod).call('hc_interleave', 4000, 7)[0];
+    if (count !== 1000) throw new Error(`hc_interleave(4000) made ${count} log calls, expected 1000`);
+    void check;
+    const runs: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const inst = linker.instantiate(mod);
+      const t0 = hr();
+      const r = inst.call('hc_interleave', 4 * calls, 7)[0];
+      runs.push(((hr() - t0) * 1e6) / calls);
+      if (expect !== null && r !== expect) throw new Error(`hc_interleave gave ${r}, earlier ${expect}`);
+      expect = r;
+    }
+    fig(
+      `hostcall.${tag}.ns`,
+      median(runs),
+      'ns',
+      label,
+      'lower',
+      tag === 'noop' ? 'upstream ~30' : undefined,
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Guest speed: berm vs native x86-64 gcc -O2 vs qemu-riscv64 (Linux-user, same C).
+// ---------------------------------------------------------------------------------------------
+interface Program {
+  name: string;
+  symbol: string;
+  args: number[];
+  what: string;
+}
+const PROGRAMS: Program[] = [
+  { name: 'sha256', symbol: 'sha256_seed', args: [16 * MiB, 1], what: 'SHA-256 of 16 MiB' },
+  { name: 'fib', symbol: 'fib_rec', args: [32], what: 'recursive fib(32)' },
+  {
+    name: 'qsort',
+    symbol: 'qsort_ints',
+    args: [1_000_000, 1],
+    what: 'qsort of 1M ints (picolibc/glibc qsort)',
+  },
+  {
+    name: 'coremark',
+    symbol: 'coremark_mix',
+    args: [20_000, 1],
+    what: 'CoreMark-like mix, 20000 iterations',
+  },
+];
+
+function buildDrivers(): { native: string; rv: string } {
+  const srcs = [
+    join(ROOT, 'bench/native/compute_driver.c'),
+    join(ROOT, 'fixtures/src/compute.c'),
+    join(SDK, 'src/berm_rt.c'),
+    join(SDK, 'host/berm_host.c'),
+  ];
+  const flags = [
+    '-O2',
+    '-DBERM_HOST',
+    '-DBERM_HOST_NO_MAIN',
+    '-w',
+    '-I',
+    join(SDK, 'include'),
+    '-I',
+    join(SDK, 'host'),
+  ];
+  const native = join(WORK, 'compute-native');
+  const rv = join(WORK, 'compute-rv64');
+  progress('build native (gcc -O2) and Linux-user RISC-V (riscv64-linux-gnu-gcc -O2 -static) drivers');
+  execFileSync('gcc', [...flags, '-o', native, ...srcs], { stdio: 'inherit' });
+  execFileSync('riscv64-linux-gnu-gcc', [...flags, '-static', '-o', rv, ...srcs], { stdio: 'inherit' });
+  return { native, rv };
+}
+
+function runDriver(cmd: string[], p: Program): { result: string; ms: number } {
+  const out = execFileSync(cmd[0], [...cmd.slice(1), p.symbol, ...p.args.map(String)], { encoding: 'utf8' });
+  const [hex, ns] = out.trim().split(/\s+/);
+  return { result: BigInt('0x' + hex).toString(16), ms: Number(ns) / 1e6 };
+}
+
+async function benchSpeed(): Promise<{ rows: string[][] }> {
+  const { native, rv } = buildDrivers();
+  const engine = new Engine({ cacheDir: CACHE });
+  const mod = await engine.compile(join(FIX, 'compute-gcc-O2.elf'));
+  const linker = new Linker(engine);
+  for (const [n, f] of basicHostFunctions(mod)) linker.define(n, f);
+  const reps = QUICK ? 1 : 3;
+  const rows: string[][] = [];
+  const vsNative: number[] = [];
+  const vsQemu: number[] = [];
+  for (const p of PROGRAMS) {
+    progress(`guest speed ${p.name}: berm, native, qemu x${reps}`);
+    const ours: number[] = [];
+    const nat: number[] = [];
+    const qemu: number[] = [];
+    const results = new Set<string>();
+    for (let i = 0; i < reps; i++) {
+      const inst = linker.instantiate(mod);
+      const t0 = hr();
+      const r = inst.call(p.symbol, ...p.args)[0];
+      ours.push(hr() - t0);
+      results.add(`berm ${r.toString(16)}`);
+      const a = runDriver([native], p);
+      nat.push(a.ms);
+      results.add(`native ${a.result}`);
+      const b = runDriver(['qemu-riscv64', rv], p);
+      qemu.push(b.ms);
+      results.add(`qemu ${b.result}`);
+    }
+    const values = new Set([...results].map((s) => s.split(' ')[1]));
+    if (values.size !== 1) throw new Error(`${p.name}: results differ: ${[...results].join(', ')}`);
+    const [o, n, q] = [median(ours), median(nat), median(qemu)];
+    vsNative.push(o / n);
+    vsQemu.push(o / q);
+    fig(`speed.${p.name}.berm_ms`, o, 'ms', `${p.what}: translated (compute-gcc-O2.elf)`);
+    fig(`speed.${p.name}.native_ms`, n, 'ms', `${p.what}: x86-64 gcc -O2`);
+    fig(`speed.${p.name}.qemu_ms`, q, 'ms', `${p.what}: qemu-riscv64 (rv64gc -O2)`);
+    fig(`speed.${p.name}.vs_native`, o / n, 'x', 'berm time / native time');
+    fig(`speed.${p.name}.vs_qemu`, o / q, 'x', 'berm time / qemu time');
+    rows.push([p.name, [...values][0], fmt(o), fmt(n), fmt(q), fmt(o / n), fmt(o / q)]);
+  }
+  fig('speed.geomean.vs_native', geomean(vsNative), 'x', 'geometric mean of berm/native');
+  fig('speed.geomean.vs_qemu', geomean(vsQemu), 'x', 'geometric mean of berm/qemu');
+  rows.push(['geomean', '', '', '', '', fmt(geomean(vsNative)), fmt(geomean(vsQemu))]);
+  return { rows };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Memory: RSS of a process holding one compiled module; extra RSS per live instance.
+// ---------------------------------------------------------------------------------------------
+async function benchMemory(): Promise<void> {
+  const n = QUICK ? 50 : 200;
+  for (const [memorySize, tag] of [
+    [64 * MiB, 'mem64MiB'],
+    [MiB, 'mem1MiB'],
+  ] as const) {
+    const elf = join(FIX, 'echo-gcc-O2.elf');
+    await new Engine({ cacheDir: CACHE, memorySize }).compile(elf); // make sure the child hits the cache
+    progress(`memory ${tag}: ${n} live instances (child process)`);
+    const r = nodeChild(['memory', elf, CACHE, String(memorySize), String(n)], true);
+    if (tag === 'mem64MiB') {
+      fig(
+        'memory.process_base_rss_kib',
+        r.rssBaseKiB as number,
+        'KiB',
+        'child RSS after importing the engine (node + loader)',
+      );
+      fig(
+        'memory.process_with_module_rss_kib',
+        r.rssModuleKiB as number,
+        'KiB',
+        'child RSS holding one compiled module (echo)',
+      );
+      fig(
+        'memory.process_with_module_peak_kib',
+        r.peakModuleKiB as number,
+        'KiB',
+        'child peak RSS (maxrss) holding one compiled module',
+      );
+    }
+    fig(
+      `memory.per_instance.${tag}_kib`,
+      r.perInstanceKiB as number,
+      'KiB',
+      `extra RSS per live instance (${n} instances, one call each)`,
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+function gitCommit(): string {
+  try {
+    const h = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }).trim();
+    return dirty ? `${h}+dirty` : h;
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function main(): Promise<void> {
+  for (const tool of ['gcc', 'riscv64-linux-gnu-gcc', 'qemu-riscv64']) {
+    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) {
+      throw new Error(`${tool} is missing: run bench/setup.sh (make bench does) to install the baselines`);
+    }
+  }
+  try {
+    benchCompile();
+    await benchInvocation();
+    await benchHostCall();
+    const speed = await benchSpeed();
+    await benchMemory();
+
+    const results: Results = {
+      version: 1,
+      meta: {
+        date: new Date().toISOString(),
+        commit: gitCommit(),
+        node: process.version,
+        cpu: cpus()[0]?.model ?? 'unknown',
+        nproc: Number(execFileSync('nproc', { encoding: 'utf8' }).trim()),
+        platform: `${process.platform}-${process.arch}`,
+        durationS: Math.round((performance.now() - START) / 100) / 10,
+      },
+      figures,
+    };
+    const dir = join(ROOT, 'bench/results');
+    mkdirSync(dir, { recursive: true });
+    const latest = join(dir, 'latest.json');
+    writeFileSync(latest, JSON.stringify(results, null, 2) + '\n');
+    const stamped = join(dir, `${results.meta.date.replace(/[:.]/g, '-')}.json`);
+    copyFileSync(latest, stamped);
+
+    const m = results.meta;
+    console.log(`berm benchmarks  ${m.date}  commit ${m.commit}  node ${m.node}  ${m.cpu} x${m.nproc}`);
+    console.log(QUICK ? '(BENCH_QUICK=1: reduced iterations, do not compare)\n' : '');
+    console.log(resultsTable(results));
+    console.log('\nGuest speed (ms; ratios are berm time / baseline time, lower is better)');
+    console.log(table(['program', 'result', 'berm', 'native', 'qemu', 'vs native', 'vs qemu'], speed.rows));
+    console.log(`\nwrote ${latest} and ${basename(stamped)} (${m.durationS} s)`);
+  } finally {
+    rmSync(WORK, { recursive: true, force: true });
+  }
+}
+
+await main();
