@@ -43,9 +43,13 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
     .description("invoke a tool; ARGS_JSON defaults to '{}', '-' reads the arguments from stdin")
     .argument('<file>', 'harness ELF')
     .argument('<tool>', 'tool name (see berm inspect)')
-    .argument('[args]', "arguments as JSON, or '-' for stdin", '{}');
+    .argument('[args]', "arguments as JSON, or '-' for stdin", '{}')
+    .option(
+      '--no-validate',
+      "hand the arguments to the tool as raw bytes, unchecked (test a tool's own parsing)",
+    );
   for (const e of extensions) e.configure?.(cmd);
-  cmd.action((file: string, tool: string, args: string, _opts: unknown, self: Command) =>
+  cmd.action((file: string, tool: string, args: string, opts: { validate: boolean }, self: Command) =>
     ctx.run(self, async (): Promise<ExitCodeValue> => {
       const g = ctx.globals(self) as GlobalOptions & Record<string, unknown>;
       const { io } = ctx;
@@ -68,7 +72,7 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
         if (e.invokeOptions) invoke = { ...invoke, ...(await e.invokeOptions(g, harness, file)) };
       }
       const t0 = performance.now();
-      const r = harness.invoke(tool, argText, invoke);
+      const r = harness.invoke(tool, opts.validate ? argText : new TextEncoder().encode(argText), invoke);
       if (g.verbose) io.err(`berm: ${tool} ran in ${(performance.now() - t0).toFixed(1)} ms\n`);
       if (g.json) {
         io.out(JSON.stringify(r) + '\n');

@@ -1,6 +1,7 @@
 /**
  * `berm disasm FILE [--function NAME]`: disassemble every guest function (or one) in the text
- * llvm-objdump prints with `-d -M no-aliases --no-show-raw-insn`, branch targets symbolised.
+ * llvm-objdump prints with `-d -M no-aliases --no-show-raw-insn` (same columns), branch targets
+ * symbolised by the containing function.
  */
 import type { Command } from 'commander';
 import { readElf } from '../../elf/reader.js';
@@ -55,7 +56,7 @@ export function disasmText(image: ElfImage, only?: string): string {
       continue;
     }
     for (const l of disassembleRange(bytes, f.start, symbolize)) {
-      out.push(`${l.address.toString(16).padStart(8)}:\t${l.text}`);
+      out.push(`${l.address.toString(16).padStart(8)}:      \t${l.text}`);
     }
   }
   return out.join('\n').replace(/^\n/, '') + '\n';
