@@ -361,7 +361,8 @@ t.test('escape suite', async (t) => {
     if (typeof k.expect === 'function') t.ok(k.expect(r), `${k.name}: ${text.slice(0, 120)}`);
     else t.match(r, k.expect, k.name);
     t.notMatch(text, /TOP SECRET/, `${k.name}: no secret in the reply`);
-    t.ok(Date.now() - started < 5000, `${k.name}: answered promptly`);
+    // Generous: a case may pay for starting a fresh bridge worker under a loaded test run.
+    t.ok(Date.now() - started < 15_000, `${k.name}: answered promptly`);
   }
   t.equal(snapshot(outside), before, 'nothing outside root was touched');
   t.equal(snapshot(path.join(base, 'rootevil')), siblingBefore, 'sibling dir untouched');
