@@ -52,3 +52,6 @@ scaffold-test:
 
 # The TypeScript side (tests, lint, benchmarks).
 include mk/node.mk
+
+include mk/conformance.mk
+include mk/bench.mk

@@ -63,10 +63,12 @@ const WORK = mkdtempSync(join(tmpdir(), 'berm-bench-'));
 function nodeChild(args: string[], expose = false): Record<string, unknown> {
   const flags = ['--stack-size=4000', '--import', './scripts/ts/register.mjs'];
   if (expose) flags.unshift('--expose-gc');
-  const r = spawnSync(process.execPath, [...flags, 'bench/child.ts', ...args], {
+  const script = args[0] === 'section' ? 'bench/run.ts' : 'bench/child.ts';
+  const r = spawnSync(process.execPath, [...flags, script, ...args], {
     cwd: ROOT,
     encoding: 'utf8',
     maxBuffer: 64 * MiB,
+    stdio: ['ignore', 'pipe', args[0] === 'section' ? 'inherit' : 'pipe'],
   });
   if (r.status !== 0) throw new Error(`bench child ${args.join(' ')} failed:\n${r.stderr}`);
   const last = r.stdout.trim().split('\n').pop() ?? '';
@@ -181,17 +183,15 @@ function benchCompile(): void {
 // ---------------------------------------------------------------------------------------------
 // 1. Invocation: complete tool calls of the echo harness through Harness.invoke.
 // ---------------------------------------------------------------------------------------------
-async function benchInvocation(): Promise<void> {
+async function benchInvocation(memorySize: number): Promise<void> {
   const n = QUICK ? 2000 : 10_000;
   const args = '{"x":1}';
-  for (const [memorySize, tag] of [
-    [64 * MiB, 'mem64MiB'],
-    [MiB, 'mem1MiB'],
-  ] as const) {
+  const tag = `mem${memorySize / MiB}MiB`;
+  {
     progress(`invocation echo ${tag}: ${n} calls`);
     const engine = new Engine({ cacheDir: CACHE, memorySize });
     const h = await Harness.load(engine, join(FIX, 'echo-gcc-O2.elf'));
-    for (let i = 0; i < Math.min(1000, n); i++) h.invoke('echo', args);
+    for (let i = 0; i < 300; i++) h.invoke('echo', args);
     const t = new Array<number>(n);
     for (let i = 0; i < n; i++) {
       const t0 = hr();
@@ -352,14 +352,13 @@ function runDriver(cmd: string[], p: Program): { result: string; ms: number } {
   return { result: BigInt('0x' + hex).toString(16), ms: Number(ns) / 1e6 };
 }
 
-async function benchSpeed(): Promise<{ rows: string[][] }> {
+async function benchSpeed(): Promise<void> {
   const { native, rv } = buildDrivers();
   const engine = new Engine({ cacheDir: CACHE });
   const mod = await engine.compile(join(FIX, 'compute-gcc-O2.elf'));
   const linker = new Linker(engine);
   for (const [n, f] of basicHostFunctions(mod)) linker.define(n, f);
   const reps = QUICK ? 1 : 3;
-  const rows: string[][] = [];
   const vsNative: number[] = [];
   const vsQemu: number[] = [];
   for (const p of PROGRAMS) {
@@ -391,12 +390,9 @@ async function benchSpeed(): Promise<{ rows: string[][] }> {
     fig(`speed.${p.name}.qemu_ms`, q, 'ms', `${p.what}: qemu-riscv64 (rv64gc -O2)`);
     fig(`speed.${p.name}.vs_native`, o / n, 'x', 'berm time / native time');
     fig(`speed.${p.name}.vs_qemu`, o / q, 'x', 'berm time / qemu time');
-    rows.push([p.name, [...values][0], fmt(o), fmt(n), fmt(q), fmt(o / n), fmt(o / q)]);
   }
   fig('speed.geomean.vs_native', geomean(vsNative), 'x', 'geometric mean of berm/native');
   fig('speed.geomean.vs_qemu', geomean(vsQemu), 'x', 'geometric mean of berm/qemu');
-  rows.push(['geomean', '', '', '', '', fmt(geomean(vsNative)), fmt(geomean(vsQemu))]);
-  return { rows };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -458,6 +454,29 @@ function gitCommit(): string {
   }
 }
 
+function speedRows(): string[][] {
+  const f = (k: string): string => fmt(figures[k]?.value ?? NaN);
+  const rows = PROGRAMS.map((p) =>
+    ['', 'berm_ms', 'native_ms', 'qemu_ms', 'vs_native', 'vs_qemu'].map((k) =>
+      k === '' ? p.name : f(`speed.${p.name}.${k}`),
+    ),
+  );
+  rows.push(['geomean', '', '', '', f('speed.geomean.vs_native'), f('speed.geomean.vs_qemu')]);
+  return rows;
+}
+
+/** Run one section in a fresh process (so GC state and JIT of one do not distort the next). */
+function section(name: string): void {
+  Object.assign(figures, nodeChild(['section', name]).figures);
+}
+
+const SECTIONS: Record<string, () => Promise<void>> = {
+  invoke64: () => benchInvocation(64 * MiB),
+  invoke1: () => benchInvocation(MiB),
+  hostcall: benchHostCall,
+  speed: benchSpeed,
+};
+
 async function main(): Promise<void> {
   for (const tool of ['gcc', 'riscv64-linux-gnu-gcc', 'qemu-riscv64']) {
     if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) {
@@ -466,9 +485,7 @@ async function main(): Promise<void> {
   }
   try {
     benchCompile();
-    await benchInvocation();
-    await benchHostCall();
-    const speed = await benchSpeed();
+    for (const name of Object.keys(SECTIONS)) section(name);
     await benchMemory();
 
     const results: Results = {
@@ -496,11 +513,20 @@ async function main(): Promise<void> {
     console.log(QUICK ? '(BENCH_QUICK=1: reduced iterations, do not compare)\n' : '');
     console.log(resultsTable(results));
     console.log('\nGuest speed (ms; ratios are berm time / baseline time, lower is better)');
-    console.log(table(['program', 'result', 'berm', 'native', 'qemu', 'vs native', 'vs qemu'], speed.rows));
+    console.log(table(['program', 'berm', 'native', 'qemu', 'vs native', 'vs qemu'], speedRows()));
     console.log(`\nwrote ${latest} and ${basename(stamped)} (${m.durationS} s)`);
   } finally {
     rmSync(WORK, { recursive: true, force: true });
   }
 }
 
-await main();
+if (process.argv[2] === 'section') {
+  try {
+    await SECTIONS[process.argv[3]]();
+  } finally {
+    rmSync(WORK, { recursive: true, force: true });
+  }
+  process.stdout.write(JSON.stringify({ figures }) + '\n');
+} else {
+  await main();
+}

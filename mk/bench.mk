@@ -1,0 +1,13 @@
+# Benchmarks (issue 5): `make bench` installs the baselines it needs, runs bench/run.ts, prints the
+# table and writes bench/results/latest.json (+ a timestamped copy).
+# `make bench-compare A=old.json B=new.json` prints figure-by-figure ratios B/A
+# (add FAIL=1 to exit non-zero when a figure regressed by more than THRESHOLD, default 1.10).
+.PHONY: bench bench-compare
+THRESHOLD ?= 1.10
+
+bench:
+	bench/setup.sh
+	npm run --silent bench
+
+bench-compare:
+	node --import ./scripts/ts/register.mjs bench/compare.ts $(A) $(B) --threshold $(THRESHOLD) $(if $(FAIL),--fail)
