@@ -58,6 +58,8 @@ export function registerCompile(program: Command, ctx: CliContext): void {
             : null;
         const bar = multi?.create(files.length, 0, { file: '' }) ?? null;
         const results: CompileResult[] = [];
+        // lines printed once the progress bar is gone (MultiBar.log drops lines written late)
+        const deferred: string[] = [];
         let code: ExitCodeValue = ExitCode.Ok;
         try {
           for (const file of files) {
@@ -69,7 +71,7 @@ export function registerCompile(program: Command, ctx: CliContext): void {
               if (!g.json) {
                 const line = `${file}: ${describeCompile(m.info)}\n`;
                 if (bar === null) io.out(line);
-                else if (g.verbose) multi?.log(line);
+                else if (g.verbose) deferred.push(line);
               }
             } catch (e) {
               const c = exitCodeOf(e);
@@ -78,12 +80,13 @@ export function registerCompile(program: Command, ctx: CliContext): void {
               const err = e instanceof Error ? e : new Error(String(e));
               results.push({ file, ok: false, error: err.name, message: err.message, exitCode: c });
               if (bar === null) io.err(`berm: ${file}: ${err.message}\n`);
-              else multi?.log(`berm: ${file}: ${err.message}\n`);
+              else deferred.push(`berm: ${file}: ${err.message}\n`);
             }
             bar?.increment();
           }
         } finally {
           multi?.stop();
+          for (const line of deferred) io.err(line);
         }
         const ok = results.filter((r): r is Extract<CompileResult, { ok: true }> => r.ok);
         const report: CompileReport = {
