@@ -1,5 +1,4 @@
-# todo: translator bug: `jal a0, label` (rd not x0/ra, target inside the same function) traps
-# BadIndirectTarget instead of jumping and setting a0 = pc + 4 (spec: JAL writes pc+4 to rd).
+# Regression: was BadIndirectTarget instead of jumping and setting a0 = pc + 4 (spec: JAL writes pc+4 to rd).
 # berm: ours trapped: indirect jump to 0x1000c, which is not a function entry named by a relocation; a0: ours=0x0000000000000000 qemu=0x0000000000000008; a0: ours=0x0000000000000000, the spec says 0x0000000000000008
   .option nopic
   .attribute arch, "rv64i2p0_m2p0_a2p0_c2p0"

@@ -15,6 +15,7 @@ import {
   Exports,
   IMPORT_MODULE,
   Imports,
+  STACK_GUARD,
   TRANSLATOR_VERSION,
   translatorDigest,
   TrapKind,
@@ -48,6 +49,8 @@ export interface EngineConfig {
   optimizeLevel?: number;
   /** cache directory; null disables the disk cache (default: defaultCacheDir()) */
   cacheDir?: string | null;
+  /** disposed instances whose memory is kept for reuse, per module (default 4; 0 disables reuse) */
+  poolSize?: number;
 }
 
 /** How a module was obtained, with timings in milliseconds. */
@@ -90,6 +93,7 @@ export class Engine {
   readonly options: TranslateOptions;
   readonly cache: WasmCache | null;
   readonly interruptHandle = new InterruptHandle();
+  readonly poolSize: number;
 
   /** @throws RangeError on an invalid memory size, stack size or optimisation level. */
   constructor(config: EngineConfig = {}) {
@@ -100,6 +104,7 @@ export class Engine {
       optimizeLevel: config.optimizeLevel ?? DEFAULT_TRANSLATE_OPTIONS.optimizeLevel,
     };
     checkOptions(this.options);
+    this.poolSize = config.poolSize ?? 4;
     const dir = config.cacheDir === undefined ? defaultCacheDir() : config.cacheDir;
     this.cache = dir === null ? null : new WasmCache(dir);
   }
@@ -174,6 +179,19 @@ export class GuestModule {
         .filter((e) => e.name.startsWith(Exports.entryPrefix))
         .map((e) => e.name.slice(Exports.entryPrefix.length)),
     );
+  }
+
+  private readonly pool: Slot[] = [];
+
+  /** @internal a reset slot from the pool, or a new one */
+  takeSlot(): Slot {
+    return this.pool.pop() ?? new Slot(this);
+  }
+  /** @internal reset a slot and keep it for reuse (up to the engine's pool size) */
+  releaseSlot(slot: Slot): void {
+    if (this.pool.length >= this.engine.poolSize) return;
+    slot.reset();
+    this.pool.push(slot);
   }
 
   /** Names callable with Instance.call: global function symbols and the ELF entry. */
@@ -278,31 +296,31 @@ function trapFromKind(kind: number, value: bigint): Trap {
 
 const U64 = (v: bigint | number): bigint => BigInt.asUintN(64, BigInt(v));
 
-/** One store: a memory and an instance of the module. Not reentrant. */
-export class Instance {
+/**
+ * A memory and a Wasm instance bound to it, reused across Instances of one module. The imports
+ * dispatch to whichever Instance currently owns the slot.
+ */
+class Slot {
   readonly memory: WasmGuestMemory;
-  private readonly instance: WebAssembly.Instance;
-  private readonly a1: WebAssembly.Global;
-  private fuelLeft: number;
-  private deadline = Infinity;
-  private running = false;
+  readonly wasm: WebAssembly.Instance;
+  readonly a1: WebAssembly.Global;
+  readonly dirtyLo: WebAssembly.Global;
+  readonly dirtyHi: WebAssembly.Global;
+  owner: Instance | null = null;
 
-  constructor(
-    readonly module: GuestModule,
-    hostFns: Map<bigint, HostFunction>,
-    private readonly opts: InstantiateOptions,
-  ) {
-    const { layout, image } = module;
+  constructor(readonly module: GuestModule) {
+    const { layout } = module;
     const pages = layout.size / 65536;
     const mem = new WebAssembly.Memory({ initial: pages, maximum: pages });
-    const u8 = new Uint8Array(mem.buffer);
-    for (const seg of image.segments) u8.set(seg.data, seg.vaddr - layout.base);
-    this.memory = new WasmGuestMemory(mem, layout.base, layout.size);
-    this.fuelLeft = opts.fuel ?? Infinity;
-    const interrupt = module.engine.interruptHandle;
-    const memory = this.memory;
-    const data = opts.data;
-    const imports = {
+    this.memory = new WasmGuestMemory(
+      mem,
+      layout.base,
+      layout.size,
+      layout.stackLimit - STACK_GUARD - layout.base,
+    );
+    this.loadImage();
+    const owner = () => this.owner!;
+    this.wasm = new WebAssembly.Instance(module.wasm, {
       [IMPORT_MODULE]: {
         [Imports.memory]: mem,
         [Imports.ecall]: (
@@ -314,51 +332,126 @@ export class Instance {
           a3: bigint,
           a4: bigint,
           a5: bigint,
-        ) => {
-          const n = U64(num);
-          const fn = hostFns.get(n);
-          if (fn === undefined) throw this.at(new UnknownHostCall(n), pc);
-          const call: HostCall = {
-            number: n,
-            args: [U64(a0), U64(a1), U64(a2), U64(a3), U64(a4), U64(a5)],
-            memory,
-            data,
-          };
-          let r;
-          try {
-            r = fn(call);
-          } catch (e) {
-            throw this.at(e instanceof Trap ? e : new HostCallError(n, e), pc);
-          }
-          if (r === undefined) return a0;
-          if (typeof r === 'bigint' || typeof r === 'number') return BigInt.asIntN(64, BigInt(r));
-          this.a1.value = BigInt.asIntN(64, BigInt(r[1]));
-          return BigInt.asIntN(64, BigInt(r[0]));
-        },
+        ) => owner().ecall(pc, num, a0, a1, a2, a3, a4, a5),
         [Imports.trap]: (kind: number, pc: number, value: bigint) => {
-          throw this.at(trapFromKind(kind, value), pc);
+          throw owner().at(trapFromKind(kind, value), pc);
         },
-        [Imports.poll]: (pc: number) => {
-          if (interrupt.take()) throw this.at(new Interrupted(), pc);
-          if (performance.now() > this.deadline) throw this.at(new Interrupted('deadline passed'), pc);
-          if (this.fuelLeft <= 0) throw this.at(new OutOfFuel(this.opts.fuel ?? 0), pc);
-          const grant = Math.min(FUEL_SLICE, this.fuelLeft);
-          this.fuelLeft -= grant;
-          return grant;
-        },
-        [Imports.csr]: (csr: number) => {
-          // cycle and time: a monotonic nanosecond clock; instret: the same (no exact count kept)
-          void csr;
-          return process.hrtime.bigint();
-        },
+        [Imports.poll]: (pc: number) => owner().poll(pc),
+        // cycle, time and instret all read a monotonic nanosecond clock (no exact count is kept)
+        [Imports.csr]: () => process.hrtime.bigint(),
       },
-    };
-    this.instance = new WebAssembly.Instance(module.wasm, imports);
-    this.a1 = this.instance.exports[Exports.a1] as WebAssembly.Global;
+    });
+    this.a1 = this.wasm.exports[Exports.a1] as WebAssembly.Global;
+    this.dirtyLo = this.wasm.exports[Exports.dirtyLo] as WebAssembly.Global;
+    this.dirtyHi = this.wasm.exports[Exports.dirtyHi] as WebAssembly.Global;
   }
 
-  /** Fill in pc, symbol and offset of a trap. */
-  private at(t: Trap, pc: number): Trap {
+  private loadImage(): void {
+    const u8 = new Uint8Array(this.memory.memory.buffer);
+    const { layout, image } = this.module;
+    for (const seg of image.segments) u8.set(seg.data, seg.vaddr - layout.base);
+  }
+
+  /**
+   * Return the memory to its initial state: zero what guest stores and host writes touched
+   * ([0, hi) and [lo, size), tracked exactly by the translated stores), then reload the image.
+   */
+  reset(): void {
+    const { layout, image } = this.module;
+    const size = layout.size;
+    const imageEnd = image.imageEnd - layout.base;
+    const lo = Math.min(Number(this.dirtyLo.value), this.memory.dirtyLo);
+    const hi = Math.max(Number(this.dirtyHi.value), this.memory.dirtyHi, imageEnd);
+    // Never fill pages nobody touched: zeroing them would make the kernel back them with memory.
+    const u8 = new Uint8Array(this.memory.memory.buffer);
+    u8.fill(0, 0, hi);
+    if (lo < size) u8.fill(0, Math.max(lo, hi), size);
+    this.loadImage();
+    this.dirtyLo.value = size;
+    this.dirtyHi.value = 0;
+    this.memory.dirtyLo = size;
+    this.memory.dirtyHi = 0;
+  }
+}
+
+/**
+ * One store: guest memory holding a fresh copy of the image, registers zero on every entry. Not
+ * reentrant. Call `dispose()` when done: the memory is then reset and reused by a later Instance
+ * of the same module (creating a 64 MiB memory costs ~120 µs and churns V8's heap).
+ */
+export class Instance {
+  readonly memory: WasmGuestMemory;
+  private slot: Slot | null;
+  private readonly hostFns: Map<bigint, HostFunction>;
+  private fuelLeft: number;
+  private deadline = Infinity;
+  private running = false;
+
+  constructor(
+    readonly module: GuestModule,
+    hostFns: Map<bigint, HostFunction>,
+    private readonly opts: InstantiateOptions,
+  ) {
+    this.hostFns = hostFns;
+    this.slot = module.takeSlot();
+    this.slot.owner = this;
+    this.memory = this.slot.memory;
+    this.fuelLeft = opts.fuel ?? Infinity;
+  }
+
+  /** Reset the memory and hand it back to the module's pool. The Instance is unusable afterwards. */
+  dispose(): void {
+    const slot = this.slot;
+    if (slot === null || this.running) return;
+    this.slot = null;
+    slot.owner = null;
+    this.module.releaseSlot(slot);
+  }
+
+  /** @internal the `ecall` import */
+  ecall(
+    pc: number,
+    num: bigint,
+    a0: bigint,
+    a1: bigint,
+    a2: bigint,
+    a3: bigint,
+    a4: bigint,
+    a5: bigint,
+  ): bigint {
+    const n = U64(num);
+    const fn = this.hostFns.get(n);
+    if (fn === undefined) throw this.at(new UnknownHostCall(n), pc);
+    const call: HostCall = {
+      number: n,
+      args: [U64(a0), U64(a1), U64(a2), U64(a3), U64(a4), U64(a5)],
+      memory: this.memory,
+      data: this.opts.data,
+    };
+    let r;
+    try {
+      r = fn(call);
+    } catch (e) {
+      throw this.at(e instanceof Trap ? e : new HostCallError(n, e), pc);
+    }
+    if (r === undefined) return a0;
+    if (typeof r === 'bigint' || typeof r === 'number') return BigInt.asIntN(64, BigInt(r));
+    this.slot!.a1.value = BigInt.asIntN(64, BigInt(r[1]));
+    return BigInt.asIntN(64, BigInt(r[0]));
+  }
+
+  /** @internal the `poll` import: interrupt flag, deadline, fuel budget */
+  poll(pc: number): number {
+    if (this.module.engine.interruptHandle.take()) throw this.at(new Interrupted(), pc);
+    if (performance.now() > this.deadline) throw this.at(new Interrupted('deadline passed'), pc);
+    if (this.fuelLeft <= 0) throw this.at(new OutOfFuel(this.opts.fuel ?? 0), pc);
+    const grant = Math.min(FUEL_SLICE, this.fuelLeft);
+    this.fuelLeft -= grant;
+    return grant;
+  }
+
+  /** @internal Fill in pc, symbol and offset of a trap. */
+  at(t: Trap, pc: number): Trap {
     if (t.pc >= 0) return t;
     t.pc = pc >>> 0;
     const f = this.module.functionAt(t.pc);
@@ -391,7 +484,8 @@ export class Instance {
    */
   call(symbol: string, ...args: (bigint | number)[]): [bigint, bigint] {
     if (args.length > 8) throw new RangeError(`at most 8 integer arguments (a0..a7), got ${args.length}`);
-    const fn = this.instance.exports[Exports.entryPrefix + symbol] as
+    if (this.slot === null) throw new Error('instance was disposed');
+    const fn = this.slot.wasm.exports[Exports.entryPrefix + symbol] as
       ((...a: bigint[]) => [bigint, bigint]) | undefined;
     if (typeof fn !== 'function') throw new RangeError(`no exported guest function named ${symbol}`);
     if (this.running) throw new Error('instance is already running (host functions must not re-enter it)');

@@ -7,13 +7,23 @@ import { MemoryFault } from './traps.js';
 
 /** Guest memory backed by a WebAssembly.Memory; Wasm address = guest address - base. */
 export class WasmGuestMemory implements GuestMemory {
+  /**
+   * Host writes are dirty too, tracked like translated stores: writes at or above `dirtySplit`
+   * lower dirtyLo (size when none), writes below raise dirtyHi (0 when none).
+   */
+  dirtyLo: number;
+  dirtyHi = 0;
   constructor(
     readonly memory: WebAssembly.Memory,
     /** guest address of Wasm address 0 */
     readonly base: number,
     /** bytes */
     readonly size: number,
-  ) {}
+    /** Wasm offset separating the image/heap side from the stack side (the end of the heap) */
+    readonly dirtySplit: number = size,
+  ) {
+    this.dirtyLo = size;
+  }
 
   /** Wasm offset of [address, address + length), or throws MemoryFault naming the first bad byte. */
   offset(address: bigint | number, length: number): number {
@@ -35,6 +45,12 @@ export class WasmGuestMemory implements GuestMemory {
   /** {@inheritDoc GuestMemory.write} */
   write(address: bigint | number, bytes: Uint8Array): void {
     const off = this.offset(address, bytes.length);
+    if (bytes.length === 0) return;
+    const end = off + bytes.length;
+    if (end > this.dirtySplit && Math.max(off, this.dirtySplit) < this.dirtyLo)
+      this.dirtyLo = Math.max(off, this.dirtySplit);
+    if (off < this.dirtySplit && Math.min(end, this.dirtySplit) > this.dirtyHi)
+      this.dirtyHi = Math.min(end, this.dirtySplit);
     new Uint8Array(this.memory.buffer, off, bytes.length).set(bytes);
   }
 }

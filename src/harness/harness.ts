@@ -259,21 +259,23 @@ export class Harness {
       heapSize: this.module.layout.heapSize,
     };
     const inst = linker.instantiate(this.module, { ...opts, data: s });
-    const [a0, a1] = inst.call(TOOL_PREFIX + toolName);
-    if (s.failed) return { status: 'failed', message: lossy.decode(s.failed), logs: s.logs };
-    let out = s.done;
-    if (this.manifest.abi_version === 0 && out === null) {
-      out = inst.memory.read(a0, len(a1, 'result', limits.maxResultBytes));
-    }
-    if (out === null)
-      throw new HarnessError(`tool ${toolName} returned without calling berm.done or berm.fail`);
-    let result: string;
     try {
-      result = utf8.decode(out);
-    } catch {
-      throw new HarnessError(`tool ${toolName} returned a result that is not valid UTF-8`);
+      const [a0, a1] = inst.call(TOOL_PREFIX + toolName);
+      if (s.failed) return { status: 'failed', message: lossy.decode(s.failed), logs: s.logs };
+      let out = s.done;
+      if (this.manifest.abi_version === 0 && out === null) {
+        out = inst.memory.read(a0, len(a1, 'result', limits.maxResultBytes));
+      }
+      if (out === null)
+        throw new HarnessError(`tool ${toolName} returned without calling berm.done or berm.fail`);
+      try {
+        return { status: 'ok', result: utf8.decode(out), logs: s.logs };
+      } catch {
+        throw new HarnessError(`tool ${toolName} returned a result that is not valid UTF-8`);
+      }
+    } finally {
+      inst.dispose();
     }
-    return { status: 'ok', result, logs: s.logs };
   }
 
   private checkArgs(decl: ToolDecl, args: string): void {

@@ -34,6 +34,10 @@ export const Exports = {
   a1: '__berm_a1',
   /** i32, mutable: instruction budget left in the current slice */
   fuel: '__berm_fuel',
+  /** i32, mutable: lowest Wasm offset stored to at or above the dirty split (memory size if none) */
+  dirtyLo: '__berm_dirty_lo',
+  /** i32, mutable: end of the highest store below the dirty split (0 if none) */
+  dirtyHi: '__berm_dirty_hi',
   /** prefix of the entry stubs: `__berm_entry$<symbol>(a0..a7) -> (a0, a1)` */
   entryPrefix: '__berm_entry$',
 } as const;

@@ -12,8 +12,11 @@ export type Terminator =
   | { kind: 'fall'; next: number }
   /** conditional branch: `taken` when the condition holds, else `next` */
   | { kind: 'branch'; instr: Instr; pc: number; taken: Target; next: number }
-  /** unconditional jump (jal/jalr with rd = x0 and a known target) */
-  | { kind: 'jump'; pc: number; target: Target }
+  /**
+   * unconditional jump: jal/jalr with rd = x0 and a known target, or with a link register and a
+   * target inside this function (not a call: `link` is the rd that receives pc + size)
+   */
+  | { kind: 'jump'; pc: number; target: Target; link?: { rd: number; value: number } }
   /** `jalr x0, 0(ra)` */
   | { kind: 'return'; pc: number }
   /** `jalr x0, imm(rs1)` with an unknown target: a jump table inside the function or a tail call */
@@ -193,8 +196,9 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
         if (next < end) leaders.add(next);
       } else if (ins.op === 'jal' || ins.op === 'jalr') {
         const t = ins.op === 'jal' ? pc + ins.imm : jalrTargets.get(i);
-        if (ins.rd === 0) {
-          if (t !== undefined && inside(t) && (t === start || !facts.functionEntries.has(t))) leaders.add(t);
+        const local = t !== undefined && inside(t) && (t === start || !facts.functionEntries.has(t));
+        if (ins.rd === 0 || (local && t !== start)) {
+          if (local) leaders.add(t!);
           if (next < end) leaders.add(next);
         }
         // calls (rd != 0) continue in the same block: the Wasm call returns to the next instruction
@@ -226,6 +230,11 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
       }
       if (ins.op === 'jal' || ins.op === 'jalr') {
         const target = ins.op === 'jal' ? pc + ins.imm : (jalrTargets.get(i) ?? null);
+        if (ins.rd !== 0 && target !== null && target !== start && classify(target).kind === 'local') {
+          // jal rd, label inside this function: a jump that writes rd (RV64I JAL/JALR), not a call
+          term = { kind: 'jump', pc, target: classify(target), link: { rd: ins.rd, value: next } };
+          break;
+        }
         if (ins.rd !== 0) {
           const inline = ins.rd !== 1 && target !== null ? inlineMillicode(facts, target, ins.rd) : undefined;
           calls.set(bi.length - 1, { index: bi.length - 1, target, inline });

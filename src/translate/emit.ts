@@ -27,6 +27,8 @@ export const Names = {
   mulhu: 'mulhu',
   mulh: 'mulh',
   mulhsu: 'mulhsu',
+  dirtyLo: 'dirty_lo',
+  dirtyHi: 'dirty_hi',
 } as const;
 
 /** Wasm function name of the guest function at `address`. */
@@ -42,6 +44,12 @@ export interface EmitContext {
   /** memory size in bytes */
   size: number;
   stackLimit: number;
+  /**
+   * Wasm offset splitting dirty tracking: stores at or above it lower `dirty_lo` (the stack side),
+   * stores below raise `dirty_hi` (image and heap), so a pooled memory is reset by zeroing
+   * [0, dirty_hi) and [dirty_lo, size) only.
+   */
+  dirtySplit: number;
   /** entries of translated functions */
   functionEntries: ReadonlySet<number>;
   /** the tuple type (i64, i64) */
@@ -154,6 +162,19 @@ class FunctionEmitter {
         this.trap(TrapKind.MemoryFault, pc, m.i64.add(m.local.get(L_E, binaryen.i64), this.c64(ctx.base))),
       ),
     ]);
+  }
+  /** Record a store of `width` bytes at L_E in the dirty extents (see EmitContext.dirtySplit). */
+  private track(width: number): Ref {
+    const m = this.m;
+    const e = () => m.i32.wrap(m.local.get(L_E, binaryen.i64));
+    return m.if(
+      m.i32.ge_u(e(), this.c32(this.ctx.dirtySplit)),
+      m.if(m.i32.lt_u(e(), m.global.get(Names.dirtyLo, binaryen.i32)), m.global.set(Names.dirtyLo, e())),
+      m.if(
+        m.i32.gt_u(m.i32.add(e(), this.c32(width)), m.global.get(Names.dirtyHi, binaryen.i32)),
+        m.global.set(Names.dirtyHi, m.i32.add(e(), this.c32(width))),
+      ),
+    );
   }
   private ea(): Ref {
     return this.m.i32.wrap(this.m.local.get(L_E, binaryen.i64));
@@ -308,6 +329,8 @@ class FunctionEmitter {
         return m.return(m.tuple.make([this.get(10), this.get(11)]));
       case 'indirect-jump':
         return this.indirectJump(t.rs1, t.imm, t.pc);
+      case 'jump':
+        return t.link ? this.set(t.link.rd, this.c64(t.link.value)) : m.nop();
       default:
         return m.nop(); // branches and jumps: the Relooper edges carry the transfer
     }
@@ -499,7 +522,7 @@ class FunctionEmitter {
               : width === 2
                 ? m.i64.store16(0, 1, this.ea(), v)
                 : m.i64.store8(0, 1, this.ea(), v);
-        return m.block(null, [this.address(rs1, imm, width, pc), st]);
+        return m.block(null, [this.address(rs1, imm, width, pc), this.track(width), st]);
       }
       case 'fence':
       case 'fence.i':
@@ -643,7 +666,7 @@ class FunctionEmitter {
     const word = ins.op.endsWith('.w');
     const width = word ? 4 : 8;
     const kind = ins.op.slice(0, ins.op.length - 2);
-    const addr = this.address(ins.rs1, 0, width, pc);
+    const addr = m.block(null, [this.address(ins.rs1, 0, width, pc), this.track(width)]);
     const full = () => m.i64.add(m.local.get(L_E, binaryen.i64), this.c64(this.ctx.base));
     const loadOld = () => (word ? m.i64.load32_s(0, 4, this.ea()) : m.i64.load(0, 8, this.ea()));
     const store = (v: Ref) => (word ? m.i64.store32(0, 4, this.ea(), v) : m.i64.store(0, 8, this.ea(), v));

@@ -11,6 +11,7 @@ import {
   Exports,
   IMPORT_MODULE,
   Imports,
+  STACK_GUARD,
   TrapKind,
   type GuestLayout,
   type TranslateOptions,
@@ -90,7 +91,11 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
     m.addGlobal(Names.a1, i64, true, m.i64.const(0n));
     m.addGlobal(Names.fuel, i32, true, m.i32.const(0));
     m.addGlobal(Names.resv, i64, true, m.i64.const(-1n));
+    m.addGlobal(Names.dirtyLo, i32, true, m.i32.const(layout.size));
+    m.addGlobal(Names.dirtyHi, i32, true, m.i32.const(0));
     m.addGlobalExport(Names.a1, Exports.a1);
+    m.addGlobalExport(Names.dirtyLo, Exports.dirtyLo);
+    m.addGlobalExport(Names.dirtyHi, Exports.dirtyHi);
     m.addGlobalExport(Names.fuel, Exports.fuel);
 
     addMulHelpers(m);
@@ -102,6 +107,7 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
       base: layout.base,
       size: layout.size,
       stackLimit: layout.stackLimit,
+      dirtySplit: layout.stackLimit - STACK_GUARD - layout.base,
       functionEntries,
       pair,
       params,
