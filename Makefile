@@ -2,13 +2,14 @@
 PYTHON ?= python3
 SDK     = guest-sdk
 
-.PHONY: help caps caps-check fixtures fixtures-check expected host-test scaffold-test nostub-test
+.PHONY: help caps caps-check fixtures fixtures-check expected host-test scaffold-test nostub-test examples
 
 help:
 	@echo "make fixtures        rebuild fixtures/build/*.elf and fixtures/manifest.json"
 	@echo "make fixtures-check  rebuild into a temp dir, compare sha256, check every .berm.abi"
 	@echo "make expected        recompute fixtures/expected.json natively (gcc, stand-in host)"
 	@echo "make host-test       run the host tests of every example harness"
+	@echo "make examples        rebuild examples/{os,fetch,probe}.elf (then update examples/harnesses.toml)"
 	@echo "make caps            regenerate guest-sdk/include/berm_caps.h from guest-sdk/caps.txt"
 
 caps:
@@ -33,6 +34,15 @@ host-test: caps-check
 	@set -e; for d in $(SDK)/examples/*/; do \
 	  echo "== host-test $$d"; $(MAKE) --no-print-directory -C $$d host-test; done
 	$(MAKE) --no-print-directory scaffold-test nostub-test
+
+# The example harnesses declared by examples/harnesses.toml (gcc -O2, reproducible).
+EXAMPLE_HARNESSES = os fetch probe
+examples: caps-check
+	@set -e; for h in $(EXAMPLE_HARNESSES); do \
+	  $(MAKE) --no-print-directory -s -B -C $(SDK)/examples/$$h BERM_CC=gcc OPT=-O2 all; \
+	  cp $(SDK)/examples/$$h/build/$$h.elf examples/$$h.elf; done
+	$(PYTHON) $(SDK)/tools/check-manifests.py $(EXAMPLE_HARNESSES:%=examples/%.elf)
+	@cd examples && sha256sum $(EXAMPLE_HARNESSES:%=%.elf)
 
 # A capability with no stand-in must abort the host test, naming the capability.
 nostub-test:

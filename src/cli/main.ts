@@ -1,7 +1,9 @@
 /**
  * Entry of the berm CLI (bin/berm.js imports this module): run the program on the process
- * arguments and exit with its code. The program itself is built in program.ts.
+ * arguments and exit with its code. The program itself is built in program.ts; `call --config`
+ * comes from commands/call-config.ts.
  */
+import { configCallExtension } from './commands/call-config.js';
 import { runCli } from './program.js';
 
-process.exitCode = await runCli(process.argv.slice(2));
+process.exitCode = await runCli(process.argv.slice(2), { callExtensions: [configCallExtension()] });

@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { readElf } from '../../elf/reader.js';
-import { Harness, type InvokeOptions } from '../../harness/harness.js';
+import { Harness, type InvokeOptions, type ToolResult } from '../../harness/harness.js';
 import { parseManifest } from '../../harness/manifest.js';
 import {
   CliError,
@@ -34,6 +34,18 @@ export interface CallExtension {
     harness: Harness,
     file: string,
   ): Partial<InvokeOptions> | Promise<Partial<InvokeOptions>>;
+  /**
+   * Make the call itself instead of loading FILE as an ELF (e.g. `--config`, where FILE names a
+   * declared harness): return the tool's result, or undefined to leave the call to berm. Throw as
+   * berm would (a Trap exits 3, a CliError or HarnessError 2).
+   */
+  call?(
+    opts: GlobalOptions & Record<string, unknown>,
+    file: string,
+    tool: string,
+    args: string | Uint8Array,
+    invoke: InvokeOptions,
+  ): ToolResult | undefined | Promise<ToolResult | undefined>;
 }
 
 /** Register `call`. */
@@ -41,7 +53,7 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
   const cmd = program
     .command('call')
     .description("invoke a tool; ARGS_JSON defaults to '{}', '-' reads the arguments from stdin")
-    .argument('<file>', 'harness ELF')
+    .argument('<file>', 'harness ELF (with --config: the name of a declared harness)')
     .argument('<tool>', 'tool name (see berm inspect)')
     .argument('[args]', "arguments as JSON, or '-' for stdin", '{}')
     .option(
@@ -54,26 +66,17 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
       const g = ctx.globals(self) as GlobalOptions & Record<string, unknown>;
       const { io } = ctx;
       const argText = args === '-' ? await io.readStdin() : args;
-      const bytes = readInputFile(file);
-      // a cheap look at the manifest first, so an unknown tool is reported before any translation
-      const manifest = parseManifest(readElf(bytes).manifest);
-      if (!manifest.tools.some((t) => t.name === tool)) {
-        const known = manifest.tools.map((t) => t.name).join(', ') || 'none';
-        throw new CliError(`${file} has no tool named ${tool} (tools: ${known})`);
-      }
-      const harness = await Harness.load(engineFor(g), bytes);
-      if (g.verbose) io.err(`berm: ${file}: ${describeCompile(harness.module.info)}\n`);
-      let invoke: InvokeOptions = {
+      const argInput = opts.validate ? argText : new TextEncoder().encode(argText);
+      const base: InvokeOptions = {
         fuel: g.fuel,
         timeoutMs: g.timeout,
         onLog: g.verbose ? (line) => io.err(`[log] ${line}\n`) : undefined,
       };
+      let r: ToolResult | undefined;
       for (const e of extensions) {
-        if (e.invokeOptions) invoke = { ...invoke, ...(await e.invokeOptions(g, harness, file)) };
+        r ??= e.call ? await e.call(g, file, tool, argInput, base) : undefined;
       }
-      const t0 = performance.now();
-      const r = harness.invoke(tool, opts.validate ? argText : new TextEncoder().encode(argText), invoke);
-      if (g.verbose) io.err(`berm: ${tool} ran in ${(performance.now() - t0).toFixed(1)} ms\n`);
+      if (r === undefined) r = await loadAndInvoke();
       if (g.json) {
         io.out(JSON.stringify(r) + '\n');
       } else if (r.status === 'ok') {
@@ -83,6 +86,26 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
         io.err(`berm: tool ${tool} failed\n`);
       }
       return r.status === 'ok' ? ExitCode.Ok : ExitCode.ToolFailed;
+
+      async function loadAndInvoke(): Promise<ToolResult> {
+        const bytes = readInputFile(file);
+        // a cheap look at the manifest first, so an unknown tool is reported before any translation
+        const manifest = parseManifest(readElf(bytes).manifest);
+        if (!manifest.tools.some((t) => t.name === tool)) {
+          const known = manifest.tools.map((t) => t.name).join(', ') || 'none';
+          throw new CliError(`${file} has no tool named ${tool} (tools: ${known})`);
+        }
+        const harness = await Harness.load(engineFor(g), bytes);
+        if (g.verbose) io.err(`berm: ${file}: ${describeCompile(harness.module.info)}\n`);
+        let invoke: InvokeOptions = base;
+        for (const e of extensions) {
+          if (e.invokeOptions) invoke = { ...invoke, ...(await e.invokeOptions(g, harness, file)) };
+        }
+        const t0 = performance.now();
+        const result = harness.invoke(tool, argInput, invoke);
+        if (g.verbose) io.err(`berm: ${tool} ran in ${(performance.now() - t0).toFixed(1)} ms\n`);
+        return result;
+      }
     }),
   );
 }

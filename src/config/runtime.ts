@@ -1,0 +1,193 @@
+/**
+ * The runtime of an operator's declaration file (upstream berm issue 6): every declared harness
+ * compiled from its verified bytes, and tool calls that link exactly the capabilities the
+ * declaration grants. A capability a harness's manifest asks for but the declaration does not
+ * grant is simply not linked (its ecall traps UnknownHostCall): the manifest is documentation.
+ *
+ * Harnesses with the same {@link imageIdentity} (same ELF bytes, same grants and arguments) share
+ * one in-memory {@link Harness}: a rename is not an event. `berm.call` is resolved by name on each
+ * call and runs the callee in its own fresh instance with its own grants, one chain level deeper;
+ * the call capability refuses chains past the depth limit, and whatever the callee does (fail,
+ * trap, name an unknown tool) reaches the caller as a reply, never as a trap of the caller.
+ */
+import { Trap } from '../engine/traps.js';
+import type { Engine } from '../engine/engine.js';
+import { Harness, type InvokeOptions, type ToolResult } from '../harness/harness.js';
+import { DEFAULT_LIMITS, ok, type CapabilityLimits, type CapabilityReply } from '../capabilities/types.js';
+import {
+  DeclarationError,
+  imageIdentity,
+  linkerEntries,
+  type Declarations,
+  type HarnessDeclaration,
+} from './declarations.js';
+
+/** A call the runtime cannot make: unknown harness, a harness refused by its declaration, or too deep. */
+export class RuntimeError extends Error {
+  override name = 'RuntimeError';
+}
+
+/** Options of {@link Runtime.create}. */
+export interface RuntimeOptions {
+  /** capability limits (overrides of DEFAULT_LIMITS), including maxCallDepth */
+  limits?: Partial<CapabilityLimits>;
+  /**
+   * Invoke options applied to every tool call, chained calls included (fuel, timeoutMs, onLog,
+   * call limits). Capabilities are never taken from here: only the declaration grants.
+   */
+  invoke?: Omit<InvokeOptions, 'capabilities' | 'hostFunctions'>;
+  /**
+   * Compile only these harnesses and, transitively, the callees their declarations name (default:
+   * every declared harness). A call to a harness left out throws / is answered with an error.
+   */
+  only?: readonly string[];
+}
+
+/** One declared harness as the runtime holds it. */
+export interface LoadedHarness {
+  declaration: HarnessDeclaration;
+  /** {@link imageIdentity} of the declaration */
+  identity: string;
+  /** the compiled harness, shared by every declaration of the same identity */
+  harness: Harness;
+}
+
+/** Declared harnesses, compiled, and the tool calls between them. */
+export class Runtime {
+  private constructor(
+    /** the engine every harness is compiled with */
+    readonly engine: Engine,
+    private readonly loaded: ReadonlyMap<string, LoadedHarness>,
+    private readonly declared: ReadonlyMap<string, HarnessDeclaration>,
+    /** the declaration file: accepted entries and refused ones (each with file:line and the fix) */
+    readonly declarations: Declarations,
+    private readonly options: RuntimeOptions,
+  ) {}
+
+  /**
+   * Compile the declared harnesses (see {@link RuntimeOptions.only}). Declarations with the same
+   * image identity share one Harness.
+   * @param decls the parsed declaration file (its refused entries are kept in `errors`)
+   * @throws DeclarationError when a harness in `only` was refused by the file (its error), or a
+   *   declaration lacks its verified ELF bytes (parsed with checkFiles false); RuntimeError when a
+   *   name in `only` is not declared; whatever Harness.load throws for a malformed harness.
+   */
+  static async create(engine: Engine, decls: Declarations, options: RuntimeOptions = {}): Promise<Runtime> {
+    const declared = new Map(decls.harnesses.map((d) => [d.name, d]));
+    const wanted = new Set<string>();
+    if (options.only) {
+      const queue = [...options.only];
+      while (queue.length > 0) {
+        const name = queue.shift()!;
+        if (wanted.has(name)) continue;
+        const d = declared.get(name);
+        if (!d) {
+          if (options.only.includes(name)) throw Runtime.notDeclared(decls, name);
+          continue; // a callee that is not declared: berm.call answers with an error
+        }
+        wanted.add(name);
+        queue.push(...(d.grant.callees ?? []));
+      }
+    } else {
+      for (const name of declared.keys()) wanted.add(name);
+    }
+    const byIdentity = new Map<string, Promise<Harness>>();
+    const loaded = new Map<string, LoadedHarness>();
+    for (const name of wanted) {
+      const d = declared.get(name)!;
+      if (!d.elf) {
+        throw new DeclarationError(
+          d.file,
+          d.line,
+          `harness ${JSON.stringify(name)}: the ELF bytes were not read`,
+          'load the declarations with checkFiles enabled',
+        );
+      }
+      const identity = imageIdentity(d, d.elf);
+      let h = byIdentity.get(identity);
+      if (!h) {
+        h = Harness.load(engine, d.elf);
+        byIdentity.set(identity, h);
+      }
+      loaded.set(name, { declaration: d, identity, harness: await h });
+    }
+    return new Runtime(engine, loaded, declared, decls, options);
+  }
+
+  /** The error for a name that is not among the accepted harnesses: its refusal, or "not declared". */
+  private static notDeclared(decls: Declarations, name: string): Error {
+    const refused = decls.errors.find((e) => e.problem.startsWith(`harness ${JSON.stringify(name)}:`));
+    if (refused) return refused;
+    const known = decls.harnesses.map((d) => d.name).join(', ') || 'none';
+    return new RuntimeError(`${decls.file}: no harness named ${name} is declared (declared: ${known})`);
+  }
+
+  /** Names of the compiled harnesses, in declaration order. */
+  names(): string[] {
+    return [...this.loaded.keys()];
+  }
+
+  /** The compiled harness declared as `name`, or undefined. */
+  get(name: string): LoadedHarness | undefined {
+    return this.loaded.get(name);
+  }
+
+  /** The deepest berm.call chain (a top-level call has depth 0). */
+  get maxCallDepth(): number {
+    return this.options.limits?.maxCallDepth ?? DEFAULT_LIMITS.maxCallDepth;
+  }
+
+  /**
+   * Invoke `tool` of the harness declared as `harnessName` in a fresh instance, linking only the
+   * capabilities its declaration grants. berm.call from inside runs {@link callTool} at depth + 1.
+   * @param argsJson the arguments as JSON text (checked against the tool's schema), or raw bytes
+   *   handed over unchecked
+   * @param depth berm.call chain depth of this call (0 from outside)
+   * @returns ok or failed
+   * @throws a Trap when the guest traps (UnknownHostCall for an ungranted capability);
+   *   HarnessError for an unknown tool or bad arguments; DeclarationError / RuntimeError for a
+   *   harness that is not declared, was refused or was not compiled, or a depth past the limit.
+   */
+  call(harnessName: string, tool: string, argsJson: string | Uint8Array, depth = 0): ToolResult {
+    if (!Number.isInteger(depth) || depth < 0 || depth > this.maxCallDepth) {
+      throw new RuntimeError(`call chain depth ${depth} is outside 0..${this.maxCallDepth}`);
+    }
+    const h = this.loaded.get(harnessName);
+    if (!h) {
+      if (this.declared.has(harnessName)) {
+        throw new RuntimeError(
+          `harness ${harnessName} was not compiled by this runtime (see RuntimeOptions.only)`,
+        );
+      }
+      throw Runtime.notDeclared(this.declarations, harnessName);
+    }
+    const capabilities = linkerEntries(h.declaration, {
+      depth,
+      ...(this.options.limits ? { limits: this.options.limits } : {}),
+      callTool: (callee, calleeTool, calleeArgs, calleeDepth) =>
+        this.callTool(callee, calleeTool, calleeArgs, calleeDepth),
+    });
+    return h.harness.invoke(tool, argsJson, { ...this.options.invoke, capabilities });
+  }
+
+  /**
+   * berm.call's way in: run `tool` of `harnessName` at `depth` (already one deeper than the
+   * caller) and turn every outcome into a reply for the calling guest. Never throws.
+   * @returns ok with one field (the result); error with the callee's failure message, its trap,
+   *   or why it could not run; refused when `depth` is past the limit.
+   */
+  callTool(harnessName: string, tool: string, argsJson: string, depth: number): CapabilityReply {
+    const where = `${harnessName}.${tool}`;
+    if (depth > this.maxCallDepth) {
+      return { refused: `berm.call: call chain depth ${depth} exceeds the limit of ${this.maxCallDepth}` };
+    }
+    try {
+      const r = this.call(harnessName, tool, argsJson, depth);
+      return r.status === 'ok' ? ok(r.result) : { error: r.message };
+    } catch (e) {
+      if (e instanceof Trap) return { error: `${where} trapped: ${e.name}: ${e.message} at ${e.where()}` };
+      const err = e instanceof Error ? e : new Error(String(e));
+      return { error: `${where}: ${err.name}: ${err.message}` };
+    }
+  }
+}
