@@ -5,7 +5,8 @@
  * grant is simply not linked (its ecall traps UnknownHostCall): the manifest is documentation.
  *
  * Harnesses with the same {@link imageIdentity} (same ELF bytes, same grants and arguments) share
- * one in-memory {@link Harness}: a rename is not an event. `berm.call` is resolved by name on each
+ * one in-memory {@link Harness}: a rename is not an event. (Sharing goes further: grants are
+ * linked per call, so every declaration of the same ELF bytes shares the compiled Harness.) `berm.call` is resolved by name on each
  * call and runs the callee in its own fresh instance with its own grants, one chain level deeper;
  * the call capability refuses chains past the depth limit, and whatever the callee does (fail,
  * trap, name an unknown tool) reaches the caller as a reply, never as a trap of the caller.
@@ -48,7 +49,7 @@ export interface LoadedHarness {
   declaration: HarnessDeclaration;
   /** {@link imageIdentity} of the declaration */
   identity: string;
-  /** the compiled harness, shared by every declaration of the same identity */
+  /** the compiled harness, shared by every declaration of the same identity (indeed of the same ELF) */
   harness: Harness;
 }
 
@@ -66,7 +67,7 @@ export class Runtime {
 
   /**
    * Compile the declared harnesses (see {@link RuntimeOptions.only}). Declarations with the same
-   * image identity share one Harness.
+   * image identity (indeed with the same ELF bytes) share one Harness.
    * @param decls the parsed declaration file (its refused entries are kept in `errors`)
    * @throws DeclarationError when a harness in `only` was refused by the file (its error), or a
    *   declaration lacks its verified ELF bytes (parsed with checkFiles false); RuntimeError when a
@@ -91,7 +92,7 @@ export class Runtime {
     } else {
       for (const name of declared.keys()) wanted.add(name);
     }
-    const byIdentity = new Map<string, Promise<Harness>>();
+    const byElf = new Map<string, Promise<Harness>>();
     const loaded = new Map<string, LoadedHarness>();
     for (const name of wanted) {
       const d = declared.get(name)!;
@@ -104,10 +105,12 @@ export class Runtime {
         );
       }
       const identity = imageIdentity(d, d.elf);
-      let h = byIdentity.get(identity);
+      // keyed by the ELF digest: grants are linked per call, so equal bytes (every equal identity,
+      // and also the same ELF under other grants) share one compiled Harness
+      let h = byElf.get(d.sha256);
       if (!h) {
         h = Harness.load(engine, d.elf);
-        byIdentity.set(identity, h);
+        byElf.set(d.sha256, h);
       }
       loaded.set(name, { declaration: d, identity, harness: await h });
     }

@@ -71,7 +71,7 @@ BERM_TOOL(oob, "Hand a host call a buffer that runs past the end of guest memory
   } else {
     berm_reply r = berm_fs_read("secret.txt", 0, 0);
     if (!r.ok) return berm_failf("setup read failed: %s", r.data);
-    word = berm_hostcall(BERM_CAP_FS_READ, 0, 0, 0, 0, 0, 0); /* stages a refusal message */
+    /* the reply stays staged: read it again into a buffer that runs past the end */
     word = berm_hostcall(BERM_CAP_RESULT_READ, top - 4, 64, 0, 0, 0, 0);
   }
   char out[64];
