@@ -237,21 +237,101 @@ const FUEL_SLICE = 1 << 14;
  */
 export class Linker {
   private readonly fns = new Map<bigint, HostFunction>();
+  private table: HostTable | null = null;
   constructor(readonly engine: Engine) {}
 
   /** Register `fn` under a capability name or a raw number. Replaces an earlier registration. */
   define(nameOrNumber: string | bigint, fn: HostFunction): this {
     const n = typeof nameOrNumber === 'string' ? fnv1a64(nameOrNumber) : BigInt.asUintN(64, nameOrNumber);
     this.fns.set(n, fn);
+    this.table = null;
     return this;
   }
   has(nameOrNumber: string | bigint): boolean {
-    return this.fns.has(typeof nameOrNumber === 'string' ? fnv1a64(nameOrNumber) : nameOrNumber);
+    return this.fns.has(
+      typeof nameOrNumber === 'string' ? fnv1a64(nameOrNumber) : BigInt.asUintN(64, nameOrNumber),
+    );
   }
 
-  /** A fresh store: new memory holding the image, registers zero. */
+  /** A fresh store: memory holding a pristine image, registers zero. Later `define`s do not affect it. */
   instantiate(module: GuestModule, opts: InstantiateOptions = {}): Instance {
-    return new Instance(module, new Map(this.fns), opts);
+    this.table ??= new HostTable(this.fns);
+    return new Instance(module, this.table, opts);
+  }
+}
+
+/** Split a call number into the pieces translated code passes: bits 0-29, 30-59, 60-63. */
+function pieces(n: bigint): [number, number, number] {
+  return [Number(n & 0x3fffffffn), Number((n >> 30n) & 0x3fffffffn), Number(n >> 60n)];
+}
+
+/**
+ * An immutable lookup from ecall number to host function, keyed by the number's low 30 bits (a V8
+ * Smi), so the hot path neither hashes a BigInt nor boxes a heap number.
+ */
+class HostTable {
+  private readonly byLow = new Map<number, { mid: number; top: number; fn: HostFunction }[]>();
+  constructor(fns: ReadonlyMap<bigint, HostFunction>) {
+    for (const [n, fn] of fns) {
+      const [low, mid, top] = pieces(n);
+      const list = this.byLow.get(low);
+      if (list) list.push({ mid, top, fn });
+      else this.byLow.set(low, [{ mid, top, fn }]);
+    }
+  }
+  /** The function registered under n0 | n1 << 30 | n2 << 60, or undefined. */
+  get(n0: number, n1: number, n2: number): HostFunction | undefined {
+    const list = this.byLow.get(n0);
+    if (list === undefined) return undefined;
+    for (const e of list) if (e.mid === n1 && e.top === n2) return e.fn;
+    return undefined;
+  }
+}
+
+/** The HostCall handed to host functions; one per Instance, refilled for every ecall. */
+class LiveHostCall implements HostCall {
+  n0 = 0;
+  n1 = 0;
+  n2 = 0;
+  raw: [bigint, bigint, bigint, bigint, bigint, bigint] = [0n, 0n, 0n, 0n, 0n, 0n];
+  private cached: [bigint, bigint, bigint, bigint, bigint, bigint] | null = null;
+  constructor(
+    readonly memory: WasmGuestMemory,
+    readonly data: unknown,
+  ) {}
+  get number(): bigint {
+    return BigInt(this.n0) | (BigInt(this.n1) << 30n) | (BigInt(this.n2) << 60n);
+  }
+  /** Converted to unsigned on first use: most host functions read one or two arguments. */
+  get args(): readonly [bigint, bigint, bigint, bigint, bigint, bigint] {
+    if (this.cached === null) {
+      const r = this.raw;
+      this.cached = [U64(r[0]), U64(r[1]), U64(r[2]), U64(r[3]), U64(r[4]), U64(r[5])];
+    }
+    return this.cached;
+  }
+  refill(
+    n0: number,
+    n1: number,
+    n2: number,
+    a0: bigint,
+    a1: bigint,
+    a2: bigint,
+    a3: bigint,
+    a4: bigint,
+    a5: bigint,
+  ): void {
+    this.n0 = n0;
+    this.n1 = n1;
+    this.n2 = n2;
+    const r = this.raw;
+    r[0] = a0;
+    r[1] = a1;
+    r[2] = a2;
+    r[3] = a3;
+    r[4] = a4;
+    r[5] = a5;
+    this.cached = null;
   }
 }
 
@@ -325,14 +405,16 @@ class Slot {
         [Imports.memory]: mem,
         [Imports.ecall]: (
           pc: number,
-          num: bigint,
+          n0: number,
+          n1: number,
+          n2: number,
           a0: bigint,
           a1: bigint,
           a2: bigint,
           a3: bigint,
           a4: bigint,
           a5: bigint,
-        ) => owner().ecall(pc, num, a0, a1, a2, a3, a4, a5),
+        ) => owner().ecall(pc, n0, n1, n2, a0, a1, a2, a3, a4, a5),
         [Imports.trap]: (kind: number, pc: number, value: bigint) => {
           throw owner().at(trapFromKind(kind, value), pc);
         },
@@ -382,20 +464,22 @@ class Slot {
 export class Instance {
   readonly memory: WasmGuestMemory;
   private slot: Slot | null;
-  private readonly hostFns: Map<bigint, HostFunction>;
+  private readonly hostFns: HostTable;
+  private readonly hostCall: LiveHostCall;
   private fuelLeft: number;
   private deadline = Infinity;
   private running = false;
 
   constructor(
     readonly module: GuestModule,
-    hostFns: Map<bigint, HostFunction>,
+    hostFns: HostTable,
     private readonly opts: InstantiateOptions,
   ) {
     this.hostFns = hostFns;
     this.slot = module.takeSlot();
     this.slot.owner = this;
     this.memory = this.slot.memory;
+    this.hostCall = new LiveHostCall(this.memory, opts.data);
     this.fuelLeft = opts.fuel ?? Infinity;
   }
 
@@ -408,36 +492,35 @@ export class Instance {
     this.module.releaseSlot(slot);
   }
 
-  /** @internal the `ecall` import */
+  /** @internal the `ecall` import: the number arrives in three Smi-sized pieces */
   ecall(
     pc: number,
-    num: bigint,
+    n0: number,
+    n1: number,
+    n2: number,
     a0: bigint,
     a1: bigint,
     a2: bigint,
     a3: bigint,
     a4: bigint,
     a5: bigint,
-  ): bigint {
-    const n = U64(num);
-    const fn = this.hostFns.get(n);
-    if (fn === undefined) throw this.at(new UnknownHostCall(n), pc);
-    const call: HostCall = {
-      number: n,
-      args: [U64(a0), U64(a1), U64(a2), U64(a3), U64(a4), U64(a5)],
-      memory: this.memory,
-      data: this.opts.data,
-    };
+  ): bigint | number {
+    const fn = this.hostFns.get(n0, n1, n2);
+    const call = this.hostCall;
+    call.refill(n0, n1, n2, a0, a1, a2, a3, a4, a5);
+    if (fn === undefined) throw this.at(new UnknownHostCall(call.number), pc);
     let r;
     try {
       r = fn(call);
     } catch (e) {
-      throw this.at(e instanceof Trap ? e : new HostCallError(n, e), pc);
+      throw this.at(e instanceof Trap ? e : new HostCallError(call.number, e), pc);
     }
+    // JS-to-Wasm i64 conversion wraps modulo 2^64 (ToBigInt64), so unsigned results need no asIntN
     if (r === undefined) return a0;
-    if (typeof r === 'bigint' || typeof r === 'number') return BigInt.asIntN(64, BigInt(r));
-    this.slot!.a1.value = BigInt.asIntN(64, BigInt(r[1]));
-    return BigInt.asIntN(64, BigInt(r[0]));
+    if (typeof r === 'bigint') return r;
+    if (typeof r === 'number') return BigInt(r);
+    this.slot!.a1.value = BigInt(r[1]);
+    return BigInt(r[0]);
   }
 
   /** @internal the `poll` import: interrupt flag, deadline, fuel budget */

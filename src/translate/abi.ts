@@ -18,7 +18,10 @@ export const IMPORT_MODULE = 'berm';
 export const Imports = {
   /** the guest's linear memory */
   memory: 'memory',
-  /** (pc: i32, number: i64, a0..a5: i64) -> i64 new a0; a1 comes back through the a1 global */
+  /**
+   * (pc: i32, n0: i32, n1: i32, n2: i32, a0..a5: i64) -> i64 new a0, where the call number is
+   * n0 | n1 << 30 | n2 << 60; a1 comes back through the a1 global
+   */
   ecall: 'ecall',
   /** (kind: i32, pc: i32, value: i64) -> never returns; throws the trap */
   trap: 'trap',

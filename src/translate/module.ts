@@ -73,7 +73,7 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
       Names.ecall,
       IMPORT_MODULE,
       Imports.ecall,
-      binaryen.createType([i32, i64, i64, i64, i64, i64, i64, i64]),
+      binaryen.createType([i32, i32, i32, i32, i64, i64, i64, i64, i64, i64]),
       i64,
     );
     m.addFunctionImport(
