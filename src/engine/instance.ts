@@ -1,0 +1,345 @@
+/**
+ * Instances: a guest memory holding a pristine image and a Wasm instance bound to it, reused
+ * through a per-module pool and reset by the dirty extents that translated stores track. The
+ * imports of the Wasm instance (ecall, trap, poll, csr) are implemented here.
+ */
+import { Exports, IMPORT_MODULE, Imports, STACK_GUARD, TrapKind } from '../translate/abi.js';
+import type { GuestModule } from './engine.js';
+import type { HostCall } from './host.js';
+import type { HostTable } from './linker.js';
+import { WasmGuestMemory } from './memory.js';
+import {
+  BadIndirectTarget,
+  Breakpoint,
+  FellOffFunction,
+  HostCallError,
+  IllegalInstruction,
+  Interrupted,
+  MemoryFault,
+  OutOfFuel,
+  StackOverflow,
+  Trap,
+  UnknownHostCall,
+  type GuestFrame,
+} from './traps.js';
+
+/** Per-instance options. */
+export interface InstantiateOptions {
+  /** value handed to host functions as HostCall.data */
+  data?: unknown;
+  /** instruction budget (Infinity by default) */
+  fuel?: number;
+  /** wall-clock deadline of each call, milliseconds from its start */
+  timeoutMs?: number;
+}
+
+/** Fuel is granted in slices so the interrupt flag and deadline are looked at often (~0.1 ms apart; a poll costs ~20 ns). */
+const FUEL_SLICE = 1 << 14;
+
+/** The internal signal thrown by the `trap` import and caught at the call boundary. */
+function trapFromKind(kind: number, value: bigint): Trap {
+  switch (kind) {
+    case TrapKind.MemoryFault:
+      return new MemoryFault(BigInt.asUintN(64, value));
+    case TrapKind.BadIndirectTarget:
+      return new BadIndirectTarget(BigInt.asUintN(64, value));
+    case TrapKind.Breakpoint:
+      return new Breakpoint();
+    case TrapKind.IllegalInstruction:
+      return new IllegalInstruction(Number(BigInt.asUintN(32, value)));
+    case TrapKind.StackOverflow:
+      return new StackOverflow(`sp 0x${BigInt.asUintN(64, value).toString(16)} is below the stack limit`);
+    default:
+      return new FellOffFunction();
+  }
+}
+
+const U64 = (v: bigint | number): bigint => BigInt.asUintN(64, BigInt(v));
+
+/** The HostCall handed to host functions; one per Instance, refilled for every ecall. */
+class LiveHostCall implements HostCall {
+  n0 = 0;
+  n1 = 0;
+  n2 = 0;
+  raw: [bigint, bigint, bigint, bigint, bigint, bigint] = [0n, 0n, 0n, 0n, 0n, 0n];
+  private cached: [bigint, bigint, bigint, bigint, bigint, bigint] | null = null;
+  constructor(
+    readonly memory: WasmGuestMemory,
+    readonly data: unknown,
+  ) {}
+  get number(): bigint {
+    return BigInt(this.n0) | (BigInt(this.n1) << 30n) | (BigInt(this.n2) << 60n);
+  }
+  /** Converted to unsigned on first use: most host functions read one or two arguments. */
+  get args(): readonly [bigint, bigint, bigint, bigint, bigint, bigint] {
+    if (this.cached === null) {
+      const r = this.raw;
+      this.cached = [U64(r[0]), U64(r[1]), U64(r[2]), U64(r[3]), U64(r[4]), U64(r[5])];
+    }
+    return this.cached;
+  }
+  refill(
+    n0: number,
+    n1: number,
+    n2: number,
+    a0: bigint,
+    a1: bigint,
+    a2: bigint,
+    a3: bigint,
+    a4: bigint,
+    a5: bigint,
+  ): void {
+    this.n0 = n0;
+    this.n1 = n1;
+    this.n2 = n2;
+    const r = this.raw;
+    r[0] = a0;
+    r[1] = a1;
+    r[2] = a2;
+    r[3] = a3;
+    r[4] = a4;
+    r[5] = a5;
+    this.cached = null;
+  }
+}
+
+/**
+ * A memory and a Wasm instance bound to it, reused across Instances of one module. The imports
+ * dispatch to whichever Instance currently owns the slot.
+ */
+export class Slot {
+  readonly memory: WasmGuestMemory;
+  readonly wasm: WebAssembly.Instance;
+  readonly a1: WebAssembly.Global;
+  readonly dirtyLo: WebAssembly.Global;
+  readonly dirtyHi: WebAssembly.Global;
+  owner: Instance | null = null;
+
+  constructor(readonly module: GuestModule) {
+    const { layout } = module;
+    const pages = layout.size / 65536;
+    const mem = new WebAssembly.Memory({ initial: pages, maximum: pages });
+    this.memory = new WasmGuestMemory(
+      mem,
+      layout.base,
+      layout.size,
+      layout.stackLimit - STACK_GUARD - layout.base,
+    );
+    this.loadImage();
+    const owner = () => this.owner!;
+    this.wasm = new WebAssembly.Instance(module.wasm, {
+      [IMPORT_MODULE]: {
+        [Imports.memory]: mem,
+        [Imports.ecall]: (
+          pc: number,
+          n0: number,
+          n1: number,
+          n2: number,
+          a0: bigint,
+          a1: bigint,
+          a2: bigint,
+          a3: bigint,
+          a4: bigint,
+          a5: bigint,
+        ) => owner().ecall(pc, n0, n1, n2, a0, a1, a2, a3, a4, a5),
+        [Imports.trap]: (kind: number, pc: number, value: bigint) => {
+          throw owner().at(trapFromKind(kind, value), pc);
+        },
+        [Imports.poll]: (pc: number) => owner().poll(pc),
+        // cycle, time and instret all read a monotonic nanosecond clock (no exact count is kept)
+        [Imports.csr]: () => process.hrtime.bigint(),
+      },
+    });
+    this.a1 = this.wasm.exports[Exports.a1] as WebAssembly.Global;
+    this.dirtyLo = this.wasm.exports[Exports.dirtyLo] as WebAssembly.Global;
+    this.dirtyHi = this.wasm.exports[Exports.dirtyHi] as WebAssembly.Global;
+  }
+
+  private loadImage(): void {
+    const u8 = new Uint8Array(this.memory.memory.buffer);
+    const { layout, image } = this.module;
+    for (const seg of image.segments) u8.set(seg.data, seg.vaddr - layout.base);
+  }
+
+  /**
+   * Return the memory to its initial state: zero what guest stores and host writes touched
+   * ([0, hi) and [lo, size), tracked exactly by the translated stores), then reload the image.
+   */
+  reset(): void {
+    const { layout, image } = this.module;
+    const size = layout.size;
+    const imageEnd = image.imageEnd - layout.base;
+    const lo = Math.min(Number(this.dirtyLo.value), this.memory.dirtyLo);
+    const hi = Math.max(Number(this.dirtyHi.value), this.memory.dirtyHi, imageEnd);
+    // Never fill pages nobody touched: zeroing them would make the kernel back them with memory.
+    const u8 = new Uint8Array(this.memory.memory.buffer);
+    u8.fill(0, 0, hi);
+    if (lo < size) u8.fill(0, Math.max(lo, hi), size);
+    this.loadImage();
+    this.dirtyLo.value = size;
+    this.dirtyHi.value = 0;
+    this.memory.dirtyLo = size;
+    this.memory.dirtyHi = 0;
+  }
+}
+
+/**
+ * One store: guest memory holding a fresh copy of the image, registers zero on every entry. Not
+ * reentrant. Call `dispose()` when done: the memory is then reset and reused by a later Instance
+ * of the same module (creating a 64 MiB memory costs ~120 µs and churns V8's heap).
+ */
+export class Instance {
+  readonly memory: WasmGuestMemory;
+  private slot: Slot | null;
+  private readonly hostFns: HostTable;
+  private readonly hostCall: LiveHostCall;
+  private fuelLeft: number;
+  private deadline = Infinity;
+  private running = false;
+
+  constructor(
+    readonly module: GuestModule,
+    hostFns: HostTable,
+    private readonly opts: InstantiateOptions,
+  ) {
+    this.hostFns = hostFns;
+    this.slot = module.takeSlot();
+    this.slot.owner = this;
+    this.memory = this.slot.memory;
+    this.hostCall = new LiveHostCall(this.memory, opts.data);
+    this.fuelLeft = opts.fuel ?? Infinity;
+  }
+
+  /** Reset the memory and hand it back to the module's pool. The Instance is unusable afterwards. */
+  dispose(): void {
+    const slot = this.slot;
+    if (slot === null || this.running) return;
+    this.slot = null;
+    slot.owner = null;
+    this.module.releaseSlot(slot);
+  }
+
+  /** @internal the `ecall` import: the number arrives in three Smi-sized pieces */
+  ecall(
+    pc: number,
+    n0: number,
+    n1: number,
+    n2: number,
+    a0: bigint,
+    a1: bigint,
+    a2: bigint,
+    a3: bigint,
+    a4: bigint,
+    a5: bigint,
+  ): bigint | number {
+    const fn = this.hostFns.get(n0, n1, n2);
+    const call = this.hostCall;
+    call.refill(n0, n1, n2, a0, a1, a2, a3, a4, a5);
+    if (fn === undefined) throw this.at(new UnknownHostCall(call.number), pc);
+    let r;
+    try {
+      r = fn(call);
+    } catch (e) {
+      throw this.at(e instanceof Trap ? e : new HostCallError(call.number, e), pc);
+    }
+    // JS-to-Wasm i64 conversion wraps modulo 2^64 (ToBigInt64), so unsigned results need no asIntN
+    if (r === undefined) return a0;
+    if (typeof r === 'bigint') return r;
+    if (typeof r === 'number') return BigInt(r);
+    this.slot!.a1.value = BigInt(r[1]);
+    return BigInt(r[0]);
+  }
+
+  /** @internal the `poll` import: interrupt flag, deadline, fuel budget */
+  poll(pc: number): number {
+    if (this.module.engine.interruptHandle.take()) throw this.at(new Interrupted(), pc);
+    if (performance.now() > this.deadline) throw this.at(new Interrupted('deadline passed'), pc);
+    if (this.fuelLeft <= 0) throw this.at(new OutOfFuel(this.opts.fuel ?? 0), pc);
+    const grant = Math.min(FUEL_SLICE, this.fuelLeft);
+    this.fuelLeft -= grant;
+    return grant;
+  }
+
+  /** @internal Fill in pc, symbol and offset of a trap. */
+  at(t: Trap, pc: number): Trap {
+    if (t.pc >= 0) return t;
+    t.pc = pc >>> 0;
+    const f = this.module.functionAt(t.pc);
+    if (f) {
+      t.symbol = f.name;
+      t.offset = t.pc - f.start;
+    }
+    return t;
+  }
+
+  /**
+   * Guest frames named in a V8 stack trace: translated functions are named f_<hex address> and
+   * entry stubs entry_<hex address>_<n>. Functions Binaryen inlined into their callers are absent.
+   */
+  private backtrace(stack: string | undefined): GuestFrame[] {
+    const out: GuestFrame[] = [];
+    for (const m of (stack ?? '').matchAll(/at (?:f|entry)_([0-9a-f]+)(?:_\d+)? \(wasm:/g)) {
+      const address = parseInt(m[1], 16);
+      const f = this.module.functionAt(address);
+      out.push({ symbol: f?.name ?? `0x${m[1]}`, address });
+      if (out.length >= 16) break;
+    }
+    return out;
+  }
+
+  /**
+   * Call an exported guest function with up to 8 integer arguments in a0..a7.
+   * @returns [a0, a1] as unsigned 64-bit bigints.
+   * @throws a Trap subclass when the guest traps; RangeError for unknown symbols or too many args.
+   */
+  call(symbol: string, ...args: (bigint | number)[]): [bigint, bigint] {
+    if (args.length > 8) throw new RangeError(`at most 8 integer arguments (a0..a7), got ${args.length}`);
+    if (this.slot === null) throw new Error('instance was disposed');
+    const fn = this.slot.wasm.exports[Exports.entryPrefix + symbol] as
+      ((...a: bigint[]) => [bigint, bigint]) | undefined;
+    if (typeof fn !== 'function') throw new RangeError(`no exported guest function named ${symbol}`);
+    if (this.running) throw new Error('instance is already running (host functions must not re-enter it)');
+    const a = new Array<bigint>(8).fill(0n);
+    args.forEach((v, i) => (a[i] = BigInt.asIntN(64, BigInt(v))));
+    this.deadline = this.opts.timeoutMs === undefined ? Infinity : performance.now() + this.opts.timeoutMs;
+    this.running = true;
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 24;
+    try {
+      const r = fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+      return [U64(r[0]), U64(r[1])];
+    } catch (e) {
+      throw this.asTrap(e);
+    } finally {
+      Error.stackTraceLimit = limit;
+      this.running = false;
+    }
+  }
+
+  /** Run the ELF entry point (`_start`). */
+  run(): [bigint, bigint] {
+    const f = this.module.functionAt(this.module.image.entry);
+    if (!f || f.start !== this.module.image.entry)
+      throw new RangeError('the entry point is not a function start');
+    const name = f.names.find((n) => this.module.hasExport(n));
+    if (name === undefined) throw new RangeError('the entry point is not exported');
+    return this.call(name);
+  }
+
+  private asTrap(e: unknown): unknown {
+    if (e instanceof Trap) {
+      if (e.backtrace.length === 0) e.backtrace = this.backtrace(e.stack);
+      return e;
+    }
+    if (e instanceof RangeError && /call stack/i.test(e.message)) {
+      const t = new StackOverflow('the host call stack ran out (recursion too deep)');
+      t.backtrace = this.backtrace(e.stack);
+      if (t.backtrace.length > 0) {
+        t.pc = t.backtrace[0].address;
+        t.symbol = t.backtrace[0].symbol;
+      }
+      return t;
+    }
+    return e;
+  }
+}
