@@ -21,6 +21,7 @@ caps-check:
 fixtures: caps-check
 	$(PYTHON) fixtures/fixtures.py build
 	$(PYTHON) $(SDK)/tools/check-manifests.py fixtures/build/*.elf
+	sh scripts/update-golden.sh   # the disassembler's golden listings follow the fixtures
 
 fixtures-check: caps-check
 	$(PYTHON) fixtures/fixtures.py check
