@@ -37,10 +37,21 @@ for (const elf of elfs) {
     for (const c of trapCases) {
       const args = (c.args as string[]).map(caseInt);
       const spins = c.trap === 'Interrupted';
-      // A spinning guest is stopped from another thread; on a loaded 2-core machine the scheduler
-      // can delay either thread, so the latency bound must hold in one of three attempts.
+      // A spinning guest is stopped from another thread. On a loaded 2-core machine the scheduler
+      // can take the spinning thread off the CPU for a whole time slice (~10 ms), and V8's
+      // background tier-up competes for the cores, so: one warm-up run (stopped by a deadline),
+      // then the latency bound must hold in one of five attempts.
+      if (spins) {
+        const warm = linker.instantiate(mod, { timeoutMs: 30 });
+        t.throws(
+          () => warm.call(c.symbol!, ...args),
+          { name: 'Interrupted' },
+          `${c.symbol} stops at a deadline`,
+        );
+        warm.dispose();
+      }
       const latencies: number[] = [];
-      for (let attempt = 0; attempt < (spins ? 3 : 1); attempt++) {
+      for (let attempt = 0; attempt < (spins ? 5 : 1); attempt++) {
         const inst = linker.instantiate(mod, spins ? {} : { timeoutMs: 10_000 });
         const w = spins ? interruptLater(engine.interruptHandle.buffer, 50) : null;
         let err: unknown = null;
