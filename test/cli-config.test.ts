@@ -40,6 +40,30 @@ t.test('the README example prints README.md', async (t) => {
   t.equal(r.stderr, '');
 });
 
+t.test('exec and http run through the CLI (their worker thread gets the TypeScript loader)', async (t) => {
+  const r = await berm([
+    'call',
+    '--config',
+    'examples/harnesses.toml',
+    'os',
+    'exec',
+    '{"command":"echo hi from exec"}',
+  ]);
+  t.equal(r.code, 0, r.stderr);
+  t.match(JSON.parse(r.stdout), { stdout: 'hi from exec\n', exit_code: 0 });
+  const f = await berm([
+    'call',
+    '--config',
+    'examples/harnesses.toml',
+    'fetch',
+    'fetch',
+    '{"url":"http://127.0.0.1:1/"}',
+  ]);
+  t.equal(f.code, 1, 'a refused connection is the tool failing, at once');
+  t.match(f.stdout + f.stderr, /ECONNREFUSED|refused|connect/i);
+  t.notMatch(f.stdout + f.stderr, /timed out/);
+});
+
 t.test('examples/harnesses.toml names the committed ELFs with their real sha256', async (t) => {
   const toml = readFileSync(join(ROOT, 'examples', 'harnesses.toml'), 'utf8');
   for (const name of ['os', 'fetch']) {

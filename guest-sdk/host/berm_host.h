@@ -11,6 +11,7 @@
 #ifndef BERM_HOST_H
 #define BERM_HOST_H
 
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 

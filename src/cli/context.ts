@@ -9,6 +9,7 @@ import { Engine, type CompileInfo } from '../engine/engine.js';
 import { Trap } from '../engine/traps.js';
 import { ElfError } from '../elf/reader.js';
 import { HarnessError } from '../harness/harness.js';
+import { LayoutError } from '../translate/abi.js';
 import { ManifestError } from '../harness/manifest.js';
 
 /** Exit codes of every berm command (also in `berm --help` and README.md). */
@@ -210,7 +211,12 @@ export function trapText(t: Trap): string {
 export function exitCodeOf(e: unknown): ExitCodeValue {
   if (e instanceof CliError) return e.exitCode;
   if (e instanceof Trap) return ExitCode.Trap;
-  if (e instanceof ElfError || e instanceof ManifestError || e instanceof HarnessError) {
+  if (
+    e instanceof ElfError ||
+    e instanceof ManifestError ||
+    e instanceof HarnessError ||
+    e instanceof LayoutError
+  ) {
     return ExitCode.BadInput;
   }
   return ExitCode.Internal;

@@ -302,6 +302,8 @@ export class Instance {
     const a = new Array<bigint>(8).fill(0n);
     args.forEach((v, i) => (a[i] = BigInt.asIntN(64, BigInt(v))));
     this.deadline = this.opts.timeoutMs === undefined ? Infinity : performance.now() + this.opts.timeoutMs;
+    // an interrupt aimed at an earlier run that had already finished must not hit this one
+    this.module.engine.interruptHandle.take();
     this.running = true;
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 24;

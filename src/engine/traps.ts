@@ -3,6 +3,7 @@
  * and offset, and a short guest backtrace; they are filled in by the engine when the trap leaves
  * the guest, so the success path pays nothing for symbolisation.
  */
+import { hostCallName } from '../util/host-call-names.js';
 
 /** One guest frame of a trap backtrace. */
 export interface GuestFrame {
@@ -65,8 +66,12 @@ export class IllegalInstruction extends Trap {
 /** `ecall` with a number nothing is registered under. */
 export class UnknownHostCall extends Trap {
   constructor(readonly number: bigint) {
+    const name = hostCallName(number);
     super(
-      `unknown host call 0x${number.toString(16).padStart(16, '0')}: no capability is registered under it`,
+      `unknown host call 0x${number.toString(16).padStart(16, '0')}${name ? ` (${name})` : ''}: ` +
+        (name
+          ? 'it is not linked into this instance (not granted, or not a tool call)'
+          : 'nothing is registered under it'),
     );
   }
 }

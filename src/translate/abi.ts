@@ -96,9 +96,14 @@ export interface GuestLayout {
 /** Guard between heap and stack, bytes. */
 export const STACK_GUARD = 64 * 1024;
 
+/** The image does not fit the configured memory; the message names the smallest size that does. */
+export class LayoutError extends Error {
+  override name = 'LayoutError';
+}
+
 /**
  * Compute the guest layout: [image][heap][guard] ... [stack] (issue 3 "Memory").
- * @throws Error when the image does not fit the memory with its stack and guard.
+ * @throws LayoutError when the image does not fit the memory with its stack and guard.
  */
 export function computeLayout(imageStart: number, imageEnd: number, opts: TranslateOptions): GuestLayout {
   const base = Math.floor(imageStart / 4096) * 4096;
@@ -107,9 +112,12 @@ export function computeLayout(imageStart: number, imageEnd: number, opts: Transl
   const stackLimit = base + size - opts.stackSize;
   const heapEnd = stackLimit - STACK_GUARD;
   if (heapStart > heapEnd) {
-    throw new Error(
-      `image of ${imageEnd - base} bytes does not fit a ${size}-byte memory with a ${opts.stackSize}-byte stack; ` +
-        'raise the memory size',
+    let need = size;
+    while (need < 1 << 30 && base + need - Math.min(opts.stackSize, need / 4) - STACK_GUARD < heapStart)
+      need *= 2;
+    throw new LayoutError(
+      `the image (0x${base.toString(16)}..0x${imageEnd.toString(16)}) does not fit a ${size >> 10} KiB memory ` +
+        `with a ${opts.stackSize >> 10} KiB stack and a ${STACK_GUARD >> 10} KiB guard: use a memory of at least ${need >> 10} KiB`,
     );
   }
   return { base, size, heapStart, heapSize: heapEnd - heapStart, stackLimit, initialSp: base + size - 16 };

@@ -231,13 +231,16 @@ class FunctionEmitter {
       }
       return blk;
     };
-    const fellOff = (pc: number): number =>
-      this.ctx.functionEntries.has(pc)
-        ? targetBlock({ kind: 'function', address: pc }, pc)
-        : r.addBlock(this.trap(TrapKind.FellOffFunction, pc, this.c64(pc)));
+    // the trap names the last instruction that ran (`from`), the value is where execution went
+    const fellOff = (next: number, from: number): number =>
+      this.ctx.functionEntries.has(next)
+        ? targetBlock({ kind: 'function', address: next }, next)
+        : r.addBlock(this.trap(TrapKind.FellOffFunction, from, this.c64(next)));
+    // A back edge is charged the length of the code it spans, in instructions at their smallest
+    // (2 bytes): between two charges execution only moves forward, so this bounds what ran.
     const edgeCode = (from: BasicBlock, to: number): Ref =>
       to <= from.start
-        ? this.fuel(Math.max(1, from.instrs.length), from.pcs[from.pcs.length - 1] ?? from.start)
+        ? this.fuel(Math.max(1, Math.ceil((from.end - to) / 2)), from.pcs[from.pcs.length - 1] ?? from.start)
         : m.nop();
 
     for (const b of cfg.blocks.values()) {
@@ -245,14 +248,16 @@ class FunctionEmitter {
       const t = b.term;
       switch (t.kind) {
         case 'fall': {
-          const to = cfg.blocks.has(t.next) ? rb.get(t.next)! : fellOff(t.next);
+          const to = cfg.blocks.has(t.next)
+            ? rb.get(t.next)!
+            : fellOff(t.next, b.pcs[b.pcs.length - 1] ?? b.start);
           r.addBranch(from, to, 0, edgeCode(b, t.next));
           break;
         }
         case 'branch': {
           const takenTo = targetBlock(t.taken, t.pc);
           const takenAddr = t.taken.kind === 'local' ? t.taken.address : Number.MAX_SAFE_INTEGER;
-          const nextTo = cfg.blocks.has(t.next) ? rb.get(t.next)! : fellOff(t.next);
+          const nextTo = cfg.blocks.has(t.next) ? rb.get(t.next)! : fellOff(t.next, t.pc);
           // the Relooper aborts on two branches to one block: a branch to the next instruction
           if (takenTo !== nextTo) r.addBranch(from, takenTo, this.condition(t.instr), edgeCode(b, takenAddr));
           r.addBranch(from, nextTo, 0, edgeCode(b, t.next));
@@ -287,7 +292,8 @@ class FunctionEmitter {
     const m = this.m;
     const out: Ref[] = [];
     if (b.start === this.cfg.start) {
-      out.push(this.fuel(1, b.start));
+      // a call is charged the length of the callee: it may run that far before its first back edge
+      out.push(this.fuel(Math.max(1, Math.ceil((this.cfg.end - this.cfg.start) / 2)), b.start));
       out.push(
         m.if(
           m.i64.lt_u(this.get(2), this.c64(this.ctx.stackLimit)),
@@ -316,8 +322,9 @@ class FunctionEmitter {
       }
       out.push(this.instr(ins, pc));
     }
-    if (b.term.kind === 'fell-off')
-      out.push(this.trap(TrapKind.FellOffFunction, b.term.pc, this.c64(b.term.pc)));
+    if (b.term.kind === 'fell-off') {
+      out.push(this.trap(TrapKind.FellOffFunction, b.pcs[b.pcs.length - 1] ?? b.start, this.c64(b.term.pc)));
+    }
     return m.block(null, out);
   }
 
@@ -677,7 +684,19 @@ class FunctionEmitter {
     const word = ins.op.endsWith('.w');
     const width = word ? 4 : 8;
     const kind = ins.op.slice(0, ins.op.length - 2);
-    const addr = m.block(null, [this.address(ins.rs1, 0, width, pc), this.track(width)]);
+    // AMOs and LR/SC need natural alignment (A extension); a misaligned address is a fault here
+    const addr = m.block(null, [
+      this.address(ins.rs1, 0, width, pc),
+      m.if(
+        m.i64.ne(m.i64.and(m.local.get(L_E, binaryen.i64), this.c64(width - 1)), this.c64(0)),
+        this.trap(
+          TrapKind.MemoryFault,
+          pc,
+          m.i64.add(m.local.get(L_E, binaryen.i64), this.c64(this.ctx.base)),
+        ),
+      ),
+      this.track(width),
+    ]);
     const full = () => m.i64.add(m.local.get(L_E, binaryen.i64), this.c64(this.ctx.base));
     const loadOld = () => (word ? m.i64.load32_s(0, 4, this.ea()) : m.i64.load(0, 8, this.ea()));
     const store = (v: Ref) => (word ? m.i64.store32(0, 4, this.ea(), v) : m.i64.store(0, 8, this.ea(), v));

@@ -21,6 +21,9 @@ import type { Instr } from '../riscv/instr.js';
 import { analyseFunction } from './cfg.js';
 import { emitFunction, functionName, Names, type EmitContext } from './emit.js';
 
+/** Functions longer than this (in instructions) are not given to Binaryen's optimiser. */
+export const MAX_OPTIMIZED_INSTRUCTIONS = 3000;
+
 /** The result of translating one image. */
 export interface Translation {
   /** the Wasm binary */
@@ -126,9 +129,13 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
       return decode(bits);
     };
     const facts = { functionEntries, relocationTargets: named, decodeAt };
+    const huge: string[] = [];
     for (const fn of image.functions) {
       const cfg = analyseFunction(readImage(image, fn.start, fn.size), fn.start, facts);
       emitFunction(ctx, cfg);
+      let count = 0;
+      for (const b of cfg.blocks.values()) count += b.instrs.length;
+      if (count > MAX_OPTIMIZED_INSTRUCTIONS) huge.push(functionName(fn.start));
     }
 
     const indirectTargets = [...functionEntries].filter((a) => named.has(a)).sort((a, b) => a - b);
@@ -166,7 +173,17 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
     binaryen.setShrinkLevel(0);
     // names stay in the binary so trap backtraces can name guest functions
     binaryen.setDebugInfo(true);
-    if (opts.optimizeLevel > 0) m.optimize();
+    if (opts.optimizeLevel > 0 && huge.length === 0) m.optimize();
+    else if (opts.optimizeLevel > 0) {
+      // Binaryen's optimiser is superlinear in function size (10,000 instructions: ~11 s; 100,000:
+      // ~11 min): with a huge function present, optimise the others one by one and leave it as is.
+      const skip = new Set(huge);
+      for (let i = 0; i < m.getNumFunctions(); i++) {
+        const f = m.getFunctionByIndex(i);
+        const info = binaryen.getFunctionInfo(f);
+        if (!info.module && !skip.has(info.name)) m.optimizeFunction(f);
+      }
+    }
     const t2 = performance.now();
     const wasm = m.emitBinary();
     const t3 = performance.now();

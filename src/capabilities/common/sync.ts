@@ -60,7 +60,14 @@ function workerUrl(): URL {
 function startBridge(): Bridge {
   const flag = new Int32Array(new SharedArrayBuffer(4));
   const { port1, port2 } = new MessageChannel();
-  const worker = new Worker(workerUrl(), { workerData: { flag, port: port2 }, transferList: [port2] });
+  // execArgv is passed explicitly: an entry point may append a module loader to process.execArgv
+  // at run time (bin/berm.js does), and a worker only sees such additions when given the array.
+  // V8 flags such as --stack-size are per process and refused by Worker.
+  const worker = new Worker(workerUrl(), {
+    workerData: { flag, port: port2 },
+    transferList: [port2],
+    execArgv: process.execArgv.filter((a) => !a.startsWith('--stack-size')),
+  });
   // The worker must never keep the process alive on its own, nor crash it.
   worker.unref();
   port1.unref();
