@@ -1,10 +1,11 @@
 // Malformed input never crashes or hangs the engine: every fixture truncated at 50 random offsets,
 // and with random ELF/program/section header bytes flipped, either compiles or is refused with a
-// clean ElfError (or, for images the translator cannot place, a plain Error naming the problem).
+// clean ElfError (or, for images that do not fit the memory, a LayoutError naming the size needed).
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { Engine } from '../src/engine/engine.js';
 import { ElfError } from '../src/elf/reader.js';
+import { LayoutError } from '../src/translate/abi.js';
 import { fixtureElfs } from './helpers/fixtures.js';
 
 // Translation at -O0 and no disk cache: the point is robustness, not speed.
@@ -26,7 +27,7 @@ async function outcome(bytes: Uint8Array): Promise<string> {
     return 'compiled';
   } catch (e) {
     if (e instanceof ElfError) return 'refused';
-    if (e instanceof Error && e.constructor === Error && /does not fit/.test(e.message)) return 'refused';
+    if (e instanceof LayoutError) return 'refused';
     throw e;
   }
 }
