@@ -238,7 +238,8 @@ async function benchInvocation(memorySize: number): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. Host call round trip: hc_interleave(n) makes one berm.log ecall every 4 loop iterations.
+// 2. Host call round trip: hc_loop(n) makes n ecalls and nothing else; hc_interleave(n) makes one
+//    berm.log ecall every 4 loop iterations (a host function doing real work).
 // ---------------------------------------------------------------------------------------------
 async function benchHostCall(): Promise<void> {
   const calls = QUICK ? 250_000 : 1_000_000;
@@ -284,15 +285,27 @@ async function benchHostCall(): Promise<void> {
       if (expect !== null && r !== expect) throw new Error(`hc_interleave gave ${r}, earlier ${expect}`);
       expect = r;
     }
-    fig(
-      `hostcall.${tag}.ns`,
-      median(runs),
-      'ns',
-      label,
-      'lower',
-      tag === 'noop' ? 'upstream ~30' : undefined,
-    );
+    fig(`hostcall.${tag}.ns`, median(runs), 'ns', label, 'lower', undefined);
   }
+  // the pure round trip: hc_loop(n) makes n ecalls with no other guest work
+  progress(`host call pure: ${calls} ecalls`);
+  const pure = new Linker(engine).define('berm.heap.size', () => 0n);
+  const runs: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const inst = pure.instantiate(mod);
+    const t0 = hr();
+    const r = inst.call('hc_loop', calls)[0];
+    runs.push(((hr() - t0) * 1e6) / calls);
+    if (r !== BigInt(calls)) throw new Error(`hc_loop(${calls}) returned ${r}`);
+  }
+  fig(
+    'hostcall.pure.ns',
+    median(runs),
+    'ns',
+    'ns per ecall round trip with no guest work (hc_loop, host function returning 0)',
+    'lower',
+    'upstream ~30',
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
