@@ -6,6 +6,7 @@
 import type { TestCase } from './lib.js';
 import { Rng } from './rng.js';
 import { SPECIAL, lit } from './gen-unit.js';
+import { AMOS, BRANCHES, I_OPS, LOADS, STORES } from './isa.js';
 
 /** x5-x7, x9-x30: every register but zero, ra, sp, gp, tp, s0 (scratch base) and t6 (dump base). */
 export const POOL = [
@@ -82,24 +83,6 @@ const R = [
   'remw',
   'remuw',
 ];
-const I = ['addi', 'slti', 'sltiu', 'xori', 'ori', 'andi', 'addiw'];
-const LOADS: [string, number][] = [
-  ['lb', 1],
-  ['lbu', 1],
-  ['lh', 2],
-  ['lhu', 2],
-  ['lw', 4],
-  ['lwu', 4],
-  ['ld', 8],
-];
-const STORES: [string, number][] = [
-  ['sb', 1],
-  ['sh', 2],
-  ['sw', 4],
-  ['sd', 8],
-];
-const AMOS = ['amoswap', 'amoadd', 'amoxor', 'amoand', 'amoor', 'amomin', 'amomax', 'amominu', 'amomaxu'];
-const BR = ['beq', 'bne', 'blt', 'bge', 'bltu', 'bgeu'];
 
 function value(rng: Rng): bigint {
   const k = rng.int(4);
@@ -120,7 +103,7 @@ function item(rng: Rng, idx: number, n: number): Item {
   const k = rng.int(100);
   if (k < 25) return { lines: enc(`  ${rng.pick(R)} ${r()}, ${r()}, ${r()}`) };
   if (k < 37) {
-    const op = rng.pick([...I, 'slli', 'srli', 'srai', 'slliw', 'srliw', 'sraiw']);
+    const op = rng.pick([...I_OPS, 'slli', 'srli', 'srai', 'slliw', 'srliw', 'sraiw']);
     const imm =
       op.endsWith('w') && op !== 'addiw'
         ? rng.int(32)
@@ -168,7 +151,7 @@ function item(rng: Rng, idx: number, n: number): Item {
     const target = rng.range(idx + 1, Math.min(n, idx + 6));
     if (rng.chance(0.3)) return { lines: [`  ${rng.pick(['c.beqz', 'c.bnez'])} ${cs()}, %L`], target };
     if (rng.chance(0.1)) return { lines: ['  c.j %L'], target };
-    return { lines: enc(`  ${rng.pick(BR)} ${r()}, ${r()}, %L`), target };
+    return { lines: enc(`  ${rng.pick(BRANCHES)} ${r()}, ${r()}, %L`), target };
   }
   // compressed forms
   const nz = () => rng.pick([1, -1, 31, -32, rng.range(1, 31)]);

@@ -4,6 +4,7 @@
  */
 import type { TestCase } from './lib.js';
 import { Rng } from './rng.js';
+import { AMOS, BRANCHES, I_OPS, LOADS, STORES } from './isa.js';
 
 const I64_MIN = -(1n << 63n);
 const I64_MAX = (1n << 63n) - 1n;
@@ -59,26 +60,8 @@ const R_OPS = [
   'remuw',
 ];
 const SHIFT_OPS = ['sll', 'srl', 'sra', 'sllw', 'srlw', 'sraw'];
-const I_OPS = ['addi', 'slti', 'sltiu', 'xori', 'ori', 'andi', 'addiw'];
 const SHIFT_IMM = ['slli', 'srli', 'srai'];
 const SHIFT_IMM_W = ['slliw', 'srliw', 'sraiw'];
-const BRANCHES = ['beq', 'bne', 'blt', 'bge', 'bltu', 'bgeu'];
-const LOADS: [string, number][] = [
-  ['lb', 1],
-  ['lbu', 1],
-  ['lh', 2],
-  ['lhu', 2],
-  ['lw', 4],
-  ['lwu', 4],
-  ['ld', 8],
-];
-const STORES: [string, number][] = [
-  ['sb', 1],
-  ['sh', 2],
-  ['sw', 4],
-  ['sd', 8],
-];
-const AMOS = ['amoswap', 'amoadd', 'amoxor', 'amoand', 'amoor', 'amomin', 'amomax', 'amominu', 'amomaxu'];
 const PATTERN = [
   0x80, 0xff, 0x7f, 0x01, 0x00, 0x81, 0xfe, 0x55, 0xaa, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde,
 ];

@@ -77,11 +77,7 @@ export class WasmCache {
         return new Uint8Array(body.buffer, body.byteOffset, body.length);
       }
     }
-    try {
-      unlinkSync(p);
-    } catch {
-      // another process may have replaced or removed it already
-    }
+    this.delete(key);
     return null;
   }
 
@@ -105,6 +101,11 @@ export class WasmCache {
       }
       return false;
     }
+  }
+
+  /** Remove one entry, if present. */
+  delete(key: string): void {
+    rmSync(this.path(key), { force: true });
   }
 
   /** Entries, newest first. */

@@ -3,13 +3,12 @@
  * host-call handlers keyed by wire name; the harness layer decodes the guest's request fields,
  * calls the handler and stages the reply (src/wire/fields.ts).
  */
-import { WireError, stageFields, stagedLength, textField } from '../wire/fields.js';
+import { WireError, textField, type WireReply } from '../wire/fields.js';
 
-/**
- * What a handler returns. `fields`: success. `error`: the call was allowed and ran (or started)
- * but failed. `refused`: policy said no and nothing ran. Messages are UTF-8 text for the guest.
- */
-export type CapabilityReply = { fields: Uint8Array[] } | { error: string } | { refused: string };
+export { stageReply } from '../wire/fields.js';
+
+/** What a handler returns: the wire's reply shape (src/wire/fields.ts WireReply). */
+export type CapabilityReply = WireReply;
 
 /**
  * One harness's grant, from the operator's declaration only (never from the harness). A setting
@@ -117,23 +116,6 @@ export function limitsOf(ctx: CapabilityContext): CapabilityLimits {
 /** A success reply of text fields. */
 export function ok(...fields: (string | Uint8Array)[]): CapabilityReply {
   return { fields: fields.map((f) => (typeof f === 'string' ? textField(f) : f)) };
-}
-
-/**
- * Stage a reply for the guest: the bytes kept for berm.result.read and the a0 word (staged
- * length with bit 63 for error, bits 63 and 62 for refused; src/wire/fields.ts).
- */
-export function stageReply(reply: CapabilityReply): { bytes: Uint8Array; word: bigint } {
-  if ('fields' in reply) {
-    const bytes = stageFields(reply.fields);
-    return { bytes, word: stagedLength(bytes.length) };
-  }
-  if ('refused' in reply) {
-    const bytes = textField(reply.refused);
-    return { bytes, word: stagedLength(bytes.length, { refused: true }) };
-  }
-  const bytes = textField(reply.error);
-  return { bytes, word: stagedLength(bytes.length, { error: true }) };
 }
 
 /**

@@ -130,7 +130,7 @@ export class Engine {
     } catch (e) {
       if (cached) {
         // a cache entry that V8 refuses is as good as corrupt: rebuild it
-        this.cache?.clear();
+        this.cache?.delete(key);
         return this.compile(bytes);
       }
       throw e;

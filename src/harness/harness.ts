@@ -7,7 +7,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Engine, GuestModule, Linker, type InstantiateOptions } from '../engine/engine.js';
 import type { HostCall, HostFunction } from '../engine/host.js';
-import { decodeFields, stageFields, stagedLength } from '../wire/fields.js';
+import { decodeFields, stageReply, type WireReply } from '../wire/fields.js';
 import { parseManifest, type Manifest, type ToolDecl } from './manifest.js';
 
 /** Prefix of tool exports (upstream ABI). */
@@ -36,8 +36,7 @@ export const DEFAULT_CALL_LIMITS: Readonly<CallLimits> = Object.freeze({
   maxLogLines: 1000,
 });
 
-/** A capability reply as the wire carries it (upstream framing; see src/wire/fields.ts). */
-export type WireReply = { fields: Uint8Array[] } | { error: string } | { refused: string };
+export type { WireReply } from '../wire/fields.js';
 
 /** A capability call: the decoded request fields in, a reply out. Must not throw for bad guest input. */
 export type WireHandler = (fields: Uint8Array[]) => WireReply;
@@ -169,13 +168,9 @@ export function capabilityHostFunction(handler: WireHandler): HostFunction {
       }
       reply ??= handler(fields!);
     }
-    if ('fields' in reply) {
-      s.staged = stageFields(reply.fields);
-      return stagedLength(s.staged.length);
-    }
-    const refused = 'refused' in reply;
-    s.staged = new TextEncoder().encode('refused' in reply ? reply.refused : reply.error);
-    return stagedLength(s.staged.length, { error: true, refused });
+    const staged = stageReply(reply);
+    s.staged = staged.bytes;
+    return staged.word;
   };
 }
 

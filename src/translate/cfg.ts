@@ -75,6 +75,18 @@ export interface ImageFacts {
   decodeAt(address: number): Instr | null;
 }
 
+/**
+ * The encoding at `off`: 16 bits for a compressed instruction (low bits not 11), else 32 bits;
+ * null when the bytes end inside it.
+ */
+export function instructionBits(bytes: Uint8Array, off: number): number | null {
+  if (off + 2 > bytes.length) return null;
+  const low = bytes[off] | (bytes[off + 1] << 8);
+  if ((low & 3) !== 3) return low;
+  if (off + 4 > bytes.length) return null;
+  return (low | (bytes[off + 2] << 16) | (bytes[off + 3] << 24)) >>> 0;
+}
+
 /** Most instructions inlined for one alternate-link-register call. */
 const MAX_INLINE = 64;
 
@@ -118,14 +130,8 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   const pcs: number[] = [];
   const indexOf = new Map<number, number>();
   for (let off = 0; off < code.length;) {
-    let bits = code[off] | ((off + 1 < code.length ? code[off + 1] : 0) << 8);
-    if ((bits & 3) === 3) {
-      if (off + 4 <= code.length) bits = (bits | (code[off + 2] << 16) | (code[off + 3] << 24)) >>> 0;
-      else bits = 0; // truncated: the all-zero half-word is illegal
-    } else if (off + 2 > code.length) {
-      bits = 0;
-    }
-    const ins = decode(bits);
+    // truncated: the all-zero half-word is illegal
+    const ins = decode(instructionBits(code, off) ?? 0);
     indexOf.set(start + off, instrs.length);
     instrs.push(ins);
     pcs.push(start + off);

@@ -18,7 +18,7 @@ import {
 } from './abi.js';
 import { decode } from '../riscv/decode.js';
 import type { Instr } from '../riscv/instr.js';
-import { analyseFunction } from './cfg.js';
+import { analyseFunction, instructionBits } from './cfg.js';
 import { emitFunction, functionName, Names, type EmitContext } from './emit.js';
 
 /** Functions longer than this (in instructions) are not given to Binaryen's optimiser. */
@@ -117,16 +117,9 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
     };
     const exec = image.segments.filter((seg) => (seg.flags & 1) !== 0);
     const decodeAt = (address: number): Instr | null => {
-      const seg = exec.find((x) => address >= x.vaddr && address + 2 <= x.vaddr + x.filesz);
-      if (!seg) return null;
-      const o = address - seg.vaddr;
-      const d = seg.data;
-      let bits = d[o] | (d[o + 1] << 8);
-      if ((bits & 3) === 3) {
-        if (o + 4 > d.length) return null;
-        bits = (bits | (d[o + 2] << 16) | (d[o + 3] << 24)) >>> 0;
-      }
-      return decode(bits);
+      const seg = exec.find((x) => address >= x.vaddr && address < x.vaddr + x.filesz);
+      const bits = seg ? instructionBits(seg.data, address - seg.vaddr) : null;
+      return bits === null ? null : decode(bits);
     };
     const facts = { functionEntries, relocationTargets: named, decodeAt };
     const huge: string[] = [];

@@ -180,3 +180,26 @@ export function parseStagedLength(value: bigint): { length: bigint; error: boole
 export function stageFields(fields: readonly Uint8Array[]): Uint8Array {
   return fields.length === 1 ? fields[0]! : encodeFields(fields);
 }
+
+/**
+ * What a capability call replies. `fields`: success. `error`: the call was allowed and ran (or
+ * started) but failed. `refused`: policy said no and nothing ran. Messages are UTF-8 text.
+ */
+export type WireReply = { fields: Uint8Array[] } | { error: string } | { refused: string };
+
+/**
+ * Stage a reply: the bytes the guest reads back with berm.result.read and the staged length
+ * returned in a0 (bit 63 error, bits 63 and 62 refused).
+ */
+export function stageReply(reply: WireReply): { bytes: Uint8Array; word: bigint } {
+  if ('fields' in reply) {
+    const bytes = stageFields(reply.fields);
+    return { bytes, word: stagedLength(bytes.length) };
+  }
+  if ('refused' in reply) {
+    const bytes = textField(reply.refused);
+    return { bytes, word: stagedLength(bytes.length, { refused: true }) };
+  }
+  const bytes = textField(reply.error);
+  return { bytes, word: stagedLength(bytes.length, { error: true }) };
+}
