@@ -23,6 +23,10 @@ export interface Grant {
   callees?: string[];
   /** storage: SQLite database file; absent means one in-memory database per process */
   database?: string;
+  /** protocol:read: the skills the declaring agent declared (absent: the invocation agent's) */
+  skills?: string[];
+  /** protocol:send: agents (ULIDs, or "*") a harness may send to beyond the invocation's */
+  agents?: string[];
 }
 
 /** Per-call bounds. Every field has a default in {@link DEFAULT_LIMITS}; sizes in bytes, times in ms. */
@@ -95,6 +99,13 @@ export interface CapabilityContext {
    * fresh instance, synchronously. Absent when the runtime cannot chain calls.
    */
   callTool?: (harness: string, tool: string, argsJson: string, depth: number) => CapabilityReply;
+  /** the capability names the declaration grants this harness (sorted) */
+  granted?: readonly string[];
+  /**
+   * Who the invocation acts for (agent ULID, session handle, sender), from the daemon API or MCP
+   * call and inherited by chains and wakes; absent for a call that carries none.
+   */
+  authority?: { agent?: string; session?: string; sender?: string };
 }
 
 /** A handler: synchronous, never throws for bad guest input (returns error or refused instead). */

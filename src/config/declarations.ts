@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { TomlError, parse } from 'smol-toml';
-import { CAPABILITIES, CAPABILITY_NAMES } from '../capabilities/index.js';
+import { capabilityNames, explainCapability, findCapability } from '../capabilities/index.js';
 import type { CapabilityContext, CapabilityLimits, CapabilityReply, Grant } from '../capabilities/types.js';
 import { checkHostPattern } from '../capabilities/http/policy.js';
 
@@ -80,6 +80,8 @@ export const ENTRY_KEYS: readonly string[] = [
   'hosts',
   'callees',
   'database',
+  'skills',
+  'agents',
 ];
 
 /** Which capability each argument key belongs to. */
@@ -88,6 +90,8 @@ const KEY_OWNER: Record<string, string[]> = {
   hosts: ['http'],
   callees: ['call'],
   database: ['storage'],
+  skills: ['protocol:read'],
+  agents: ['protocol:send'],
 };
 
 /** 1-based line numbers of each `[[harnesses]]` header, in order. */
@@ -241,11 +245,14 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
       );
     } else {
       for (const c of (e.capabilities as string[] | undefined) ?? []) {
-        if (!CAPABILITY_NAMES.includes(c)) {
+        const refusal = findCapability(c) ? null : explainCapability(c);
+        if (refusal) {
+          fail(at('capabilities'), `${label}: ${refusal.problem}`, refusal.fix);
+        } else if (!findCapability(c)) {
           fail(
             at('capabilities'),
             `${label}: unknown capability ${JSON.stringify(c)}`,
-            `use one of ${CAPABILITY_NAMES.join(', ')}`,
+            `use one of ${capabilityNames().join(', ')}`,
           );
         } else if (caps.includes(c)) {
           fail(at('capabilities'), `${label}: capability ${JSON.stringify(c)} listed twice`, 'list it once');
@@ -331,6 +338,34 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
       }
     }
 
+    if (caps.includes('protocol:read') && e.skills !== undefined) {
+      if (!isStringArray(e.skills) || e.skills.some((x) => x === '')) {
+        fail(at('skills'), `${label}: skills is not an array of skill names`, 'write skills = ["summarize"]');
+      } else {
+        grant.skills = [...new Set(e.skills)].sort();
+      }
+    }
+    if (caps.includes('protocol:send') && e.agents !== undefined) {
+      if (!isStringArray(e.agents)) {
+        fail(
+          at('agents'),
+          `${label}: agents is not an array of strings`,
+          'write agents = ["01JD3R7WQ4K8N5V2X9T6B1C0MZ"]',
+        );
+      } else {
+        for (const a of e.agents) {
+          if (a !== '*' && !/^[0-9A-HJKMNP-TV-Z]{26}$/.test(a)) {
+            fail(
+              at('agents'),
+              `${label}: agent ${JSON.stringify(a)} is not a ULID`,
+              'name agents by ULID (resolve a name with get_agent), or "*" for any agent',
+            );
+          }
+        }
+        grant.agents = [...new Set(e.agents)].sort();
+      }
+    }
+
     let elf: Uint8Array | undefined;
     if (checkFiles && source !== undefined) {
       try {
@@ -402,6 +437,8 @@ export interface LinkOptions {
   depth?: number;
   limits?: Partial<CapabilityLimits>;
   callTool?: CapabilityContext['callTool'];
+  /** who the invocation acts for (see CapabilityContext.authority) */
+  authority?: CapabilityContext['authority'];
 }
 
 /**
@@ -420,10 +457,12 @@ export function linkerEntries(
     depth: options.depth ?? 0,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.callTool ? { callTool: options.callTool } : {}),
+    ...(options.authority ? { authority: options.authority } : {}),
+    granted: [...decl.capabilities],
   };
   const out = new Map<string, (fields: Uint8Array[]) => CapabilityReply>();
   for (const c of decl.capabilities) {
-    const cap = CAPABILITIES[c];
+    const cap = findCapability(c);
     if (!cap) continue;
     for (const [wire, handler] of Object.entries(cap.calls)) out.set(wire, (fields) => handler(fields, ctx));
   }
@@ -449,6 +488,7 @@ export function imageIdentity(
     g.hosts ? [...g.hosts].map((h) => h.toLowerCase()).sort() : null,
     g.callees ? [...g.callees].sort() : null,
     g.database ?? null,
+    ...(g.skills || g.agents ? [g.skills ?? null, g.agents ?? null] : []),
   ]);
   return createHash('sha256').update(canonical).digest('hex');
 }
