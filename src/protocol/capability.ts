@@ -20,7 +20,13 @@
  */
 import { runSync } from '../capabilities/common/sync.js';
 import { textField, fieldText } from '../wire/fields.js';
-import type { Capability, CapabilityContext, CapabilityReply } from '../capabilities/types.js';
+import {
+  defineCapability,
+  type Capability,
+  type CapabilityContext,
+  type CapabilityReply,
+  type GrantSpec,
+} from '../capabilities/types.js';
 import {
   RateLimiter,
   callDoor,
@@ -181,8 +187,8 @@ function scopeOf(ctx: CapabilityContext) {
     harness: ctx.harness,
     groups: groupsOf(ctx),
     authority: ctx.authority ?? {},
-    ...(ctx.grant.skills ? { skills: ctx.grant.skills } : {}),
-    ...(ctx.grant.agents ? { agents: ctx.grant.agents } : {}),
+    ...(Array.isArray(ctx.grant.skills) ? { skills: ctx.grant.skills as string[] } : {}),
+    ...(Array.isArray(ctx.grant.agents) ? { agents: ctx.grant.agents as string[] } : {}),
     chain: { depth: ctx.depth },
   };
 }
@@ -207,11 +213,51 @@ function opHandler(op: string): (fields: Uint8Array[], ctx: CapabilityContext) =
   };
 }
 
+/** A ULID: 26 Crockford base-32 characters. */
+const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** Declaration keys of the groups that take arguments. */
+const GRANTS: Readonly<Record<string, GrantSpec>> = {
+  'protocol:read': {
+    schema: {
+      type: 'object',
+      properties: { skills: { type: 'array', items: { type: 'string', minLength: 1 } } },
+    },
+    fixes: { skills: 'write skills = ["summarize"] (the skills the declaring agent declared)' },
+    prepare: (v) => ({
+      grant: Array.isArray(v.skills) ? { skills: [...new Set(v.skills as string[])].sort() } : {},
+      problems: [],
+    }),
+  },
+  'protocol:send': {
+    schema: {
+      type: 'object',
+      properties: { agents: { type: 'array', items: { type: 'string' } } },
+    },
+    fixes: { agents: 'write agents = ["01JD3R9F2H6P8S4A7Y3E5G1KQW"] (ULIDs), or ["*"] for any agent' },
+    prepare: (v) => {
+      if (!Array.isArray(v.agents)) return { grant: {}, problems: [] };
+      const agents = [...new Set(v.agents as string[])].sort();
+      const problems = agents
+        .filter((a) => a !== '*' && !ULID.test(a))
+        .map((a) => ({
+          key: 'agents',
+          problem: `agent ${JSON.stringify(a)} is not a ULID`,
+          fix: 'name agents by ULID (resolve a name with get_agent), or "*" for any agent',
+        }));
+      return { grant: { agents }, problems };
+    },
+  },
+};
+
+/** The single door's handler, shared by every group (one binding answering for all of them). */
+const CALL_HANDLER = callHandler;
+
 /** The capability of one group: `crabtalk.protocol.call` and its operations' host functions. */
 function groupCapability(group: string): Capability {
-  const calls: Capability['calls'] = { [CALL_WIRE_NAME]: callHandler };
+  const calls: Capability['calls'] = { [CALL_WIRE_NAME]: CALL_HANDLER };
   for (const op of GROUPS[group]!) calls[opWireName(op)] = opHandler(op);
-  return { name: group, calls };
+  return defineCapability({ name: group, calls, ...(GRANTS[group] ? { grant: GRANTS[group] } : {}) });
 }
 
 /** Every protocol group as a capability, by declaration name. */

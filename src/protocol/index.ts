@@ -4,13 +4,14 @@
  * with the capability registry, so a declaration may grant them (and is refused, with the fix,
  * when it names a message no harness may hold).
  */
-import { registerCapabilityFamily } from '../capabilities/index.js';
+import { CAPABILITIES, registerCapability, registerCapabilityFamily } from '../capabilities/index.js';
 import { PROTOCOL_CAPABILITIES } from './capability.js';
 import { checkGrantName } from './groups.js';
 
 /** Register the protocol groups as capabilities (idempotent; done on import). */
 export function registerProtocolCapabilities(): void {
-  registerCapabilityFamily('protocol', PROTOCOL_CAPABILITIES, (name) => {
+  for (const c of PROTOCOL_CAPABILITIES) if (!CAPABILITIES[c.name]) registerCapability(c);
+  registerCapabilityFamily('protocol', (name) => {
     const c = checkGrantName(name);
     return c.ok ? null : { problem: c.problem, fix: c.fix };
   });
