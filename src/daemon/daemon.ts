@@ -27,6 +27,8 @@ export class BootError extends Error {
 export interface BackendContext {
   /** the state directory (--root) */
   root: string;
+  /** the Wasm cache directory */
+  cacheDir: string;
   /** worker threads for guests and translations */
   workers: number;
   grants: Grants;
@@ -105,6 +107,8 @@ export async function startDaemon(
     log(`  ${label.padEnd(16)} ${v}  (${s.source})`);
   show('addr', settings.addr, `${host}:${port}`);
   show('root', settings.root);
+  const cacheDir = settings.cacheDir.value ?? path.join(root, 'cache');
+  show('cache-dir', settings.cacheDir, cacheDir);
   show('config', settings.config, settings.config.value ?? 'none: every harness runs without capabilities');
   log(`  ${'token'.padEnd(16)} ${token.token === null ? 'none (loopback only)' : 'required'}  (${token.source})`);
   show('max-image-bytes', settings.maxImageBytes);
@@ -113,7 +117,7 @@ export async function startDaemon(
   show('drain-timeout-ms', settings.drainMs);
   show('workers', settings.workers);
 
-  const backend = await makeBackend({ root, workers: settings.workers.value, grants, log });
+  const backend = await makeBackend({ root, cacheDir, workers: settings.workers.value, grants, log });
   const deployments = new Deployments(store, backend, grants);
   const problems = await deployments.restore();
   for (const d of deployments.list()) {

@@ -3,16 +3,16 @@
  * stderr, and stop gracefully on SIGTERM or SIGINT (exit 0). Exit 2 for a refused boot (bad flag,
  * missing token, bad declaration, missing fs/exec root), 1 for anything else that stops the boot.
  */
-import * as path from 'node:path';
 import { Command } from 'commander';
 import { BootError, startDaemon } from './daemon.js';
-import { InlineBackend } from './inline-backend.js';
+import { createRuntimeBackend } from './runtime-backend.js';
 import { SettingsError, resolveSettings, type Flags } from './settings.js';
 
 const program = new Command('bermd')
   .description('berm daemon: deploy harnesses and serve their tools over HTTP and MCP')
   .option('--addr <host:port>', 'listen address (default 127.0.0.1:7777; env BERMD_ADDR)')
   .option('--root <dir>', 'state: deployments, due-set, journal, cache (env BERMD_ROOT)')
+  .option('--cache-dir <dir>', 'Wasm cache (default <root>/cache; env BERM_CACHE_DIR)')
   .option('--config <file>', "the operator's declaration file: the only source of grants (env BERMD_CONFIG)")
   .option('--token-file <file>', 'bearer token on the first line (else env BERMD_TOKEN)')
   .option('--max-image-bytes <size>', 'largest ELF a deploy accepts (default 64M)')
@@ -26,6 +26,7 @@ const o = program.opts<Record<string, string>>();
 const flags: Flags = {
   addr: o.addr,
   root: o.root,
+  cacheDir: o.cacheDir,
   config: o.config,
   tokenFile: o.tokenFile,
   maxImageBytes: o.maxImageBytes,
@@ -40,7 +41,7 @@ try {
   const settings = resolveSettings(flags, process.env);
   const daemon = await startDaemon(
     settings,
-    async (ctx) => new InlineBackend(path.join(ctx.root, 'cache')),
+    createRuntimeBackend,
     process.env,
     log,
   );

@@ -17,6 +17,8 @@ export interface Setting<T> {
 export interface Settings {
   addr: Setting<{ host: string; port: number }>;
   root: Setting<string>;
+  /** Wasm cache directory (default: <root>/cache) */
+  cacheDir: Setting<string | null>;
   config: Setting<string | null>;
   tokenFile: Setting<string | null>;
   maxImageBytes: Setting<number>;
@@ -82,6 +84,7 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
   const specs: { [K in keyof Settings]: Spec<Settings[K]['value']> } = {
     addr: { flag: 'addr', env: 'BERMD_ADDR', def: () => ({ host: '127.0.0.1', port: 7777 }), parse: parseAddr },
     root: { flag: 'root', env: 'BERMD_ROOT', def: () => defaultRoot(env), parse: (s) => path.resolve(s) },
+    cacheDir: { flag: 'cache-dir', env: 'BERM_CACHE_DIR', def: () => null, parse: (s) => path.resolve(s) },
     config: { flag: 'config', env: 'BERMD_CONFIG', def: () => null, parse: (s) => path.resolve(s) },
     tokenFile: { flag: 'token-file', env: 'BERMD_TOKEN_FILE', def: () => null, parse: (s) => path.resolve(s) },
     maxImageBytes: { flag: 'max-image-bytes', env: 'BERMD_MAX_IMAGE_BYTES', def: () => 64 << 20, parse: parseBytes },
