@@ -10,6 +10,7 @@ const LAYER: Record<string, number> = {
   types: 0,
   elf: 1,
   riscv: 1,
+  oci: 1,
   translate: 2,
   cache: 3,
   engine: 4,
@@ -70,4 +71,22 @@ t.test('imports point down the layer table', async (t) => {
     }
   }
   t.ok(checked > 0, 'some relative imports were checked');
+});
+
+t.test('the OCI client imports only src/util; the CLI never imports the daemon', async (t) => {
+  let checked = 0;
+  for (const file of files(SRC)) {
+    const rel = relative(SRC, file);
+    const folder = rel.split('/')[0];
+    if (folder !== 'oci' && folder !== 'cli') continue;
+    for (const m of readFileSync(file, 'utf8').matchAll(importRe)) {
+      const spec = m[1] ?? m[2];
+      if (!spec.startsWith('.')) continue;
+      const tFolder = relative(SRC, resolve(dirname(file), spec)).split('/')[0];
+      checked++;
+      if (folder === 'oci') t.ok(tFolder === 'oci' || tFolder === 'util', `${rel} imports src/${tFolder}`);
+      else t.not(tFolder, 'daemon', `${rel} imports src/daemon (client verbs reach bermd over HTTP only)`);
+    }
+  }
+  t.ok(checked > 0);
 });
