@@ -84,7 +84,10 @@ t.test('MCP: tools, calls, list_changed, usage resource', async (t) => {
   t.equal(failed.isError, true, "a tool's own failure is an isError result");
 
   await t.rejects(client.callTool({ name: 'probe.trap', arguments: {} }), /trapped: MemoryFault/);
-  await t.rejects(client.callTool({ name: 'text.stats', arguments: {} }), /\/values: must have required property/);
+  await t.rejects(
+    client.callTool({ name: 'text.stats', arguments: {} }),
+    /\/values: must have required property/,
+  );
   await t.rejects(client.callTool({ name: 'text.nope', arguments: {} }), /no tool named nope/);
   await t.rejects(client.callTool({ name: 'nope.x', arguments: {} }), /no harness named nope/);
 
@@ -92,20 +95,33 @@ t.test('MCP: tools, calls, list_changed, usage resource', async (t) => {
   t.same(resources, ['berm://mis/usage', 'berm://probe/usage', 'berm://text/usage']);
   const usage = await client.readResource({ uri: 'berm://text/usage' });
   t.same(usage.contents, [
-    { uri: 'berm://text/usage', mimeType: 'text/plain', text: 'Number statistics and string formatting, exercising picolibc.' },
+    {
+      uri: 'berm://text/usage',
+      mimeType: 'text/plain',
+      text: 'Number statistics and string formatting, exercising picolibc.',
+    },
   ]);
 
   // a deploy reaches the client as list_changed, and the new tools are listed
   const beforeTools = toolsChanged;
   const beforeResources = resourcesChanged;
   t.equal((await d.req('/harnesses/echo', { method: 'PUT', body: ECHO })).status, 200);
-  await waitFor(() => toolsChanged > beforeTools && resourcesChanged > beforeResources, 'list_changed after deploy');
-  t.ok((await client.listTools()).tools.some((x) => x.name === 'echo.echo'), 'echo.echo listed after deploy');
+  await waitFor(
+    () => toolsChanged > beforeTools && resourcesChanged > beforeResources,
+    'list_changed after deploy',
+  );
+  t.ok(
+    (await client.listTools()).tools.some((x) => x.name === 'echo.echo'),
+    'echo.echo listed after deploy',
+  );
   const echoed = await client.callTool({ name: 'echo.echo', arguments: { q: 'x' } });
   t.same(echoed.content, [{ type: 'text', text: '{"q":"x"}' }]);
 
   const afterDeploy = toolsChanged;
   t.equal((await d.req('/harnesses/echo', { method: 'DELETE' })).status, 204);
   await waitFor(() => toolsChanged > afterDeploy, 'list_changed after undeploy');
-  t.notOk((await client.listTools()).tools.some((x) => x.name.startsWith('echo.')), 'echo gone after undeploy');
+  t.notOk(
+    (await client.listTools()).tools.some((x) => x.name.startsWith('echo.')),
+    'echo gone after undeploy',
+  );
 });

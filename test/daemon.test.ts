@@ -173,7 +173,10 @@ t.test('bad input: each a clear refusal, nothing lost', async (t) => {
   }
   // fetch resolves '..' before sending: speak HTTP on a socket to send it as is
   for (const bad of ['..', '%2e%2e', '..%2f..%2fetc']) {
-    const raw = await rawHttp(d.address.port, `GET /harnesses/${bad} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    const raw = await rawHttp(
+      d.address.port,
+      `GET /harnesses/${bad} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    );
     t.match(raw, /^HTTP\/1\.1 400 /, `name ${bad} refused`);
     t.match(raw, /invalid harness name/);
   }
@@ -182,7 +185,10 @@ t.test('bad input: each a clear refusal, nothing lost', async (t) => {
 
   const unknownTool = await d.req('/harnesses/text/tools/nope', { method: 'POST', body: '{}' });
   t.equal(unknownTool.status, 404);
-  t.match(((await unknownTool.json()) as { error: string }).error, /no tool named nope \(tools: format, number, stats\)/);
+  t.match(
+    ((await unknownTool.json()) as { error: string }).error,
+    /no tool named nope \(tools: format, number, stats\)/,
+  );
   const unknownHarness = await d.req('/harnesses/nope/tools/x', { method: 'POST', body: '{}' });
   t.equal(unknownHarness.status, 404);
 
@@ -191,8 +197,14 @@ t.test('bad input: each a clear refusal, nothing lost', async (t) => {
   t.match(((await notJson.json()) as { error: string }).error, /not valid JSON/);
   const missing = await d.req('/harnesses/text/tools/stats', { method: 'POST', body: '{}' });
   t.equal(missing.status, 400);
-  t.match(((await missing.json()) as { error: string }).error, /\/values: must have required property 'values'/);
-  const wrongType = await d.req('/harnesses/text/tools/stats', { method: 'POST', body: '{"values":[1,"x"]}' });
+  t.match(
+    ((await missing.json()) as { error: string }).error,
+    /\/values: must have required property 'values'/,
+  );
+  const wrongType = await d.req('/harnesses/text/tools/stats', {
+    method: 'POST',
+    body: '{"values":[1,"x"]}',
+  });
   t.equal(wrongType.status, 400);
   t.match(((await wrongType.json()) as { error: string }).error, /\/values\/1: must be number/);
 
@@ -210,7 +222,9 @@ t.test('bad input: each a clear refusal, nothing lost', async (t) => {
   t.equal(ok.status, 200);
   t.match(((await ok.json()) as { done: string }).done, /"median":1\.500/);
   t.same(
-    ((await (await d.req('/harnesses')).json()) as { harnesses: { name: string }[] }).harnesses.map((h) => h.name),
+    ((await (await d.req('/harnesses')).json()) as { harnesses: { name: string }[] }).harnesses.map(
+      (h) => h.name,
+    ),
     ['text'],
   );
 });
@@ -231,11 +245,18 @@ t.test('bearer token: /health open, everything else 401 without the right token'
     t.equal(mcp.status, 401);
   }
   t.equal((await d.req('/harnesses')).status, 200, 'right token accepted');
-  t.same(((await (await d.req('/harnesses')).json()) as { harnesses: unknown[] }).harnesses, [], 'nothing deployed');
+  t.same(
+    ((await (await d.req('/harnesses')).json()) as { harnesses: unknown[] }).harnesses,
+    [],
+    'nothing deployed',
+  );
 });
 
 t.test('no token on a non-loopback address: refused at boot', async (t) => {
-  await t.rejects(testDaemon({ addr: '0.0.0.0:0' }), /refusing to listen on 0\.0\.0\.0 without a bearer token/);
+  await t.rejects(
+    testDaemon({ addr: '0.0.0.0:0' }),
+    /refusing to listen on 0\.0\.0\.0 without a bearer token/,
+  );
 });
 
 t.test('grants come only from the declaration; a sha256 mismatch refuses the deploy', async (t) => {
@@ -251,7 +272,10 @@ t.test('grants come only from the declaration; a sha256 mismatch refuses the dep
   const put = await d.req('/harnesses/os', { method: 'PUT', body: OS });
   t.equal(put.status, 200);
   t.same(((await put.json()) as { granted: unknown }).granted, { capabilities: ['fs'], root: REPO });
-  const read = await d.req('/harnesses/os/tools/read', { method: 'POST', body: '{"path":"package.json","limit":9}' });
+  const read = await d.req('/harnesses/os/tools/read', {
+    method: 'POST',
+    body: '{"path":"package.json","limit":9}',
+  });
   t.same(await read.json(), { done: '{\n  "name' });
   // exec is in the manifest's request but not granted: its ecall is not linked
   const exec = await d.req('/harnesses/os/tools/exec', { method: 'POST', body: '{"command":"true"}' });
@@ -292,7 +316,10 @@ t.test('deployments survive a restart; re-deploying the same bytes is free', asy
   await d.stop();
   const d2 = await testDaemon({}, {}, d.root);
   t.teardown(() => d2.stop());
-  t.ok(d2.logs.some((l) => l.includes(`harness echo sha256 ${sha(ECHO)} capabilities: none`)), 'boot log');
+  t.ok(
+    d2.logs.some((l) => l.includes(`harness echo sha256 ${sha(ECHO)} capabilities: none`)),
+    'boot log',
+  );
   const r = await d2.req('/harnesses/echo/tools/echo', { method: 'POST', body: '{"k":1}' });
   t.same(await r.json(), { done: '{"k":1}' });
 });
@@ -309,8 +336,17 @@ t.test('metrics in Prometheus text', async (t) => {
   t.match(text, /^berm_invocations_total\{trigger="call",outcome="ok"\} 3$/m);
   t.match(text, /^berm_invocation_seconds_count\{trigger="call"\} 3$/m);
   t.match(text, /^berm_deployments 1$/m);
-  for (const m of ['berm_queue_depth', 'berm_in_flight', 'berm_wakes_pending', 'berm_spills_total', 'berm_translations_total']) {
+  for (const m of [
+    'berm_queue_depth',
+    'berm_in_flight',
+    'berm_wakes_pending',
+    'berm_spills_total',
+    'berm_translations_total',
+  ]) {
     t.match(text, new RegExp(`^${m} \\d+$`, 'm'), m);
   }
-  t.match(text, /^berm_http_requests_total\{route="\/harnesses\/\{name\}\/tools\/\{tool\}",status="200"\} 3$/m);
+  t.match(
+    text,
+    /^berm_http_requests_total\{route="\/harnesses\/\{name\}\/tools\/\{tool\}",status="200"\} 3$/m,
+  );
 });

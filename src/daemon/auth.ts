@@ -30,7 +30,8 @@ export function loadToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv)
       throw new Error(`cannot read the token file ${tokenFile} (${(e as NodeJS.ErrnoException).code ?? e})`);
     }
     const token = (text.split('\n')[0] ?? '').trim();
-    if (token === '') throw new Error(`the token file ${tokenFile} is empty; write the token on its first line`);
+    if (token === '')
+      throw new Error(`the token file ${tokenFile} is empty; write the token on its first line`);
     return { token, source: `file ${tokenFile}` };
   }
   const t = env.BERMD_TOKEN?.trim();

@@ -110,7 +110,9 @@ export async function startDaemon(
   const cacheDir = settings.cacheDir.value ?? path.join(root, 'cache');
   show('cache-dir', settings.cacheDir, cacheDir);
   show('config', settings.config, settings.config.value ?? 'none: every harness runs without capabilities');
-  log(`  ${'token'.padEnd(16)} ${token.token === null ? 'none (loopback only)' : 'required'}  (${token.source})`);
+  log(
+    `  ${'token'.padEnd(16)} ${token.token === null ? 'none (loopback only)' : 'required'}  (${token.source})`,
+  );
   show('max-image-bytes', settings.maxImageBytes);
   show('max-body-bytes', settings.maxBodyBytes);
   show('body-timeout-ms', settings.bodyTimeoutMs);

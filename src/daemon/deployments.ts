@@ -34,7 +34,11 @@ export function describe(d: Deployment): Record<string, unknown> {
     name: d.name,
     digest: d.digest,
     usage: d.manifest.usage,
-    tools: d.manifest.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+    tools: d.manifest.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters,
+    })),
     deps: d.manifest.deps,
     granted: { capabilities: d.granted.capabilities, ...d.granted.grant },
     deployed_at: d.deployedAt,
@@ -61,7 +65,8 @@ export function inspectImage(bytes: Uint8Array): Manifest {
     }
     return manifest;
   } catch (e) {
-    if (e instanceof ElfError) throw new HttpError(400, `not a berm harness: ELF: ${e.message}`, { code: e.code });
+    if (e instanceof ElfError)
+      throw new HttpError(400, `not a berm harness: ELF: ${e.message}`, { code: e.code });
     if (e instanceof ManifestError) throw new HttpError(400, `not a berm harness: manifest: ${e.message}`);
     throw e;
   }
@@ -95,7 +100,13 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
         const manifest = inspectImage(bytes);
         const granted = this.grants.grantFor(name, entry.digest);
         await this.backend.deploy(name, bytes, granted);
-        this.published.set(name, { name, digest: entry.digest, manifest, granted, deployedAt: entry.deployed_at });
+        this.published.set(name, {
+          name,
+          digest: entry.digest,
+          manifest,
+          granted,
+          deployedAt: entry.deployed_at,
+        });
       } catch (e) {
         problems.push(`harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}`);
       }
@@ -199,7 +210,10 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
       try {
         v = Deployments.ajv.compile(decl.parameters);
       } catch (e) {
-        throw new HttpError(400, `tool ${tool} declares an invalid parameters schema: ${(e as Error).message}`);
+        throw new HttpError(
+          400,
+          `tool ${tool} declares an invalid parameters schema: ${(e as Error).message}`,
+        );
       }
       this.validators.set(key, v);
     }

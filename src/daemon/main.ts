@@ -39,12 +39,7 @@ const log = (line: string): void => void process.stderr.write(`bermd: ${line}\n`
 
 try {
   const settings = resolveSettings(flags, process.env);
-  const daemon = await startDaemon(
-    settings,
-    createRuntimeBackend,
-    process.env,
-    log,
-  );
+  const daemon = await startDaemon(settings, createRuntimeBackend, process.env, log);
   const onSignal = (sig: string): void => {
     log(`${sig} received`);
     daemon.stop().then(

@@ -154,7 +154,9 @@ export class McpEndpoint {
             { trap: out.trap, pc: out.pc, symbol: out.symbol },
           );
         case 'refused':
-          throw new McpError(ErrorCode.InternalError, `${full} refused: ${out.message}`, { limit: out.limit });
+          throw new McpError(ErrorCode.InternalError, `${full} refused: ${out.message}`, {
+            limit: out.limit,
+          });
         case 'error':
           throw new McpError(ErrorCode.InternalError, `${full}: ${out.message}`);
       }

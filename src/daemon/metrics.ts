@@ -50,8 +50,16 @@ export class Metrics {
         },
       });
     };
-    mirrored('berm_spills_total', 'due wakes deferred to the next drain (pool full)', () => backend.stats().spills);
-    mirrored('berm_translations_total', 'ELF to Wasm translations (cache misses)', () => backend.stats().translations);
+    mirrored(
+      'berm_spills_total',
+      'due wakes deferred to the next drain (pool full)',
+      () => backend.stats().spills,
+    );
+    mirrored(
+      'berm_translations_total',
+      'ELF to Wasm translations (cache misses)',
+      () => backend.stats().translations,
+    );
     const invocations = new Counter({
       name: 'berm_invocations_total',
       help: 'finished invocations by trigger and outcome',
@@ -62,7 +70,9 @@ export class Metrics {
       name: 'berm_invocation_seconds',
       help: 'invocation wall time from enqueue to outcome',
       labelNames: ['trigger'] as const,
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      buckets: [
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+      ],
       registers: [r],
     });
     backend.onInvocation((e) => {

@@ -48,7 +48,11 @@ export interface DaemonServerOptions {
   log: (line: string) => void;
 }
 
-const AUTHORITY_HEADERS = { agent: 'x-berm-agent', session: 'x-berm-session', sender: 'x-berm-sender' } as const;
+const AUTHORITY_HEADERS = {
+  agent: 'x-berm-agent',
+  session: 'x-berm-session',
+  sender: 'x-berm-sender',
+} as const;
 
 /**
  * The authority an HTTP request states (`X-Berm-Agent`, `X-Berm-Session`, `X-Berm-Sender`; each
@@ -68,7 +72,11 @@ export function authorityFromHeaders(req: IncomingMessage): Authority {
 }
 
 /** The body of a finished invocation and its status (upstream shapes). */
-export function outcomeReply(harness: string, tool: string, out: InvokeOutcome): [number, Record<string, unknown>] {
+export function outcomeReply(
+  harness: string,
+  tool: string,
+  out: InvokeOutcome,
+): [number, Record<string, unknown>] {
   switch (out.status) {
     case 'ok':
       return [200, { done: out.result }];
@@ -85,7 +93,10 @@ export function outcomeReply(harness: string, tool: string, out: InvokeOutcome):
         },
       ];
     case 'refused':
-      return [429, { error: `${harness}.${tool} refused: ${out.message}`, ...(out.limit ? { limit: out.limit } : {}) }];
+      return [
+        429,
+        { error: `${harness}.${tool} refused: ${out.message}`, ...(out.limit ? { limit: out.limit } : {}) },
+      ];
     case 'error':
       return [500, { error: `${harness}.${tool}: ${out.message}` }];
   }
@@ -224,8 +235,10 @@ export class DaemonServer {
       }
       throw new HttpError(404, `no route ${method} ${url.pathname}`);
     } catch (e) {
-      if (e instanceof HttpError && (e.status === 413 || e.status === 408)) res.setHeader('connection', 'close');
-      if (e instanceof HttpError && e.status === 401) res.setHeader('www-authenticate', 'Bearer realm="bermd"');
+      if (e instanceof HttpError && (e.status === 413 || e.status === 408))
+        res.setHeader('connection', 'close');
+      if (e instanceof HttpError && e.status === 401)
+        res.setHeader('www-authenticate', 'Bearer realm="bermd"');
       sendError(res, e);
     } finally {
       this.active--;
@@ -237,7 +250,12 @@ export class DaemonServer {
     return { maxBytes: max, timeoutMs: this.o.limits.bodyTimeoutMs };
   }
 
-  private async harness(method: string, name: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async harness(
+    method: string,
+    name: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
     const d = this.o.deployments;
     if (method === 'GET') {
       sendJson(res, 200, describe(d.require(name)));
@@ -245,7 +263,10 @@ export class DaemonServer {
       if (this.closing) throw new HttpError(503, 'bermd is shutting down');
       const bytes = await readBody(req, this.bodyLimits(this.o.limits.maxImageBytes));
       if (bytes.length === 0) throw new HttpError(400, 'empty body: PUT the harness ELF bytes');
-      const { deployment, changed } = await d.deploy(name, new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
+      const { deployment, changed } = await d.deploy(
+        name,
+        new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length),
+      );
       if (changed) {
         const caps = deployment.granted.capabilities.join(', ') || 'none';
         this.o.log(`deployed ${name} sha256 ${deployment.digest} capabilities: ${caps}`);
@@ -260,7 +281,12 @@ export class DaemonServer {
     }
   }
 
-  private async invoke(harness: string, tool: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async invoke(
+    harness: string,
+    tool: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
     if (this.closing) throw new HttpError(503, 'bermd is shutting down');
     const body = await readBody(req, this.bodyLimits());
     let text: string;
@@ -315,7 +341,8 @@ export class DaemonServer {
       }
       delayMs = b.delay_ms;
     }
-    if (b.payload !== undefined && typeof b.payload !== 'string') throw new HttpError(400, 'payload must be a string');
+    if (b.payload !== undefined && typeof b.payload !== 'string')
+      throw new HttpError(400, 'payload must be a string');
     if (b.id !== undefined && (typeof b.id !== 'string' || b.id === '' || b.id.length > 128)) {
       throw new HttpError(400, 'id must be a non-empty string of at most 128 characters');
     }

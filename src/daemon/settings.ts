@@ -82,23 +82,59 @@ export function defaultRoot(env: NodeJS.ProcessEnv): string {
  */
 export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings {
   const specs: { [K in keyof Settings]: Spec<Settings[K]['value']> } = {
-    addr: { flag: 'addr', env: 'BERMD_ADDR', def: () => ({ host: '127.0.0.1', port: 7777 }), parse: parseAddr },
+    addr: {
+      flag: 'addr',
+      env: 'BERMD_ADDR',
+      def: () => ({ host: '127.0.0.1', port: 7777 }),
+      parse: parseAddr,
+    },
     root: { flag: 'root', env: 'BERMD_ROOT', def: () => defaultRoot(env), parse: (s) => path.resolve(s) },
     cacheDir: { flag: 'cache-dir', env: 'BERM_CACHE_DIR', def: () => null, parse: (s) => path.resolve(s) },
     config: { flag: 'config', env: 'BERMD_CONFIG', def: () => null, parse: (s) => path.resolve(s) },
-    tokenFile: { flag: 'token-file', env: 'BERMD_TOKEN_FILE', def: () => null, parse: (s) => path.resolve(s) },
-    maxImageBytes: { flag: 'max-image-bytes', env: 'BERMD_MAX_IMAGE_BYTES', def: () => 64 << 20, parse: parseBytes },
-    maxBodyBytes: { flag: 'max-body-bytes', env: 'BERMD_MAX_BODY_BYTES', def: () => 2 << 20, parse: parseBytes },
-    bodyTimeoutMs: { flag: 'body-timeout', env: 'BERMD_BODY_TIMEOUT_MS', def: () => 10_000, parse: parsePositive },
-    drainMs: { flag: 'drain-timeout', env: 'BERMD_DRAIN_TIMEOUT_MS', def: () => 10_000, parse: parsePositive },
-    workers: { flag: 'workers', env: 'BERMD_WORKERS', def: () => availableParallelism(), parse: parsePositive },
+    tokenFile: {
+      flag: 'token-file',
+      env: 'BERMD_TOKEN_FILE',
+      def: () => null,
+      parse: (s) => path.resolve(s),
+    },
+    maxImageBytes: {
+      flag: 'max-image-bytes',
+      env: 'BERMD_MAX_IMAGE_BYTES',
+      def: () => 64 << 20,
+      parse: parseBytes,
+    },
+    maxBodyBytes: {
+      flag: 'max-body-bytes',
+      env: 'BERMD_MAX_BODY_BYTES',
+      def: () => 2 << 20,
+      parse: parseBytes,
+    },
+    bodyTimeoutMs: {
+      flag: 'body-timeout',
+      env: 'BERMD_BODY_TIMEOUT_MS',
+      def: () => 10_000,
+      parse: parsePositive,
+    },
+    drainMs: {
+      flag: 'drain-timeout',
+      env: 'BERMD_DRAIN_TIMEOUT_MS',
+      def: () => 10_000,
+      parse: parsePositive,
+    },
+    workers: {
+      flag: 'workers',
+      env: 'BERMD_WORKERS',
+      def: () => availableParallelism(),
+      parse: parsePositive,
+    },
   };
   const out = {} as Record<string, Setting<unknown>>;
   for (const [key, spec] of Object.entries(specs) as [keyof Settings, Spec<unknown>][]) {
     const f = flags[key];
     const e = env[spec.env];
     if (f !== undefined) out[key] = { value: spec.parse(f, `--${spec.flag}`), source: `flag --${spec.flag}` };
-    else if (e !== undefined && e !== '') out[key] = { value: spec.parse(e, spec.env), source: `env ${spec.env}` };
+    else if (e !== undefined && e !== '')
+      out[key] = { value: spec.parse(e, spec.env), source: `env ${spec.env}` };
     else out[key] = { value: spec.def(), source: 'default' };
   }
   return out as unknown as Settings;

@@ -148,7 +148,8 @@ export class DeploymentStore {
     const file = this.imagePath(digest);
     const bytes = fs.readFileSync(file);
     const actual = sha256Hex(bytes);
-    if (actual !== digest) throw new Error(`${file} hashes to ${actual}, not ${digest}: the image is damaged`);
+    if (actual !== digest)
+      throw new Error(`${file} hashes to ${actual}, not ${digest}: the image is damaged`);
     return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
   }
 
