@@ -20,6 +20,8 @@ const LAYER: Record<string, number> = {
   config: 8,
   protocol: 9,
   cli: 10,
+  // the top: nothing imports the daemon, and the daemon never imports the CLI (checked below)
+  daemon: 20,
 };
 
 function files(dir: string): string[] {
@@ -94,4 +96,19 @@ t.test('the OCI client imports only src/util; the CLI never imports the daemon',
     }
   }
   t.ok(checked > 0);
+});
+
+t.test('nothing imports src/daemon; the daemon never imports the CLI', async (t) => {
+  for (const file of files(SRC)) {
+    const rel = relative(SRC, file);
+    const folder = rel.split('/')[0];
+    for (const m of readFileSync(file, 'utf8').matchAll(importRe)) {
+      const spec = m[1] ?? m[2];
+      if (!spec.startsWith('.')) continue;
+      const target = relative(SRC, resolve(dirname(file), spec)).split('/')[0];
+      if (folder !== 'daemon')
+        t.not(target, 'daemon', `${rel} imports ${spec}: only bin/bermd.js enters src/daemon`);
+      else t.not(target, 'cli', `${rel} imports ${spec}: the daemon does not use the CLI`);
+    }
+  }
 });
