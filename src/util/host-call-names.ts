@@ -26,6 +26,8 @@ const NAMES = [
   'berm.delete',
   'berm.call',
   'berm.wake.arm',
+  'berm.wake.cancel',
+  'berm.call.after',
   'crabtalk.fs.read',
   'crabtalk.fs.write',
   'crabtalk.exec.run',
