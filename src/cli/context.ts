@@ -9,7 +9,7 @@ import { Engine, type CompileInfo } from '../engine/engine.js';
 import { Trap } from '../engine/traps.js';
 import { ElfError } from '../elf/reader.js';
 import { HarnessError } from '../harness/harness.js';
-import { LayoutError } from '../translate/abi.js';
+import { LayoutError, TranslateError } from '../translate/abi.js';
 import { ManifestError } from '../harness/manifest.js';
 
 /** Exit codes of every berm command (also in `berm --help` and README.md). */
@@ -215,7 +215,8 @@ export function exitCodeOf(e: unknown): ExitCodeValue {
     e instanceof ElfError ||
     e instanceof ManifestError ||
     e instanceof HarnessError ||
-    e instanceof LayoutError
+    e instanceof LayoutError ||
+    e instanceof TranslateError
   ) {
     return ExitCode.BadInput;
   }

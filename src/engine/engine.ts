@@ -13,6 +13,7 @@ import {
   DEFAULT_TRANSLATE_OPTIONS,
   Exports,
   TRANSLATOR_VERSION,
+  TranslateError,
   translatorDigest,
   type GuestLayout,
   type TranslateOptions,
@@ -118,7 +119,13 @@ export class Engine {
     let timings: CompileInfo['translate'];
     if (wasm === null) {
       const { translate } = await import('../translate/module.js');
-      const t = translate(image, this.options);
+      let t;
+      try {
+        t = translate(image, this.options);
+      } catch (e) {
+        if (e instanceof TranslateError) throw e;
+        throw new TranslateError(`translation failed: ${e instanceof Error ? e.message : String(e)}`);
+      }
       wasm = t.wasm;
       timings = t.timings;
       this.cache?.put(key, wasm);
@@ -133,7 +140,8 @@ export class Engine {
         this.cache?.delete(key);
         return this.compile(bytes);
       }
-      throw e;
+      this.cache?.delete(key);
+      throw refusedByV8(image, e);
     }
     const c1 = performance.now();
     return new GuestModule(this, image, layout, compiled, {
@@ -145,6 +153,21 @@ export class Engine {
       wasmCompileMs: c1 - c0,
     });
   }
+}
+
+/**
+ * V8 refused a module we translated: a translator bug, reported as a TranslateError naming the
+ * guest function from V8's message (`Compiling function #N:"f_<hex>" failed: ...`).
+ */
+function refusedByV8(image: ElfImage, e: unknown): TranslateError {
+  const text = e instanceof Error ? e.message : String(e);
+  const m = /"(f_([0-9a-f]+))"/.exec(text);
+  let where = '';
+  if (m) {
+    const fn = image.functions.find((f) => f.start === parseInt(m[2], 16));
+    where = ` in ${m[1]}${fn && fn.names.length > 0 ? ` (${fn.names.join(', ')})` : ''}`;
+  }
+  return new TranslateError(`V8 refused the translated module${where}: ${text}`, m ? m[1] : null);
 }
 
 /** A compiled guest image. Instantiate it through a Linker. */

@@ -102,6 +102,22 @@ export class LayoutError extends Error {
 }
 
 /**
+ * Translation of an image failed: the emitter, Binaryen's validator or optimiser, or V8 refused
+ * what was produced. The message names the guest function (`f_<hex address> (<symbols>)`) when
+ * the failure could be pinned to one, and what failed. A bug of the translator, reported as bad
+ * input of this image rather than a crash: the image cannot be run by this berm version.
+ */
+export class TranslateError extends Error {
+  override name = 'TranslateError';
+  /** the Wasm name of the guest function (`f_<hex>`) the failure was pinned to, or null */
+  readonly functionName: string | null;
+  constructor(message: string, functionName: string | null = null) {
+    super(message);
+    this.functionName = functionName;
+  }
+}
+
+/**
  * Compute the guest layout: [image][heap][guard] ... [stack] (issue 3 "Memory").
  * @throws LayoutError when the image does not fit the memory with its stack and guard.
  */

@@ -13,6 +13,7 @@ import {
   Imports,
   STACK_GUARD,
   TrapKind,
+  TranslateError,
   type GuestLayout,
   type TranslateOptions,
 } from './abi.js';
@@ -51,10 +52,16 @@ export function readImage(image: ElfImage, address: number, length: number): Uin
  * @throws RangeError for bad options; Error when the image does not fit the memory layout.
  */
 export function translate(image: ElfImage, opts: TranslateOptions): Translation {
+  return translateWith(image, opts, false);
+}
+
+/** `perFunction`: optimise function by function (no whole-module passes such as inlining). */
+function translateWith(image: ElfImage, opts: TranslateOptions, perFunction: boolean): Translation {
   checkOptions(opts);
   const layout = computeLayout(image.imageStart, image.imageEnd, opts);
   const t0 = performance.now();
   const m = new binaryen.Module();
+  let disposed = false;
   try {
     m.setFeatures(
       binaryen.Features.MVP |
@@ -124,8 +131,16 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
     const facts = { functionEntries, relocationTargets: named, decodeAt };
     const huge: string[] = [];
     for (const fn of image.functions) {
-      const cfg = analyseFunction(readImage(image, fn.start, fn.size), fn.start, facts);
-      emitFunction(ctx, cfg);
+      let cfg;
+      try {
+        cfg = analyseFunction(readImage(image, fn.start, fn.size), fn.start, facts);
+        emitFunction(ctx, cfg);
+      } catch (e) {
+        throw new TranslateError(
+          `translating ${describeFunction(image, fn.start)} failed: ${errorText(e)}`,
+          functionName(fn.start),
+        );
+      }
       let count = 0;
       for (const b of cfg.blocks.values()) count += b.instrs.length;
       if (count > MAX_OPTIMIZED_INSTRUCTIONS) huge.push(functionName(fn.start));
@@ -160,21 +175,40 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
       }
     }
 
-    if (!m.validate()) throw new Error('internal error: translated module failed validation');
+    if (!m.validate()) {
+      throw new TranslateError('the translated module failed Binaryen validation (see the report above)');
+    }
     const t1 = performance.now();
     binaryen.setOptimizeLevel(opts.optimizeLevel);
     binaryen.setShrinkLevel(0);
     // names stay in the binary so trap backtraces can name guest functions
     binaryen.setDebugInfo(true);
-    if (opts.optimizeLevel > 0 && huge.length === 0) m.optimize();
-    else if (opts.optimizeLevel > 0) {
+    if (opts.optimizeLevel > 0 && huge.length === 0 && !perFunction) {
+      try {
+        m.optimize();
+      } catch (e) {
+        // pin the failure to a function: optimise a fresh translation function by function
+        const why = errorText(e);
+        m.dispose();
+        disposed = true;
+        translateWith(image, opts, true);
+        throw new TranslateError(`Binaryen's optimiser failed in a whole-module pass: ${why}`);
+      }
+    } else if (opts.optimizeLevel > 0) {
       // Binaryen's optimiser is superlinear in function size (10,000 instructions: ~11 s; 100,000:
       // ~11 min): with a huge function present, optimise the others one by one and leave it as is.
       const skip = new Set(huge);
       for (let i = 0; i < m.getNumFunctions(); i++) {
         const f = m.getFunctionByIndex(i);
         const info = binaryen.getFunctionInfo(f);
-        if (!info.module && !skip.has(info.name)) m.optimizeFunction(f);
+        if (info.module || skip.has(info.name)) continue;
+        try {
+          m.optimizeFunction(f);
+        } catch (e) {
+          const start = parseInt(info.name.slice(2), 16);
+          const what = info.name.startsWith('f_') ? describeFunction(image, start) : info.name;
+          throw new TranslateError(`Binaryen's optimiser failed on ${what}: ${errorText(e)}`, info.name);
+        }
       }
     }
     const t2 = performance.now();
@@ -182,7 +216,27 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
     const t3 = performance.now();
     return { wasm, layout, indirectTargets, timings: { build: t1 - t0, optimize: t2 - t1, emit: t3 - t2 } };
   } finally {
-    m.dispose();
+    if (!disposed) m.dispose();
+  }
+}
+
+/** `f_<hex> (symbol, ...)`: a guest function as error messages name it. */
+export function describeFunction(image: ElfImage, start: number): string {
+  const fn = image.functions.find((f) => f.start === start);
+  const names = fn && fn.names.length > 0 ? ` (${fn.names.join(', ')})` : '';
+  return functionName(start) + names;
+}
+
+/** The text of an error, including Binaryen's C++ exceptions (which are plain objects in JS). */
+function errorText(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  try {
+    const [type, message] = (
+      binaryen as unknown as { getExceptionMessage(e: unknown): string[] }
+    ).getExceptionMessage(e);
+    return `${type}: ${message.trim()}`;
+  } catch {
+    return String(e);
   }
 }
 
@@ -194,17 +248,20 @@ function addDispatcher(m: binaryen.Module, targets: number[], pair: binaryen.Typ
   const i64 = binaryen.i64;
   const target = () => m.local.get(1, i64);
   const args = () => [2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => m.local.get(k, i64));
-  const bad = m.block(null, [
-    m.call(
-      Names.trap,
-      [m.i32.const(TrapKind.BadIndirectTarget), m.local.get(0, binaryen.i32), target()],
-      binaryen.none,
-    ),
-    m.unreachable(),
-  ]);
+  // a fresh trap per leaf: an expression node must have exactly one parent (the optimiser's
+  // inliner rewrites local indices in place, so a node shared by two leaves is rewritten twice)
+  const bad = () =>
+    m.block(null, [
+      m.call(
+        Names.trap,
+        [m.i32.const(TrapKind.BadIndirectTarget), m.local.get(0, binaryen.i32), target()],
+        binaryen.none,
+      ),
+      m.unreachable(),
+    ]);
   const tree = (lo: number, hi: number): binaryen.ExpressionRef => {
     if (hi - lo <= 3) {
-      let e = bad;
+      let e = bad();
       for (let k = hi - 1; k >= lo; k--) {
         e = m.if(
           m.i64.eq(target(), m.i64.const(BigInt(targets[k]))),
@@ -217,7 +274,7 @@ function addDispatcher(m: binaryen.Module, targets: number[], pair: binaryen.Typ
     const mid = (lo + hi) >> 1;
     return m.if(m.i64.lt_u(target(), m.i64.const(BigInt(targets[mid]))), tree(lo, mid), tree(mid, hi));
   };
-  const body = targets.length === 0 ? bad : m.block(null, [tree(0, targets.length), m.unreachable()]);
+  const body = targets.length === 0 ? bad() : m.block(null, [tree(0, targets.length), m.unreachable()]);
   m.addFunction(
     Names.dispatch,
     binaryen.createType([binaryen.i32, ...new Array(10).fill(i64)]),
