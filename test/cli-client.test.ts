@@ -67,11 +67,13 @@ t.test('inspect: a file or a deployed name', async (t) => {
   t.equal(inspectsDaemon('build/echo.elf', false), false, 'a path is local');
   t.equal(inspectsDaemon('echo.elf', false), false, 'a dot is never in a harness name');
   t.equal(inspectsDaemon('Echo', false), false, 'not a harness name: local (and "no such file")');
-  t.equal(inspectsDaemon(here, true), true, '--host forces the daemon');
+  t.equal(inspectsDaemon(here, true), false, 'a path is a file even with --host');
+  t.equal(inspectsDaemon('echo', true), true, '--host makes a name a deployment');
   const cwd = process.cwd();
   process.chdir(TMP);
   try {
     t.equal(inspectsDaemon('echo', false), false, 'a file of that name wins without --host');
+    t.equal(inspectsDaemon('echo', true), true, 'and the deployment wins with --host');
   } finally {
     process.chdir(cwd);
   }

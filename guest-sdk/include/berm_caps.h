@@ -25,6 +25,8 @@
 #define BERM_CAP_DELETE 0x84a8776bcc70bc72ULL /* berm.delete */
 #define BERM_CAP_CALL 0x6410f207e9992ec1ULL /* berm.call */
 #define BERM_CAP_WAKE_ARM 0xbc59719045534c41ULL /* berm.wake.arm */
+#define BERM_CAP_WAKE_CANCEL 0x49fec8e77c499a5fULL /* berm.wake.cancel */
+#define BERM_CAP_CALL_AFTER 0x9b5a5c838aa65cb1ULL /* berm.call.after */
 #define BERM_CAP_CRABTALK_FS_READ 0x3ffaec9158f72e7cULL /* crabtalk.fs.read */
 #define BERM_CAP_CRABTALK_FS_WRITE 0xcae4807d8bfa7097ULL /* crabtalk.fs.write */
 #define BERM_CAP_CRABTALK_EXEC_RUN 0x72909e46563fb3b7ULL /* crabtalk.exec.run */
@@ -74,6 +76,8 @@
   X(DELETE, "berm.delete") \
   X(CALL, "berm.call") \
   X(WAKE_ARM, "berm.wake.arm") \
+  X(WAKE_CANCEL, "berm.wake.cancel") \
+  X(CALL_AFTER, "berm.call.after") \
   X(CRABTALK_FS_READ, "crabtalk.fs.read") \
   X(CRABTALK_FS_WRITE, "crabtalk.fs.write") \
   X(CRABTALK_EXEC_RUN, "crabtalk.exec.run") \

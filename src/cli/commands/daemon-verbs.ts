@@ -81,14 +81,16 @@ export function harnessText(h: HarnessInfo): string {
 }
 
 /**
- * Whether `berm inspect ARG` means a daemon deployment rather than a local ELF: yes with an
- * explicit `--host`; otherwise only when ARG is a valid harness name (no dot, no slash) and no
- * file of that name exists. So `berm inspect build/echo.elf` and `berm inspect echo.elf` are
- * local, `berm inspect echo` asks the daemon unless ./echo exists, and `--host` forces the daemon.
+ * Whether `berm inspect ARG` means a daemon deployment rather than a local ELF. An ARG that is not
+ * a valid harness name (it has a dot, a slash, an uppercase letter...) is always a file. A valid
+ * name is a deployment when `--host` is given, or when no file of that name exists. So
+ * `berm inspect build/echo.elf` and `berm inspect echo.elf` read the file, `berm inspect echo`
+ * asks the daemon unless ./echo exists (`berm inspect ./echo` reads it), and
+ * `berm inspect echo --host URL` always asks the daemon.
  */
 export function inspectsDaemon(arg: string, hostGiven: boolean): boolean {
-  if (hostGiven) return true;
-  return HARNESS_NAME.test(arg) && !existsSync(arg);
+  if (!HARNESS_NAME.test(arg)) return false;
+  return hostGiven || !existsSync(arg);
 }
 
 /** `berm inspect NAME` against the daemon. */
