@@ -2,7 +2,7 @@
 PYTHON ?= python3
 SDK     = guest-sdk
 
-.PHONY: help caps caps-check fixtures fixtures-check expected host-test scaffold-test nostub-test examples
+.PHONY: help caps caps-check fixtures fixtures-check expected host-test scaffold-test nostub-test rebuild-test examples
 
 help:
 	@echo "make fixtures        rebuild fixtures/build/*.elf and fixtures/manifest.json"
@@ -34,7 +34,7 @@ expected:
 host-test: caps-check
 	@set -e; for d in $(SDK)/examples/*/; do \
 	  echo "== host-test $$d"; $(MAKE) --no-print-directory -C $$d host-test; done
-	$(MAKE) --no-print-directory scaffold-test nostub-test
+	$(MAKE) --no-print-directory scaffold-test nostub-test rebuild-test
 
 # The example harnesses declared by examples/harnesses.toml (gcc -O2, reproducible).
 EXAMPLE_HARNESSES = os fetch probe ticker wakes
@@ -53,6 +53,21 @@ nostub-test:
 	  if $$tmp/t >$$tmp/out 2>&1; then echo "nostub-test: did not abort"; exit 1; fi; \
 	  grep -q 'capability berm.fs.read has no stand-in' $$tmp/out || { cat $$tmp/out; exit 1; }; \
 	  echo "nostub-test: aborts naming berm.fs.read (ok)"
+
+# Changing the compiler (or OPT) rebuilds the ELF; the same configuration again does nothing.
+rebuild-test:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; d=$$tmp/demo; elf=$$d/build/demo.elf; \
+	  scripts/new-harness $$d >/dev/null; \
+	  $(MAKE) --no-print-directory -s -C $$d all; \
+	  ! grep -q clang $$elf || { echo "rebuild-test: the gcc build names clang"; exit 1; }; \
+	  $(MAKE) --no-print-directory -s -C $$d all BERM_CC=clang; \
+	  grep -q clang $$elf || { echo "rebuild-test: BERM_CC=clang after gcc did not rebuild"; exit 1; }; \
+	  t1=$$(stat -c %y $$elf); sleep 0.05; \
+	  $(MAKE) --no-print-directory -s -C $$d all BERM_CC=clang; \
+	  test "$$(stat -c %y $$elf)" = "$$t1" || { echo "rebuild-test: the same configuration rebuilt"; exit 1; }; \
+	  $(MAKE) --no-print-directory -s -C $$d all BERM_CC=clang OPT=-Os; \
+	  test "$$(stat -c %y $$elf)" != "$$t1" || { echo "rebuild-test: OPT=-Os did not rebuild"; exit 1; }; \
+	  echo "rebuild-test: gcc, clang, clang again, -Os: rebuilt exactly when the configuration changed (ok)"
 
 # The scaffold must produce a harness that builds for the guest and passes its host test.
 scaffold-test:
