@@ -60,7 +60,7 @@ BERM_STAMP  = $(BUILD)/.config-$(HARNESS)
 define berm_link
 	@mkdir -p $(dir $(1))
 	$(BERM_XCC) $(BERM_TARGET_CFLAGS) $(OPT) $(3) $(BERM_XLDFLAGS) -o $(1).tmp $(2) $(BERM_RT) $(BERM_XLIBS)
-	$(PYTHON) $(BERM_SDK)/tools/berm-manifest.py --abi $(BERM_ABI) --objcopy $(BERM_OBJCOPY) $(1).tmp $(1)
+	$(PYTHON) $(BERM_SDK)/tools/berm-manifest.py --abi $(BERM_ABI) --objcopy $(BERM_OBJCOPY) $(1).tmp $(1) || { rm -f $(1).tmp; exit 1; }
 	@rm -f $(1).tmp
 endef
 
@@ -71,7 +71,7 @@ $(BERM_STAMP): berm-config-force
 	@mkdir -p $(BUILD)
 	@if [ "$$(cat $@ 2>/dev/null)" != "$(BERM_CONFIG)" ]; then echo "$(BERM_CONFIG)" > $@; fi
 
-BERM_HEADERS = $(BERM_SDK)/include/berm.h $(BERM_SDK)/include/berm_caps.h $(BERM_SDK)/include/berm_wake.h
+BERM_HEADERS = $(wildcard $(BERM_SDK)/include/*.h)
 
 $(BERM_ELF): $(SRCS) $(BERM_RT) $(BERM_HEADERS) $(BERM_SDK)/berm.ld $(BERM_SDK)/tools/berm-manifest.py $(BERM_STAMP)
 	$(call berm_link,$@,$(SRCS))
