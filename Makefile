@@ -9,7 +9,7 @@ help:
 	@echo "make fixtures-check  rebuild into a temp dir, compare sha256, check every .berm.abi"
 	@echo "make expected        recompute fixtures/expected.json natively (gcc, stand-in host)"
 	@echo "make host-test       run the host tests of every example harness"
-	@echo "make examples        rebuild examples/{os,fetch,probe}.elf (then update examples/harnesses.toml)"
+	@echo "make examples        rebuild examples/*.elf (then update examples/harnesses.toml, runtime.toml)"
 	@echo "make caps            regenerate guest-sdk/include/berm_caps.h from guest-sdk/caps.txt"
 
 caps:
@@ -37,7 +37,7 @@ host-test: caps-check
 	$(MAKE) --no-print-directory scaffold-test nostub-test
 
 # The example harnesses declared by examples/harnesses.toml (gcc -O2, reproducible).
-EXAMPLE_HARNESSES = os fetch probe
+EXAMPLE_HARNESSES = os fetch probe ticker wakes
 examples: caps-check
 	@set -e; for h in $(EXAMPLE_HARNESSES); do \
 	  $(MAKE) --no-print-directory -s -B -C $(SDK)/examples/$$h BERM_CC=gcc OPT=-O2 all; \

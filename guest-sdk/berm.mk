@@ -73,7 +73,7 @@ $(BUILD)/host-test: $(SRCS) $(HOST_TESTS) $(BERM_RT) $(BERM_SDK)/host/berm_host.
 	$(HOST_CC) $(BERM_HOST_CFLAGS) -o $@ $(SRCS) $(HOST_TESTS) $(BERM_RT) $(BERM_SDK)/host/berm_host.c
 
 host-test: $(BUILD)/host-test
-	./$(BUILD)/host-test
+	$(if $(filter /%,$(BUILD)),,./)$(BUILD)/host-test
 
 clean:
 	rm -rf $(BUILD)

@@ -18,7 +18,8 @@ const LAYER: Record<string, number> = {
   harness: 6,
   capabilities: 7,
   config: 8,
-  cli: 9,
+  protocol: 9,
+  cli: 10,
   // the top: nothing imports the daemon, and the daemon never imports the CLI (checked below)
   daemon: 20,
 };
@@ -46,6 +47,10 @@ t.test('imports point down the layer table', async (t) => {
       const spec = m[1] ?? m[2];
       if (spec === 'binaryen') {
         t.equal(folder, 'translate', `${rel}: only src/translate may import binaryen`);
+        continue;
+      }
+      if (spec === 'protobufjs' || spec.startsWith('protobufjs/')) {
+        t.equal(folder, 'protocol', `${rel}: only src/protocol may import protobufjs`);
         continue;
       }
       if (!spec.startsWith('.')) continue;

@@ -12,7 +12,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { request } from 'undici';
+import { Agent, request } from 'undici';
+import { fetchBearerToken } from '../src/oci/auth.js';
 import {
   parseChallenges,
   parseReference,
@@ -125,6 +126,21 @@ t.test('WWW-Authenticate challenges', async (t) => {
     { scheme: 'basic', params: {}, token68: 'YWxhZGRpbjpvcGVu==' },
   ]);
   t.same(parseChallenges(''), []);
+  // credentials never go to a plain-http realm on another host (refused before any request)
+  const agent = new Agent();
+  t.teardown(() => agent.close());
+  await t.rejects(
+    fetchBearerToken(
+      agent,
+      { scheme: 'bearer', params: { realm: 'http://auth.example/token' } },
+      ['x'],
+      null,
+    ),
+    { kind: 'unauthorized', message: /plain http on a non-loopback host/ },
+  );
+  await t.rejects(fetchBearerToken(agent, { scheme: 'bearer', params: {} }, ['x'], null), {
+    message: /without naming a realm/,
+  });
   t.same(credentialsFromEnv({}), null);
   t.match(credentialsFromEnv({ GITHUB_TOKEN: 'g' }), {
     username: 'berm',
@@ -240,6 +256,19 @@ t.test('the CLI: push, pull -o, --json, refusals', async (t) => {
   t.equal(pull.code, 0, pull.stderr);
   t.ok(readFileSync(out).equals(TEXT), 'pull -o writes the ELF bit for bit');
   t.match(pull.stdout, new RegExp(`digest +${sha(TEXT)}`));
+
+  const piped = await new Promise<Buffer>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--stack-size=4000', join(ROOT, 'bin', 'berm.js'), 'pull', `${reg.host}/berm/text:1.0`, '-o', '-'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => chunks.push(d));
+    child.on('error', reject);
+    child.on('close', () => resolve(Buffer.concat(chunks)));
+  });
+  t.ok(piped.equals(TEXT), "'-o -' writes the ELF to stdout");
 
   const dflt = await berm(['pull', `${reg.host}/berm/text:1.0`]);
   t.equal(dflt.code, 0, dflt.stderr);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Post-link step: compose the .berm.abi manifest of a harness ELF and write it in place.
 
-Reads the records that BERM_TOOL / BERM_USAGE / BERM_DEP put into the allocated section
+Reads the records that BERM_TOOL / BERM_USAGE / BERM_DEP / BERM_ON_WAKE / BERM_ON_NOTIFY put into the allocated section
 `berm_tools` (kind, a, b, c, fn: five little-endian u64 each), follows their string pointers
 through the section table, and adds a non-allocated section `.berm.abi` holding exactly one JSON
 object:
@@ -53,7 +53,7 @@ class Elf:
 
 def compose(elf: Elf, abi: int) -> str:
     sec = elf.section("berm_tools")
-    tools, deps, usage = [], [], []
+    tools, deps, usage, entries = [], [], [], []
     if sec is not None:
         if sec["size"] % 40:
             raise SystemExit("berm-manifest: section berm_tools is not a whole number of records")
@@ -73,6 +73,15 @@ def compose(elf: Elf, abi: int) -> str:
                 usage.append(elf.string_at_vaddr(a))
             elif kind == 3:
                 deps.append(elf.string_at_vaddr(a))
+            elif kind == 4:
+                # An entry export (on_wake / on_notify): the record only keeps it linked; the
+                # export table is the registration, so the manifest does not list it.
+                entry = elf.string_at_vaddr(a)
+                if entry not in ("on_wake", "on_notify"):
+                    raise SystemExit(f"berm-manifest: unknown entry {entry!r} (on_wake or on_notify)")
+                if entry in entries:
+                    raise SystemExit(f"berm-manifest: {entry} defined twice")
+                entries.append(entry)
             else:
                 raise SystemExit(f"berm-manifest: unknown record kind {kind} at offset {i}")
     tools.sort(key=lambda t: t["name"])  # record order differs between compilers; names are unique

@@ -13,6 +13,8 @@ import { registerExec } from './commands/exec.js';
 import { registerInspect } from './commands/inspect.js';
 import { registerNew } from './commands/new.js';
 import { registerPushPull } from './commands/push-pull.js';
+import { registerDaemonVerbs } from './commands/daemon-verbs.js';
+import { registerWakeClient } from './commands/wake-client.js';
 import {
   EXIT_CODES_HELP,
   ExitCode,
@@ -117,6 +119,8 @@ export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
   registerCache(program, ctx);
   registerNew(program, ctx);
   registerPushPull(program, ctx);
+  registerDaemonVerbs(program, ctx);
+  registerWakeClient(program, ctx);
   options.extend?.(program, ctx);
   return { program, ctx, exitCode: () => code };
 }
