@@ -37,7 +37,7 @@ host-test: caps-check
 	$(MAKE) --no-print-directory scaffold-test nostub-test rebuild-test manifest-test docs-test
 
 # The example harnesses declared by examples/harnesses.toml (gcc -O2, reproducible).
-EXAMPLE_HARNESSES = os fetch probe ticker wakes
+EXAMPLE_HARNESSES = os fetch probe ticker wakes remind
 examples: caps-check
 	@set -e; for h in $(EXAMPLE_HARNESSES); do \
 	  $(MAKE) --no-print-directory -s -B -C $(SDK)/examples/$$h BERM_CC=gcc OPT=-O2 all; \
