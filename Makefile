@@ -69,9 +69,10 @@ rebuild-test:
 	  test "$$(stat -c %y $$elf)" != "$$t1" || { echo "rebuild-test: OPT=-Os did not rebuild"; exit 1; }; \
 	  echo "rebuild-test: gcc, clang, clang again, -Os: rebuilt exactly when the configuration changed (ok)"
 
-# Every SDK name the guest documentation mentions exists.
+# Every SDK name the guest documentation mentions exists; the README's wake example builds and passes.
 docs-test:
 	@$(PYTHON) $(SDK)/tools/check-readme.py $(SDK)/README.md docs/wakes.md
+	@$(PYTHON) $(SDK)/tools/test-readme-example.py $(SDK)/README.md
 
 # berm-manifest.py refuses a tool whose parameters are not a valid JSON Schema, at build time.
 manifest-test:
