@@ -40,7 +40,7 @@ import {
   type WakeView,
 } from './door.js';
 import { CALL_WIRE_NAME, GROUPS, opWireName } from './groups.js';
-import { BermClientMessage, ClientMessage } from './schema.js';
+import { bermClientType, clientType } from './schema.js';
 import type { ProtocolCallArgs, ProtocolCallResult } from './client-job.js';
 
 const JOB = new URL(`./client-job${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
@@ -177,9 +177,9 @@ function wrap(id: number, inner: Uint8Array): Uint8Array {
 
 /** The field number of `op` in ClientMessage, or in BermClientMessage for berm's own operations. */
 function fieldNumbers(op: string): { outer: number; inner?: number } {
-  const f = ClientMessage.fields[op];
+  const f = clientType().fields[op];
   if (f) return { outer: f.id };
-  return { outer: ClientMessage.fields.berm!.id, inner: BermClientMessage.fields[op]!.id };
+  return { outer: clientType().fields.berm!.id, inner: bermClientType().fields[op]!.id };
 }
 
 function scopeOf(ctx: CapabilityContext) {
@@ -202,8 +202,9 @@ function callHandler(fields: Uint8Array[], ctx: CapabilityContext): CapabilityRe
 
 function opHandler(op: string): (fields: Uint8Array[], ctx: CapabilityContext) => CapabilityReply {
   const wire = opWireName(op);
-  const n = fieldNumbers(op);
+  let n: { outer: number; inner?: number } | undefined; // looked up on first use (lazy schema)
   return (fields, ctx) => {
+    n ??= fieldNumbers(op);
     if (fields.length > 1) {
       return { refused: `${wire}: expected fields (${op} message?), got ${fields.length} field(s)` };
     }

@@ -26,8 +26,8 @@
 import type { WireReply } from '../wire/fields.js';
 import { CALL_WIRE_NAME, GROUP_OF, NEVER } from './groups.js';
 import {
-  ClientMessage,
-  ServerMessage,
+  clientType,
+  serverType,
   decodeServer,
   encode,
   encodeServer,
@@ -366,7 +366,7 @@ function foldStream(replies: Envelope[]): Uint8Array {
   let agent = '';
   let content = '';
   for (const r of replies) {
-    if (r.msg === 'error') return encode(ServerMessage, r);
+    if (r.msg === 'error') return encode(serverType(), r);
     const ev = (r.stream ?? {}) as Plain;
     const kind = typeof ev.event === 'string' ? ev.event : undefined;
     const body = (kind ? ev[kind] : undefined) as Plain | undefined;
@@ -399,7 +399,7 @@ function allowedSkills(scope: DoorScope, env: DoorEnv): { skills?: readonly stri
   const agent = scope.authority.agent;
   if (!agent) return { skills: [] };
   if (!env.transport) return { error: 'the protocol is not connected yet' };
-  const r = env.transport(encode(ClientMessage, { list_agents: {} }), false);
+  const r = env.transport(encode(clientType(), { list_agents: {} }), false);
   if (!r.ok) return { error: r.error };
   const reply = decodeServer(r.replies[0] ?? new Uint8Array(0));
   const list = ((reply.agent_list as Plain | undefined)?.agents ?? []) as Plain[];
@@ -429,7 +429,7 @@ function shape(op: string, replies: Uint8Array[], scope: DoorScope, env: DoorEnv
     return { fields: [foldStream(decoded)] };
   }
   const reply = decoded[0]!;
-  if (reply.msg === 'error') return { fields: [encode(ServerMessage, reply)] };
+  if (reply.msg === 'error') return { fields: [encode(serverType(), reply)] };
   if (!REPLIES[op]?.includes(reply.msg ?? '')) {
     return {
       error: `the agent daemon answered ${op} with ${reply.msg ?? 'an empty message'}; not passed on`,
@@ -471,7 +471,7 @@ function shape(op: string, replies: Uint8Array[], scope: DoorScope, env: DoorEnv
     default:
       break;
   }
-  return { fields: [encode(ServerMessage, reply)] };
+  return { fields: [encode(serverType(), reply)] };
 }
 
 /** Serve an admitted message from berm's own backends (wakes, harness subscriptions). */
@@ -575,7 +575,7 @@ export function callDoor(
   try {
     let env0: Envelope;
     try {
-      env0 = decode(ClientMessage, request);
+      env0 = decode(clientType(), request);
     } catch (e) {
       const why = e instanceof ProtocolDecodeError ? e.message : String(e);
       return done({ refused: `${via}: ${why}` });
@@ -600,7 +600,7 @@ export function callDoor(
       }
     }
     if (!env.transport) return done({ refused: `${via}: the protocol is not connected yet` });
-    const r = env.transport(encode(ClientMessage, adm.message), adm.op === 'stream');
+    const r = env.transport(encode(clientType(), adm.message), adm.op === 'stream');
     if (!r.ok) {
       return done(
         r.notConnected ? { refused: `${via}: ${r.error}` } : { error: `${via}: ${op}: ${r.error}` },
