@@ -138,12 +138,21 @@ t.test('SSE streams berm.log lines, then the whole result', async (t) => {
   ]);
   const last = events[events.length - 1]!;
   t.equal(last.event, 'result', 'the result comes last, in one event');
-  t.same(JSON.parse(last.data), { status: 200, done: JSON.stringify({ len: n, fnv: fnv1a64(args) }) });
+  const result = JSON.parse(last.data) as Record<string, unknown>;
+  delete result.chain; // the runtime's chain id, when it reports one
+  t.same(result, { status: 200, done: JSON.stringify({ len: n, fnv: fnv1a64(args) }) });
 });
 
 t.test('bad input: each a clear refusal, nothing lost', async (t) => {
-  const d = await testDaemon({ maxImageBytes: '1M', maxBodyBytes: '64K', bodyTimeoutMs: '400' });
+  const d = await testDaemon(
+    { maxImageBytes: '1M', maxBodyBytes: '64K', bodyTimeoutMs: '400' },
+    { BERMD_DRAIN_TIMEOUT_MS: '1234' },
+  );
   t.teardown(() => d.stop());
+  // the boot log gives every setting with its source
+  t.ok(d.logs.some((l) => /max-image-bytes +1048576 +\(flag --max-image-bytes\)/.test(l)));
+  t.ok(d.logs.some((l) => /drain-timeout-ms +1234 +\(env BERMD_DRAIN_TIMEOUT_MS\)/.test(l)));
+  t.ok(d.logs.some((l) => /addr +127\.0\.0\.1:0 +\(flag --addr\)/.test(l)));
   t.equal((await d.req('/harnesses/text', { method: 'PUT', body: TEXT })).status, 200);
 
   const notElf = await d.req('/harnesses/x', { method: 'PUT', body: 'hello, not an ELF' });
@@ -156,6 +165,11 @@ t.test('bad input: each a clear refusal, nothing lost', async (t) => {
   t.equal(notRv.status, 400);
   const nr = (await notRv.json()) as { error: string; code: string };
   t.equal(nr.code, 'not-riscv');
+
+  const noManifest = await d.req('/harnesses/x', { method: 'PUT', body: elf('test/data/edge.elf') });
+  t.equal(noManifest.status, 400);
+  t.match(((await noManifest.json()) as { error: string }).error, /manifest: no \.berm\.abi section/);
+  t.equal((await d.req('/harnesses/x', { method: 'PUT', body: '' })).status, 400, 'empty body');
 
   const big = await d.req('/harnesses/x', { method: 'PUT', body: Buffer.alloc(2 << 20) });
   t.equal(big.status, 413);

@@ -538,3 +538,62 @@ t.test(
     t.equal(after.msg!.msg, 'pong', 'the worker is not wedged');
   },
 );
+
+t.test('the C SDK wrappers (berm_protocol.h) against the door', async (t) => {
+  // A recording stand-in for the due-set and the harness event bus: the SDK's encoding and
+  // parsing are under test here; the queue's own due-set serves them in test/protocol-queue.
+  const wakes: { id: string; atMs: number; payload: string; harness: string }[] = [];
+  const subs: { id: number; source: string }[] = [];
+  configureProtocol({
+    endpoint: dbl.endpoint,
+    timeoutMs: 5_000,
+    log: null,
+    wakes: {
+      arm: (w) => {
+        wakes.push({ id: w.id ?? 'x', atMs: w.atMs, payload: w.payload, harness: w.harness });
+        return { id: w.id ?? 'x', harness: w.harness, entry: w.entry, at_ms: w.atMs, payload: w.payload };
+      },
+      cancel: (_h, id) => wakes.some((w) => w.id === id),
+      list: () => [],
+    },
+    events: {
+      subscribe: (h, source, once) => {
+        subs.push({ id: 7, source });
+        return { id: 7, source, target_agent: `harness:${h}`, once };
+      },
+      unsubscribe: () => false,
+      list: () => [],
+      publish: () => 0,
+    },
+  });
+  t.teardown(() => configureProtocol({}));
+  const engine = new Engine({ cacheDir: TEST_CACHE });
+  const h = await Harness.load(engine, fs.readFileSync(GUEST));
+  const all = linkerEntries(
+    { name: 'dg', capabilities: Object.keys(GROUPS).sort(), grant: {} },
+    { authority: AUTH },
+  );
+  const sdk = (letter: string) => {
+    const r = h.invoke('sdk', Buffer.from(letter), { capabilities: all });
+    return r.status === 'ok' ? r.result : `failed: ${r.message}`;
+  };
+  t.equal(sdk('p'), 'kind=2', 'ping answers pong (ServerMessage field 2)');
+  t.equal(sdk('a'), `${RESEARCHER}|researcher|Finds and cites sources|gpt-4o`, 'AgentInfo parsed in C');
+  t.equal(sdk('s'), 'echo: hello from C', 'SendResponse.content parsed in C');
+  const before = Date.now();
+  const w = sdk('w').split('|');
+  t.same(w.slice(0, 4), ['w1', 'dg', 'on_wake', 'tea'], 'WakeInfo parsed in C');
+  t.ok(Number(w[4]) >= before + 60_000 && Number(w[4]) < Date.now() + 61_000, 'at now + 60 s');
+  t.match(wakes, [{ id: 'w1', payload: 'tea', harness: 'dg' }]);
+  t.equal(sdk('c'), 'cancelled=1');
+  t.equal(sdk('e'), 'subscription=7');
+  t.same(subs, [{ id: 7, source: 'agent:assistant:done' }]);
+  t.equal(sdk('u'), 'kind=2', 'publish answered by the daemon with pong');
+  t.equal(sdk('x'), 'failed: empty refused: crabtalk.protocol.call: empty client message');
+  const readOnly = linkerEntries(
+    { name: 'dg', capabilities: ['protocol:read', 'protocol:send'], grant: {} },
+    { authority: {} },
+  );
+  const r = h.invoke('sdk', Buffer.from('s'), { capabilities: readOnly });
+  t.match(r, { status: 'failed', message: /send refused: .*the invocation carries no agent/ });
+});

@@ -26,18 +26,26 @@ export interface DeployGrant {
   grant: Grant;
 }
 
-/** How one invocation ended. */
+/**
+ * How one invocation ended. `chain` is the runtime's chain id of the invocation (its journal
+ * records carry it), when the invocation ran.
+ */
 export type InvokeOutcome =
   /** berm.done (or an ABI 0 return): the tool's result text */
-  | { status: 'ok'; result: string }
-  /** berm.fail: the tool's own failure message */
-  | { status: 'failed'; message: string }
-  /** the guest trapped: trap class name, message, guest pc (-1 unknown) and `symbol+0xoffset` */
-  | { status: 'trapped'; trap: string; message: string; pc: number; symbol: string }
-  /** a limit refused the call before it ran (concurrency, rate, depth, ...) */
-  | { status: 'refused'; message: string; limit?: string }
-  /** the harness broke the ABI or the arguments were refused by the harness layer */
-  | { status: 'error'; message: string };
+  (
+    | { status: 'ok'; result: string }
+    /** berm.fail: the tool's own failure message */
+    | { status: 'failed'; message: string }
+    /** the guest trapped: trap class name, message, guest pc (-1 unknown) and `symbol+0xoffset` */
+    | { status: 'trapped'; trap: string; message: string; pc: number; symbol: string }
+    /** a limit refused the call before it ran (concurrency, rate, depth, closed, ...) */
+    | { status: 'refused'; message: string; limit?: string }
+    /**
+     * it could not run or broke the ABI; `code` as the runtime reports it ('unknown-harness',
+     * 'unknown-tool', 'bad-args', 'harness', 'worker-lost', 'internal')
+     */
+    | { status: 'error'; message: string; code?: string }
+  ) & { chain?: string };
 
 /** A pending wake as the API shows it. */
 export interface WakeInfo {

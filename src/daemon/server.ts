@@ -300,6 +300,7 @@ export class DaemonServer {
     const sse = (req.headers.accept ?? '').includes('text/event-stream');
     if (!sse) {
       const out = await this.o.backend.invoke(harness, tool, args, { authority });
+      if (out.chain !== undefined) res.setHeader('x-berm-chain', out.chain);
       const [status, reply] = outcomeReply(harness, tool, out);
       sendJson(res, status, reply);
       return;
@@ -317,7 +318,8 @@ export class DaemonServer {
       },
     });
     const [status, reply] = outcomeReply(harness, tool, out);
-    res.end(sseEvent('result', JSON.stringify({ status, ...reply })));
+    const chain = out.chain !== undefined ? { chain: out.chain } : {};
+    res.end(sseEvent('result', JSON.stringify({ status, ...reply, ...chain })));
   }
 
   private async armWake(req: IncomingMessage, res: ServerResponse): Promise<void> {

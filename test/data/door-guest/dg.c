@@ -6,8 +6,13 @@
  *        guest memory) -> reads agents through crabtalk.protocol.call (list_agents) and
  *        crabtalk.protocol.get_agent, then searches the used heap and the stack for the secret:
  *        "clean <hex of the list_agents reply>" or "FOUND at 0x..."
+ *   sdk  (raw args: one letter) -> the SDK's typed wrappers (berm_protocol.h), their answers
+ *        parsed in C and printed as text: p ping, a get_agent researcher, s send, w schedule
+ *        a wake, c cancel it, e subscribe, u publish, x call with an empty ClientMessage
  */
 #include <berm.h>
+#include <berm_protocol.h>
+#include <stdio.h>
 #include <string.h>
 
 BERM_USAGE("Protocol door probes.");
@@ -103,4 +108,75 @@ BERM_TOOL(scan, "Read agents through the door, then search guest memory for the 
     out[7 + 2 * i] = HEX[((unsigned char)all.data[i]) & 15];
   }
   berm_done(out, 6 + 2 * all.len);
+}
+
+static void outcome(const berm_protocol_reply *r, const char *what) {
+  if (r->refused) return berm_failf("%s refused: %s", what, r->message);
+  if (r->error) return berm_failf("%s error %u: %s", what, (unsigned)r->code, r->message);
+}
+
+BERM_TOOL(sdk, "The SDK's typed protocol wrappers.") {
+  size_t n;
+  const char *a = berm_args(&n);
+  if (!a || n != 1) return berm_fail_str("args: one letter");
+  char out[512];
+  int k = 0;
+  berm_protocol_reply r;
+  switch (a[0]) {
+    case 'p':
+      r = berm_protocol_ping();
+      if (!r.ok) return outcome(&r, "ping");
+      k = snprintf(out, sizeof out, "kind=%u", (unsigned)r.kind);
+      break;
+    case 'a': {
+      r = berm_protocol_get_agent("researcher");
+      berm_agent_info info;
+      if (!r.ok) return outcome(&r, "get_agent");
+      if (berm_protocol_agent_info(&r, &info) < 0) return berm_fail_str("not an AgentInfo");
+      k = snprintf(out, sizeof out, "%s|%s|%s|%s", info.id, info.name, info.description, info.model);
+      break;
+    }
+    case 's': {
+      r = berm_protocol_send("hello from C");
+      if (!r.ok) return outcome(&r, "send");
+      char *text = berm_protocol_response_text(&r);
+      if (!text) return berm_fail_str("not a SendResponse");
+      k = snprintf(out, sizeof out, "%s", text);
+      break;
+    }
+    case 'w': {
+      r = berm_protocol_schedule_wake(0, 60000, "tea", "w1");
+      if (!r.ok) return outcome(&r, "schedule_wake");
+      berm_wake_info w;
+      if (berm_protocol_wake_info(&r, &w) < 0) return berm_fail_str("not a WakeInfo");
+      k = snprintf(out, sizeof out, "%s|%s|%s|%s|%llu", w.id, w.harness, w.entry, w.payload,
+                   (unsigned long long)w.at_ms);
+      break;
+    }
+    case 'c': {
+      int cancelled = -1;
+      r = berm_protocol_cancel_wake("w1", &cancelled);
+      if (!r.ok) return outcome(&r, "cancel_wake");
+      k = snprintf(out, sizeof out, "cancelled=%d", cancelled);
+      break;
+    }
+    case 'e': {
+      uint64_t id = 0;
+      r = berm_protocol_subscribe_event("agent:assistant:done", 0, &id);
+      if (!r.ok) return outcome(&r, "subscribe_event");
+      k = snprintf(out, sizeof out, "subscription=%llu", (unsigned long long)id);
+      break;
+    }
+    case 'u':
+      r = berm_protocol_publish_event("harness:dg:tick", "42");
+      if (!r.ok) return outcome(&r, "publish_event");
+      k = snprintf(out, sizeof out, "kind=%u", (unsigned)r.kind);
+      break;
+    case 'x':
+      r = berm_protocol_call("", 0);
+      return outcome(&r, "empty");
+    default:
+      return berm_fail_str("unknown letter");
+  }
+  berm_done(out, (size_t)k);
 }
