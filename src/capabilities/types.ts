@@ -193,6 +193,25 @@ export function limitsOf<L extends Record<string, number>>(ctx: CapabilityContex
   return out as L;
 }
 
+/**
+ * The limit that bounds a whole tool call rather than one capability: the instant (milliseconds
+ * since the Unix epoch) by which the call must be over. Whoever runs the call with a wall-clock
+ * budget sets it in the context's limits (the CLI's `--timeout` does); every host call that waits
+ * (exec, http, grep, glob) clamps its own timeout to what is left, so a host call cannot carry the
+ * tool call past its budget. Absent: no deadline.
+ */
+export const CALL_DEADLINE = 'callDeadline';
+
+/**
+ * A capability's own timeout `ownMs`, clamped to the time left before the call's deadline
+ * ({@link CALL_DEADLINE}); at least 1 ms, so a call made after the deadline fails at once.
+ */
+export function boundedTimeout(ctx: CapabilityContext, ownMs: number): number {
+  const deadline = ctx.limits?.[CALL_DEADLINE];
+  if (deadline === undefined || !Number.isFinite(deadline)) return ownMs;
+  return Math.max(1, Math.min(ownMs, Math.floor(deadline - Date.now())));
+}
+
 /** A success reply of text fields. */
 export function ok(...fields: (string | Uint8Array)[]): CapabilityReply {
   return { fields: fields.map((f) => (typeof f === 'string' ? textField(f) : f)) };

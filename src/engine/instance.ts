@@ -127,6 +127,7 @@ export class Slot {
     );
     this.loadImage();
     const owner = () => this.owner!;
+    const epoch = process.hrtime.bigint();
     this.wasm = new WebAssembly.Instance(module.wasm, {
       [IMPORT_MODULE]: {
         [Imports.memory]: mem,
@@ -146,8 +147,10 @@ export class Slot {
           throw owner().at(trapFromKind(kind, value), pc);
         },
         [Imports.poll]: (pc: number) => owner().poll(pc),
-        // cycle, time and instret all read a monotonic nanosecond clock (no exact count is kept)
-        [Imports.csr]: () => process.hrtime.bigint(),
+        // cycle, time and instret all read one clock: nanoseconds since this instance was made,
+        // rounded down to whole milliseconds. A harness granted no clock learns neither the
+        // host's uptime nor a fine timer to measure other work with (docs/capabilities.md).
+        [Imports.csr]: () => ((process.hrtime.bigint() - epoch) / 1_000_000n) * 1_000_000n,
       },
     });
     this.a1 = this.wasm.exports[Exports.a1] as WebAssembly.Global;
