@@ -73,6 +73,12 @@ export interface CapabilityContext {
    * call and inherited by chains and wakes; absent for a call that carries none.
    */
   authority?: { agent?: string; session?: string; sender?: string };
+  /**
+   * Provided by the runtime that owns the queue: ask a named service on the queue's thread
+   * synchronously (a capability whose state lives there, e.g. the protocol door's event bus).
+   * `request` crosses threads by structured clone. Absent when there is no such runtime.
+   */
+  service?: (name: string, request: unknown) => CapabilityReply;
 }
 
 /** A handler: synchronous, never throws for bad guest input (returns error or refused instead). */

@@ -418,6 +418,8 @@ export interface LinkOptions {
   callTool?: CapabilityContext['callTool'];
   /** who the invocation acts for (see CapabilityContext.authority) */
   authority?: CapabilityContext['authority'];
+  /** services on the queue's thread (see CapabilityContext.service) */
+  service?: CapabilityContext['service'];
 }
 
 /**
@@ -437,6 +439,7 @@ export function linkerEntries(
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.callTool ? { callTool: options.callTool } : {}),
     ...(options.authority ? { authority: options.authority } : {}),
+    ...(options.service ? { service: options.service } : {}),
     granted: [...decl.capabilities],
   };
   const out = new Map<string, (fields: Uint8Array[]) => CapabilityReply>();

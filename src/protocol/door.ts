@@ -113,10 +113,23 @@ export interface SubscriptionView {
   once: boolean;
 }
 
+/** A request of the door's capability to its service on the queue's thread (structured-cloneable). */
+export type ServiceRequest =
+  | { op: 'subscribe'; source: string; once: boolean; authority: Authority }
+  | { op: 'unsubscribe'; id: string }
+  | { op: 'list_subscriptions' }
+  | { op: 'publish'; source: string; payload: string }
+  | { op: 'list_wakes' };
+
 /** berm's event bus towards harnesses (protocol:events). */
 export interface EventBackend {
-  /** Subscribe harness `harness` (its on_notify) to `source`. */
-  subscribe(harness: string, source: string, once: boolean, authority: Authority): SubscriptionView;
+  /** Subscribe harness `harness` (its on_notify) to `source`; or why not (too many, bad source). */
+  subscribe(
+    harness: string,
+    source: string,
+    once: boolean,
+    authority: Authority,
+  ): SubscriptionView | { refused: string };
   /** Remove subscription `id` if it targets `harness`; true when removed. */
   unsubscribe(harness: string, id: string): boolean;
   /** Subscriptions targeting `harness`. */
@@ -513,6 +526,7 @@ function serveLocal(adm: Extract<Admission, { ok: true }>, scope: DoorScope, env
     case 'subscribe_event': {
       if (!env.events) return { refused: 'subscribe_event: no event bus is connected to this door' };
       const sub = env.events.subscribe(scope.harness, str(body.source), body.once === true, scope.authority);
+      if ('refused' in sub) return { refused: `subscribe_event: ${sub.refused}` };
       return { fields: [encodeServer('subscription_info', sub)] };
     }
     case 'unsubscribe_event': {

@@ -5,9 +5,9 @@
  * (./frame.ts, ./schema.ts). The endpoint serves what berm owns:
  *
  * - `ClientMessage.berm.schedule_wake` {at_ms | delay_ms, harness, entry, payload, id}: arms a wake
- *   in the same due-set a guest's protocol:schedule and the HTTP API's POST /wakes use; entry
- *   `on_wake` (or empty) wakes the harness, any other entry is a tool called with `payload` as
- *   its arguments JSON. Answers `berm.wake`.
+ *   of the harness's `on_wake` (entry empty or `on_wake`; the due-set behind the endpoint decides
+ *   which other entries it serves) in the same due-set a guest's protocol:schedule and the HTTP
+ *   API's POST /wakes use. Answers `berm.wake`.
  * - `berm.cancel_wake` {id} -> `berm.cancelled`; `berm.list_wakes` {harness?} -> `berm.wake_list`.
  * - `subscribe_event` whose target_agent is `harness:<name>` -> `subscription_info` (persisted);
  *   `unsubscribe_event` -> `pong`; `list_subscriptions` -> `subscription_list` (harness targets).
