@@ -9,6 +9,8 @@ import {
   registerHostCallNames,
 } from '../src/util/host-call-names.js';
 import { capabilityWireNames } from '../src/capabilities/index.js';
+// the protocol door registers its crabtalk.protocol.* capabilities when loaded (as bermd loads it)
+import '../src/protocol/index.js';
 
 // FNV-1a-64 of "berm.log", computed independently (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
 t.equal(fnv1a64('berm.log'), 0x718e2c830194e059n);

@@ -36,7 +36,9 @@ const registry: Record<string, Capability> = {};
 export function registerCapability(cap: Capability): void {
   if (registry[cap.name]) throw new Error(`capability ${cap.name} is already registered`);
   for (const other of Object.values(registry)) {
-    const clash = cap.wireNames.find((w) => other.wireNames.includes(w));
+    // One handler answering for several capabilities (the protocol door's crabtalk.protocol.call,
+    // linked by any of its groups) is one binding, not a clash.
+    const clash = cap.wireNames.find((w) => other.wireNames.includes(w) && other.calls[w] !== cap.calls[w]);
     if (clash)
       throw new Error(`capability ${cap.name}: wire name ${clash} is already answered by ${other.name}`);
     for (const [key, schema] of Object.entries(cap.grant.schema.properties)) {
@@ -81,6 +83,37 @@ export function capabilityWireNames(): string[] {
   return Object.values(registry)
     .flatMap((c) => c.wireNames)
     .sort();
+}
+
+/** Why a capability name of a registered family is refused, and the fix. */
+export interface CapabilityRefusal {
+  problem: string;
+  fix: string;
+}
+
+const families = new Map<string, (name: string) => CapabilityRefusal | null>();
+
+/**
+ * Claim a family of capability names (`family` and `family:member`, e.g. the protocol door's
+ * `protocol:read`): a declaration naming a member that is not registered is refused with what
+ * `explain` says (why, and the fix) instead of a bare "unknown capability". Registering the
+ * family again replaces its explainer.
+ */
+export function registerCapabilityFamily(
+  family: string,
+  explain: (name: string) => CapabilityRefusal | null,
+): void {
+  families.set(family, explain);
+}
+
+/**
+ * Why `name` is refused by the family that claims it (see {@link registerCapabilityFamily}), or
+ * null when it is registered or no family claims it.
+ */
+export function explainCapability(name: string): CapabilityRefusal | null {
+  if (registry[name]) return null;
+  const explain = families.get(name.split(':')[0]!);
+  return explain ? explain(name) : null;
 }
 
 export * from './types.js';

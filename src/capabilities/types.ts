@@ -66,6 +66,19 @@ export interface CapabilityContext {
    * fresh instance, synchronously. Absent when the runtime cannot chain calls.
    */
   callTool?: (harness: string, tool: string, argsJson: string, depth: number) => CapabilityReply;
+  /** the capability names the declaration grants this harness (sorted) */
+  granted?: readonly string[];
+  /**
+   * Who the invocation acts for (agent ULID, session handle, sender), from the daemon API or MCP
+   * call and inherited by chains and wakes; absent for a call that carries none.
+   */
+  authority?: { agent?: string; session?: string; sender?: string };
+  /**
+   * Provided by the runtime that owns the queue: ask a named service on the queue's thread
+   * synchronously (a capability whose state lives there, e.g. the protocol door's event bus).
+   * `request` crosses threads by structured clone. Absent when there is no such runtime.
+   */
+  service?: (name: string, request: unknown) => CapabilityReply;
 }
 
 /** A handler: synchronous, never throws for bad guest input (returns error or refused instead). */
@@ -154,7 +167,8 @@ export interface Capability extends CapabilityDefinition {
  *   number or is already declared by another capability, or an identity key is not a grant key.
  */
 export function defineCapability(def: CapabilityDefinition): Capability {
-  if (!/^[A-Za-z0-9_-]+$/.test(def.name))
+  // `family:member` names a capability of a family (the protocol door's `protocol:read`)
+  if (!/^[A-Za-z0-9_-]+(:[A-Za-z0-9_-]+)?$/.test(def.name))
     throw new Error(`capability name ${JSON.stringify(def.name)} is malformed`);
   const wireNames = Object.keys(def.calls).sort();
   for (const w of wireNames) {

@@ -17,7 +17,7 @@ import * as path from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { TomlError, parse } from 'smol-toml';
 import { InputFileError, readRegularFile } from '../util/read-file.js';
-import { CAPABILITIES, capabilityNames, grantKeyOwners } from '../capabilities/index.js';
+import { CAPABILITIES, capabilityNames, explainCapability, grantKeyOwners } from '../capabilities/index.js';
 import type {
   Capability,
   CapabilityContext,
@@ -291,7 +291,10 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
       );
     } else {
       for (const c of (e.capabilities as string[] | undefined) ?? []) {
-        if (!names.includes(c)) {
+        const refusal = explainCapability(c);
+        if (refusal) {
+          fail(at('capabilities'), `${label}: ${refusal.problem}`, refusal.fix);
+        } else if (!names.includes(c)) {
           fail(
             at('capabilities'),
             `${label}: unknown capability ${JSON.stringify(c)}`,
@@ -413,6 +416,10 @@ export interface LinkOptions {
   depth?: number;
   limits?: Partial<CapabilityLimits>;
   callTool?: CapabilityContext['callTool'];
+  /** who the invocation acts for (see CapabilityContext.authority) */
+  authority?: CapabilityContext['authority'];
+  /** services on the queue's thread (see CapabilityContext.service) */
+  service?: CapabilityContext['service'];
 }
 
 /**
@@ -431,6 +438,9 @@ export function linkerEntries(
     depth: options.depth ?? 0,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.callTool ? { callTool: options.callTool } : {}),
+    ...(options.authority ? { authority: options.authority } : {}),
+    ...(options.service ? { service: options.service } : {}),
+    granted: [...decl.capabilities],
   };
   const out = new Map<string, (fields: Uint8Array[]) => CapabilityReply>();
   for (const c of decl.capabilities) {
