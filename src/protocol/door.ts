@@ -551,6 +551,28 @@ function serveLocal(adm: Extract<Admission, { ok: true }>, scope: DoorScope, env
   }
 }
 
+/** Source of the event berm publishes to harness subscribers when an agent's run completes. */
+export function doneSource(agent: string): string {
+  return `agent:${agent}:done`;
+}
+
+/**
+ * The agent daemon announces a finished run on its own bus (`agent:<name>:done`), which cannot
+ * deliver to a harness. When a send through the door completes, the door therefore publishes
+ * `agent:<ULID>:done` (payload: the answer) to harness subscribers itself, in the sending
+ * invocation's chain, so a send -> done -> notify -> send loop is bounded by the chain.
+ */
+function mirrorDone(reply: { fields: Uint8Array[] }, scope: DoorScope, env: DoorEnv): void {
+  if (!env.events) return;
+  const m = decodeServer(reply.fields[0]!);
+  if (m.msg !== 'response') return;
+  const r = m.response as Plain;
+  env.events.publish(doneSource(str(r.agent)), str(r.content), {
+    harness: scope.harness,
+    ...(scope.chain ? { chain: scope.chain } : {}),
+  });
+}
+
 /**
  * Serve one protocol call: decode `request` (an encoded ClientMessage), admit it, serve it and
  * shape the answer. Never throws: every outcome is a wire reply, and each is logged.
@@ -621,6 +643,7 @@ export function callDoor(
       );
     }
     const shaped = shape(adm.op, r.replies, scope, env);
+    if ('fields' in shaped && (adm.op === 'send' || adm.op === 'stream')) mirrorDone(shaped, scope, env);
     return done(
       'fields' in shaped ? shaped : { error: `${via}: ${op}: ${(shaped as { error: string }).error}` },
     );
