@@ -119,7 +119,8 @@ export type ServiceRequest =
   | { op: 'unsubscribe'; id: string }
   | { op: 'list_subscriptions' }
   | { op: 'publish'; source: string; payload: string }
-  | { op: 'list_wakes' };
+  | { op: 'list_wakes' }
+  | { op: 'take' };
 
 /** berm's event bus towards harnesses (protocol:events). */
 export interface EventBackend {
@@ -182,13 +183,20 @@ export interface DoorEnv {
   /** access log sink */
   log?: (entry: DoorLogEntry) => void;
   /** per-harness limiter; absent means unlimited */
-  limiter?: RateLimiter;
+  limiter?: Limiter;
   /** clock, ms since the epoch (tests) */
   now?: () => number;
 }
 
+/** Takes one call's token for a harness (a {@link RateLimiter}, or one on another thread). */
+export interface Limiter {
+  readonly rate: RateLimit;
+  /** false when the harness's bucket is empty */
+  take(harness: string): boolean;
+}
+
 /** Token buckets keyed by harness name. */
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   constructor(
     readonly rate: RateLimit = DEFAULT_RATE,
