@@ -15,7 +15,15 @@
  */
 import type { CapabilityReply } from '../capabilities/types.js';
 import { textField } from '../wire/fields.js';
-import type { ServiceRequest, SubscriptionView, WakeView, Authority } from './door.js';
+import {
+  DEFAULT_RATE,
+  RateLimiter,
+  type Authority,
+  type RateLimit,
+  type ServiceRequest,
+  type SubscriptionView,
+  type WakeView,
+} from './door.js';
 import { HarnessEventBus, SubscriptionError } from './events.js';
 import { PROTOCOL_SERVICE } from './groups.js';
 import { ProtocolServer, type ServerWakes } from './server.js';
@@ -61,6 +69,11 @@ export interface AttachOptions {
   endpoint?: string;
   /** log lines (refused deliveries, endpoint requests) */
   log?: (line: string) => void;
+  /**
+   * The door's per-harness rate limit, kept here for every worker thread at once (default
+   * DEFAULT_RATE); guests' calls take their token through the service.
+   */
+  rate?: RateLimit;
 }
 
 /** The door attached to a queue. */
@@ -132,10 +145,13 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
       throw e;
     }
   }
+  const limiter = new RateLimiter(options.rate ?? DEFAULT_RATE);
   const serve = (harness: string, chain: unknown, request: unknown): CapabilityReply => {
     const r = request as ServiceRequest;
     try {
       switch (r.op) {
+        case 'take':
+          return json({ ok: limiter.take(harness), rate: limiter.rate });
         case 'subscribe':
           return json(HarnessEventBus.view(bus.subscribe(harness, r.source, r.once, r.authority)));
         case 'unsubscribe':

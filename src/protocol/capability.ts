@@ -34,6 +34,7 @@ import {
   type DoorEnv,
   type DoorLogEntry,
   type EventBackend,
+  type Limiter,
   type RateLimit,
   type ServiceRequest,
   type SubscriptionView,
@@ -181,6 +182,24 @@ function eventsFrom(ctx: CapabilityContext): EventBackend | undefined {
   };
 }
 
+/**
+ * The rate limit kept on the queue's thread, so that every worker thread draws on one bucket per
+ * harness (a thread-local bucket would multiply the limit by the pool size).
+ */
+function sharedLimiter(ask: (req: ServiceRequest) => unknown): Limiter {
+  let rate: RateLimit = DEFAULT_RATE;
+  return {
+    get rate() {
+      return rate;
+    },
+    take() {
+      const v = ask({ op: 'take' }) as { ok?: boolean; rate?: RateLimit } | { refused: string };
+      if ('rate' in v && v.rate) rate = v.rate;
+      return 'ok' in v ? v.ok === true : true; // no service answer: the queue's own limits still apply
+    },
+  };
+}
+
 /** The door's environment for one call from `ctx`. */
 function envOf(ctx: CapabilityContext): DoorEnv {
   const where = endpoint();
@@ -192,7 +211,7 @@ function envOf(ctx: CapabilityContext): DoorEnv {
     ...(wakes ? { wakes } : {}),
     ...(events ? { events } : {}),
     ...(log ? { log } : {}),
-    limiter,
+    limiter: config.rate === undefined && serviceOf(ctx) ? sharedLimiter(serviceOf(ctx)!) : limiter,
   };
 }
 

@@ -119,7 +119,8 @@ export type ServiceRequest =
   | { op: 'unsubscribe'; id: string }
   | { op: 'list_subscriptions' }
   | { op: 'publish'; source: string; payload: string }
-  | { op: 'list_wakes' };
+  | { op: 'list_wakes' }
+  | { op: 'take' };
 
 /** berm's event bus towards harnesses (protocol:events). */
 export interface EventBackend {
@@ -182,13 +183,20 @@ export interface DoorEnv {
   /** access log sink */
   log?: (entry: DoorLogEntry) => void;
   /** per-harness limiter; absent means unlimited */
-  limiter?: RateLimiter;
+  limiter?: Limiter;
   /** clock, ms since the epoch (tests) */
   now?: () => number;
 }
 
+/** Takes one call's token for a harness (a {@link RateLimiter}, or one on another thread). */
+export interface Limiter {
+  readonly rate: RateLimit;
+  /** false when the harness's bucket is empty */
+  take(harness: string): boolean;
+}
+
 /** Token buckets keyed by harness name. */
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   constructor(
     readonly rate: RateLimit = DEFAULT_RATE,
@@ -551,6 +559,28 @@ function serveLocal(adm: Extract<Admission, { ok: true }>, scope: DoorScope, env
   }
 }
 
+/** Source of the event berm publishes to harness subscribers when an agent's run completes. */
+export function doneSource(agent: string): string {
+  return `agent:${agent}:done`;
+}
+
+/**
+ * The agent daemon announces a finished run on its own bus (`agent:<name>:done`), which cannot
+ * deliver to a harness. When a send through the door completes, the door therefore publishes
+ * `agent:<ULID>:done` (payload: the answer) to harness subscribers itself, in the sending
+ * invocation's chain, so a send -> done -> notify -> send loop is bounded by the chain.
+ */
+function mirrorDone(reply: { fields: Uint8Array[] }, scope: DoorScope, env: DoorEnv): void {
+  if (!env.events) return;
+  const m = decodeServer(reply.fields[0]!);
+  if (m.msg !== 'response') return;
+  const r = m.response as Plain;
+  env.events.publish(doneSource(str(r.agent)), str(r.content), {
+    harness: scope.harness,
+    ...(scope.chain ? { chain: scope.chain } : {}),
+  });
+}
+
 /**
  * Serve one protocol call: decode `request` (an encoded ClientMessage), admit it, serve it and
  * shape the answer. Never throws: every outcome is a wire reply, and each is logged.
@@ -621,6 +651,7 @@ export function callDoor(
       );
     }
     const shaped = shape(adm.op, r.replies, scope, env);
+    if ('fields' in shaped && (adm.op === 'send' || adm.op === 'stream')) mirrorDone(shaped, scope, env);
     return done(
       'fields' in shaped ? shaped : { error: `${via}: ${op}: ${(shaped as { error: string }).error}` },
     );
