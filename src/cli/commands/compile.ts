@@ -42,7 +42,7 @@ export function registerCompile(program: Command, ctx: CliContext): void {
       ctx.run(cmd, async () => {
         const g = ctx.globals(cmd);
         const { io } = ctx;
-        const engine = engineFor(g);
+        const engine = engineFor(g, 'optimized');
         const t0 = performance.now();
         const multi =
           !g.json && io.stderrIsTTY
