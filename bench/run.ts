@@ -478,6 +478,19 @@ function speedRows(): string[][] {
   return rows;
 }
 
+/** bermd under load (bench/daemon.ts, its own process tree: bermd plus the load generator). */
+function benchDaemon(): void {
+  progress('daemon: tool and /health at 64 connections');
+  const r = spawnSync(
+    process.execPath,
+    ['--stack-size=4000', '--import', './scripts/ts/register.mjs', 'bench/daemon.ts', '--json'],
+    { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 * MiB, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  if (r.status !== 0) throw new Error(`bench/daemon.ts failed (status ${r.status})`);
+  const last = r.stdout.trim().split('\n').pop() ?? '{}';
+  Object.assign(figures, (JSON.parse(last) as { figures: Record<string, Figure> }).figures);
+}
+
 /** Run one section in a fresh process (so GC state and JIT of one do not distort the next). */
 function section(name: string): void {
   Object.assign(figures, nodeChild(['section', name]).figures);
@@ -500,6 +513,7 @@ async function main(): Promise<void> {
     benchCompile();
     for (const name of Object.keys(SECTIONS)) section(name);
     await benchMemory();
+    benchDaemon();
 
     const results: Results = {
       version: 1,

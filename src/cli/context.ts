@@ -34,9 +34,10 @@ export const EXIT_CODES_HELP = `Exit codes:
   0  ok
   1  the tool failed through berm.fail (the failure message is on stdout)
   2  bad input or usage (malformed ELF, unknown tool or symbol, arguments not JSON or not
-     matching the tool's schema, bad option values)
+     matching the tool's schema, bad option values); a refusal by a registry or bermd, or
+     one that cannot be reached
   3  the guest trapped (trap name, pc, symbol and backtrace on stderr)
-  4  internal error`;
+  4  internal error (client verbs: an error of bermd other than a trap)`;
 
 /** An expected failure with its exit code; printed without a stack trace. */
 export class CliError extends Error {

@@ -12,6 +12,9 @@ import { registerDisasm } from './commands/disasm.js';
 import { registerExec } from './commands/exec.js';
 import { registerInspect } from './commands/inspect.js';
 import { registerNew } from './commands/new.js';
+import { registerPushPull } from './commands/push-pull.js';
+import { registerDaemonVerbs } from './commands/daemon-verbs.js';
+import { registerWakeClient } from './commands/wake-client.js';
 import {
   EXIT_CODES_HELP,
   ExitCode,
@@ -115,6 +118,9 @@ export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
   registerDisasm(program, ctx);
   registerCache(program, ctx);
   registerNew(program, ctx);
+  registerPushPull(program, ctx);
+  registerDaemonVerbs(program, ctx);
+  registerWakeClient(program, ctx);
   options.extend?.(program, ctx);
   return { program, ctx, exitCode: () => code };
 }

@@ -78,29 +78,37 @@ interface CallState {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+const encoder = new TextEncoder();
 const lossy = new TextDecoder('utf-8');
 
 function state(call: HostCall): CallState {
   return call.data as CallState;
 }
-function len(v: bigint, what: string, max: number): number {
-  if (v > BigInt(max)) throw new HarnessError(`${what} of ${v} bytes is over the limit of ${max}`);
-  return Number(v);
+/**
+ * Register a0..a5 (i) as a length of at most `max` bytes.
+ * @throws HarnessError naming the exact value when it is over `max`.
+ */
+function len(c: HostCall, i: number, what: string, max: number): number {
+  const v = c.arg(i);
+  if (v > max) throw new HarnessError(`${what} of ${c.args[i]} bytes is over the limit of ${max}`);
+  return v;
+}
+/** Register a0..a5 (i) as a guest address: a Number when exact (no BigInt), else the bigint. */
+function addr(c: HostCall, i: number): number | bigint {
+  const v = c.arg(i);
+  return v === Infinity ? c.args[i] : v;
 }
 
 /** berm.* host calls every harness gets (upstream ABI, issue 2 items 3 and 4). */
 const CORE: [string, HostFunction][] = [
-  ['berm.args.len', (c) => BigInt(state(c).args.length)],
+  ['berm.args.len', (c) => state(c).args.length],
   [
     'berm.args.read',
     (c) => {
       const s = state(c);
-      const n = Math.min(
-        s.args.length,
-        Number(BigInt.asUintN(32, c.args[1] > 0xffffffffn ? 0xffffffffn : c.args[1])),
-      );
-      if (n > 0) c.memory.write(c.args[0], s.args.subarray(0, n));
-      return BigInt(s.args.length);
+      const n = Math.min(s.args.length, c.arg(1));
+      if (n > 0) c.memory.write(addr(c, 0), s.args.subarray(0, n));
+      return s.args.length;
     },
   ],
   [
@@ -108,8 +116,8 @@ const CORE: [string, HostFunction][] = [
     (c) => {
       const s = state(c);
       if (s.done || s.failed) throw new HarnessError('berm.done after the result was already given');
-      s.done = c.memory.read(c.args[0], len(c.args[1], 'result', s.limits.maxResultBytes));
-      return 0n;
+      s.done = c.memory.read(addr(c, 0), len(c, 1, 'result', s.limits.maxResultBytes));
+      return 0;
     },
   ],
   [
@@ -117,32 +125,30 @@ const CORE: [string, HostFunction][] = [
     (c) => {
       const s = state(c);
       if (s.done || s.failed) throw new HarnessError('berm.fail after the result was already given');
-      s.failed = c.memory.read(c.args[0], len(c.args[1], 'failure message', s.limits.maxResultBytes));
-      return 0n;
+      s.failed = c.memory.read(addr(c, 0), len(c, 1, 'failure message', s.limits.maxResultBytes));
+      return 0;
     },
   ],
   [
     'berm.log',
     (c) => {
       const s = state(c);
-      const n = Number(
-        c.args[1] > BigInt(s.limits.maxLogLineBytes) ? BigInt(s.limits.maxLogLineBytes) : c.args[1],
-      );
-      const line = lossy.decode(c.memory.read(c.args[0], n));
+      const n = Math.min(c.arg(1), s.limits.maxLogLineBytes);
+      const line = lossy.decode(c.memory.read(addr(c, 0), n));
       if (s.logs.length < s.limits.maxLogLines) s.logs.push(line);
       s.onLog?.(line);
-      return 0n;
+      return 0;
     },
   ],
-  ['berm.heap.start', (c) => BigInt(state(c).heapStart)],
-  ['berm.heap.size', (c) => BigInt(state(c).heapSize)],
+  ['berm.heap.start', (c) => state(c).heapStart],
+  ['berm.heap.size', (c) => state(c).heapSize],
   [
     'berm.result.read',
     (c) => {
       const s = state(c);
-      const cap = c.args[1] > BigInt(s.staged.length) ? s.staged.length : Number(c.args[1]);
-      if (cap > 0) c.memory.write(c.args[0], s.staged.subarray(0, cap));
-      return BigInt(s.staged.length);
+      const cap = Math.min(c.arg(1), s.staged.length);
+      if (cap > 0) c.memory.write(addr(c, 0), s.staged.subarray(0, cap));
+      return s.staged.length;
     },
   ],
 ];
@@ -154,12 +160,14 @@ const CORE: [string, HostFunction][] = [
 export function capabilityHostFunction(handler: WireHandler): HostFunction {
   return (c) => {
     const s = state(c);
-    const n = c.args[1];
+    const n = c.arg(1);
     let reply: WireReply;
-    if (n > BigInt(s.limits.maxRequestBytes)) {
-      reply = { refused: `request of ${n} bytes is over the limit of ${s.limits.maxRequestBytes}` };
+    if (n > s.limits.maxRequestBytes) {
+      reply = {
+        refused: `request of ${c.args[1]} bytes is over the limit of ${s.limits.maxRequestBytes}`,
+      };
     } else {
-      const bytes = c.memory.read(c.args[0], Number(n));
+      const bytes = c.memory.read(addr(c, 0), n);
       let fields: Uint8Array[] | null = null;
       try {
         fields = decodeFields(bytes);
@@ -177,6 +185,11 @@ export function capabilityHostFunction(handler: WireHandler): HostFunction {
 /** A loaded harness: its manifest and compiled module. */
 export class Harness {
   private readonly validators = new Map<string, ValidateFunction>();
+  private coreLinker: Linker | null = null;
+  private static linkCore(linker: Linker): Linker {
+    for (const [name, fn] of CORE) linker.define(name, fn);
+    return linker;
+  }
   private static readonly ajv = new Ajv({ strict: false, allErrors: true });
 
   private constructor(
@@ -229,7 +242,7 @@ export class Harness {
       throw new HarnessError(`no tool named ${toolName} (tools: ${known})`);
     }
     const limits = { ...DEFAULT_CALL_LIMITS, ...opts.limits };
-    const argBytes = typeof args === 'string' ? new TextEncoder().encode(args) : args;
+    const argBytes = typeof args === 'string' ? encoder.encode(args) : args;
     if (argBytes.length > limits.maxArgsBytes) {
       throw new HarnessError(
         `arguments of ${argBytes.length} bytes are over the limit of ${limits.maxArgsBytes}`,
@@ -237,10 +250,15 @@ export class Harness {
     }
     if (typeof args === 'string') this.checkArgs(decl, args);
 
-    const linker = new Linker(this.module.engine);
-    for (const [name, fn] of CORE) linker.define(name, fn);
-    for (const [name, h] of opts.capabilities ?? []) linker.define(name, capabilityHostFunction(h));
-    for (const [name, fn] of opts.hostFunctions ?? []) linker.define(name, fn);
+    let linker: Linker;
+    if ((opts.capabilities?.size ?? 0) === 0 && (opts.hostFunctions?.size ?? 0) === 0) {
+      // the core host calls alone: one linker (and lookup table) for every call of this harness
+      linker = this.coreLinker ??= Harness.linkCore(new Linker(this.module.engine));
+    } else {
+      linker = Harness.linkCore(new Linker(this.module.engine));
+      for (const [name, h] of opts.capabilities ?? []) linker.define(name, capabilityHostFunction(h));
+      for (const [name, fn] of opts.hostFunctions ?? []) linker.define(name, fn);
+    }
 
     const s: CallState = {
       args: argBytes,
@@ -259,7 +277,9 @@ export class Harness {
       if (s.failed) return { status: 'failed', message: lossy.decode(s.failed), logs: s.logs };
       let out = s.done;
       if (this.manifest.abi_version === 0 && out === null) {
-        out = inst.memory.read(a0, len(a1, 'result', limits.maxResultBytes));
+        if (a1 > BigInt(limits.maxResultBytes))
+          throw new HarnessError(`result of ${a1} bytes is over the limit of ${limits.maxResultBytes}`);
+        out = inst.memory.read(a0, Number(a1));
       }
       if (out === null)
         throw new HarnessError(`tool ${toolName} returned without calling berm.done or berm.fail`);

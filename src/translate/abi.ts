@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Bumped whenever generated code changes meaning; part of every cache key. */
-export const TRANSLATOR_VERSION = 1;
+export const TRANSLATOR_VERSION = 2;
 
 /** Wasm import module name for everything the engine provides. */
 export const IMPORT_MODULE = 'berm';
@@ -19,8 +19,10 @@ export const Imports = {
   /** the guest's linear memory */
   memory: 'memory',
   /**
-   * (pc: i32, n0: i32, n1: i32, n2: i32, a0..a5: i64) -> i64 new a0, where the call number is
-   * n0 | n1 << 30 | n2 << 60; a1 comes back through the a1 global
+   * (pc: i32, n0: i32, n1: i32, n2: i32, a0lo: i32, a0hi: i32, ..., a5lo: i32, a5hi: i32) -> f64,
+   * where the call number is n0 | n1 << 30 | n2 << 60 and each argument is lo | hi << 32. The
+   * result is the new a0 as an integer-valued f64 (sign-extended to 64 bits; a1 unchanged), or
+   * NaN: then a0 and a1 are read from the a0 and a1 globals, which the engine set
    */
   ecall: 'ecall',
   /** (kind: i32, pc: i32, value: i64) -> never returns; throws the trap */
@@ -33,7 +35,9 @@ export const Imports = {
 
 /** Export names of the module's globals. */
 export const Exports = {
-  /** i64, mutable: a1 exchanged with the ecall import (set before the call, read back after) */
+  /** i64, mutable: a0 set by the engine when the ecall import returns NaN */
+  a0: '__berm_a0',
+  /** i64, mutable: a1 set by the engine when the ecall import returns NaN */
   a1: '__berm_a1',
   /** i32, mutable: instruction budget left in the current slice */
   fuel: '__berm_fuel',

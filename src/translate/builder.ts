@@ -69,7 +69,8 @@ type I64Ops =
   | 'store'
   | 'store8'
   | 'store16'
-  | 'store32';
+  | 'store32'
+  | 'trunc_s_sat';
 
 /** Expression constructors and module-level declarations the translator uses. */
 export interface ExprBuilder {
@@ -87,6 +88,7 @@ export interface ExprBuilder {
   tuple: Pick<M['tuple'], 'make' | 'extract'>;
   i32: Pick<M['i32'], I32Ops>;
   i64: Pick<M['i64'], I64Ops>;
+  f64: Pick<M['f64'], 'ne'>;
   addFunction(name: string, params: Ty, results: Ty, vars: readonly Ty[], body: Ref): unknown;
   addGlobal(name: string, type: Ty, mutable: boolean, init: Ref): unknown;
   addFunctionImport(name: string, module: string, base: string, params: Ty, results: Ty): void;
@@ -101,6 +103,7 @@ export interface Types {
   none: Ty;
   i32: Ty;
   i64: Ty;
+  f64: Ty;
   /** a tuple of the given types (for params, results and the (i64, i64) call result) */
   tuple(types: Ty[]): Ty;
 }

@@ -16,6 +16,7 @@ const T_NONE = 0x40;
 const T_UNREACHABLE = 1;
 const T_I32 = 0x7f;
 const T_I64 = 0x7e;
+const T_F64 = 0x7c;
 const TUPLE_BASE = 0x1000;
 
 /** Opcodes (core spec 5.4). */
@@ -157,6 +158,7 @@ export class ByteModule implements ExprBuilder {
     none: T_NONE,
     i32: T_I32,
     i64: T_I64,
+    f64: T_F64,
     tuple: (ts: Ty[]) => {
       if (ts.length === 0) return T_NONE;
       if (ts.length === 1) return ts[0];
@@ -247,7 +249,7 @@ export class ByteModule implements ExprBuilder {
   }
   private blockType(t: number): number[] {
     if (t === T_UNREACHABLE || t === T_NONE) return [T_NONE];
-    if (t === T_I32 || t === T_I64) return [t];
+    if (t === T_I32 || t === T_I64 || t === T_F64) return [t];
     const out: number[] = [];
     // a multi-value block type is a type index (s33, non-negative)
     sleb32(out, this.sigIndex([], this.tuples[t - TUPLE_BASE]));
@@ -280,7 +282,10 @@ export class ByteModule implements ExprBuilder {
       if (children.length > 0) {
         const last = this.typeOf(children[children.length - 1]);
         if (last !== T_NONE) t = last;
-        if (children.some((c) => this.typeOf(c) === T_UNREACHABLE) && last !== T_I32 && last !== T_I64)
+        if (
+          children.some((c) => this.typeOf(c) === T_UNREACHABLE) &&
+          (last === T_NONE || last === T_UNREACHABLE)
+        )
           t = T_UNREACHABLE;
       }
     }
@@ -439,6 +444,14 @@ export class ByteModule implements ExprBuilder {
       this.mem(T_NONE, [ptr, value], 0x3d, align, offset),
     store32: (offset: number, align: number, ptr: Ref, value: Ref) =>
       this.mem(T_NONE, [ptr, value], 0x3e, align, offset),
+    /** i64.trunc_sat_f32_s / i64.trunc_sat_f64_s (0xfc 4 / 0xfc 6, non-trapping conversions) */
+    trunc_s_sat: {
+      f32: (v: Ref) => this.op(T_I64, [v], 0xfc, 4),
+      f64: (v: Ref) => this.op(T_I64, [v], 0xfc, 6),
+    },
+  };
+  readonly f64 = {
+    ne: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x62),
   };
 
   // ---- module-level declarations ----

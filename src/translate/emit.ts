@@ -20,6 +20,8 @@ export const Names = {
   fuel: 'fuel',
   resv: 'resv',
   ecall: 'imp_ecall',
+  ecallHelper: 'ecall',
+  a0: 'a0x',
   trap: 'imp_trap',
   poll: 'imp_poll',
   csr: 'imp_csr',
@@ -702,31 +704,24 @@ class FunctionEmitter {
     }
   }
 
-  /** ecall: a7 is the number, a0..a5 the arguments; a0 and a1 come back (upstream berm ABI). */
+  /**
+   * ecall: a7 is the number, a0..a5 the arguments; a0 and a1 come back (upstream berm ABI). The
+   * module's ecall helper (module.ts addEcallHelper) splits them into i32 pieces for the import.
+   */
   private ecall(pc: number): Ref {
     const m = this.m;
-    // The number travels as three small i32 pieces (bits 0-29, 30-59, 60-63): each fits V8's
-    // 31-bit Smi, so the engine looks it up without allocating a BigInt or a heap number.
-    const a7 = () => this.get(17);
-    const piece = (shift: number, bits: number) =>
-      m.i32.wrap(m.i64.and(m.i64.shr_u(a7(), this.c64(shift)), this.c64((1 << bits) - 1)));
+    const pair = this.ctx.pair;
     return m.block(null, [
-      m.global.set(Names.a1, this.get(11)),
-      this.set(
-        10,
+      m.local.set(
+        L_PAIR,
         m.call(
-          Names.ecall,
-          [
-            this.c32(pc),
-            piece(0, 30),
-            piece(30, 30),
-            piece(60, 4),
-            ...[10, 11, 12, 13, 14, 15].map((r) => this.get(r)),
-          ],
-          this.t.i64,
+          Names.ecallHelper,
+          [this.c32(pc), this.get(17), ...[10, 11, 12, 13, 14, 15].map((r) => this.get(r))],
+          pair,
         ),
       ),
-      this.set(11, m.global.get(Names.a1, this.t.i64)),
+      this.set(10, m.tuple.extract(m.local.get(L_PAIR, pair), 0)),
+      this.set(11, m.tuple.extract(m.local.get(L_PAIR, pair), 1)),
     ]);
   }
 

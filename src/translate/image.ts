@@ -71,30 +71,27 @@ export function buildImage(
   const pages = opts.memorySize / 65536;
   m.setMemory(pages, pages, null);
   m.addMemoryImport('0', IMPORT_MODULE, Imports.memory);
-  m.addFunctionImport(
-    Names.ecall,
-    IMPORT_MODULE,
-    Imports.ecall,
-    t.tuple([i32, i32, i32, i32, i64, i64, i64, i64, i64, i64]),
-    i64,
-  );
+  m.addFunctionImport(Names.ecall, IMPORT_MODULE, Imports.ecall, t.tuple(new Array(16).fill(i32)), t.f64);
   m.addFunctionImport(Names.trap, IMPORT_MODULE, Imports.trap, t.tuple([i32, i32, i64]), t.none);
   m.addFunctionImport(Names.poll, IMPORT_MODULE, Imports.poll, i32, i32);
   m.addFunctionImport(Names.csr, IMPORT_MODULE, Imports.csr, t.tuple([i32, i32]), i64);
 
   m.addGlobal(Names.gp, i64, true, m.i64.const(0n));
   m.addGlobal(Names.tp, i64, true, m.i64.const(0n));
+  m.addGlobal(Names.a0, i64, true, m.i64.const(0n));
   m.addGlobal(Names.a1, i64, true, m.i64.const(0n));
   m.addGlobal(Names.fuel, i32, true, m.i32.const(0));
   m.addGlobal(Names.resv, i64, true, m.i64.const(-1n));
   m.addGlobal(Names.dirtyLo, i32, true, m.i32.const(layout.size));
   m.addGlobal(Names.dirtyHi, i32, true, m.i32.const(0));
+  m.addGlobalExport(Names.a0, Exports.a0);
   m.addGlobalExport(Names.a1, Exports.a1);
   m.addGlobalExport(Names.dirtyLo, Exports.dirtyLo);
   m.addGlobalExport(Names.dirtyHi, Exports.dirtyHi);
   m.addGlobalExport(Names.fuel, Exports.fuel);
 
   addMulHelpers(m, t);
+  addEcallHelper(m, t, pair);
 
   const functionEntries = new Set(image.functions.map((f) => f.start));
   const named = relocationTargets(image).codeAddresses;
@@ -217,6 +214,46 @@ function addDispatcher(m: ExprBuilder, t: Types, targets: number[], pair: Ty): v
   };
   const body = targets.length === 0 ? bad() : m.block(null, [tree(0, targets.length), m.unreachable()]);
   m.addFunction(Names.dispatch, t.tuple([t.i32, ...new Array(10).fill(i64)]), pair, [], body);
+}
+
+/**
+ * The ecall helper `(pc: i32, a7: i64, a0..a5: i64) -> (a0, a1)` behind every ecall site. The
+ * import takes only i32s (Imports.ecall): V8 hands an i64 to JavaScript as a freshly allocated
+ * BigInt, six of them cost more than the rest of a host call, while an i32 arrives as a small
+ * integer. The number goes in three pieces (bits 0-29, 30-59, 60-63), each argument as its low
+ * and high halves. The import returns an f64: an integer is the new a0 (a1 unchanged); NaN means
+ * the engine left a0 and a1 in the exported a0/a1 globals (values beyond 2^53, pairs).
+ */
+function addEcallHelper(m: ExprBuilder, t: Types, pair: Ty): void {
+  const i64 = t.i64;
+  const i32 = t.i32;
+  const f64 = t.f64;
+  const c = (v: bigint) => m.i64.const(v);
+  const g = (k: number) => m.local.get(k, i64);
+  // locals: 0 pc, 1 a7, 2..7 a0..a5, 8 the import's result
+  const piece = (shift: bigint, mask: bigint) => m.i32.wrap(m.i64.and(m.i64.shr_u(g(1), c(shift)), c(mask)));
+  const halves = [2, 3, 4, 5, 6, 7].flatMap((k) => [m.i32.wrap(g(k)), m.i32.wrap(m.i64.shr_u(g(k), c(32n)))]);
+  const r = () => m.local.get(8, f64);
+  const body = m.block(
+    null,
+    [
+      m.local.set(
+        8,
+        m.call(
+          Names.ecall,
+          [m.local.get(0, i32), piece(0n, 0x3fffffffn), piece(30n, 0x3fffffffn), piece(60n, 0xfn), ...halves],
+          f64,
+        ),
+      ),
+      m.if(
+        m.f64.ne(r(), r()),
+        m.tuple.make([m.global.get(Names.a0, i64), m.global.get(Names.a1, i64)]),
+        m.tuple.make([m.i64.trunc_s_sat.f64(r()), g(3)]),
+      ),
+    ],
+    pair,
+  );
+  m.addFunction(Names.ecallHelper, t.tuple([i32, i64, i64, i64, i64, i64, i64, i64]), pair, [f64], body);
 }
 
 /** MULHU, MULH, MULHSU: the high 64 bits of 128-bit products from 32-bit partial products. */

@@ -26,6 +26,7 @@ const TYPES: Types = {
   none: binaryen.none,
   i32: binaryen.i32,
   i64: binaryen.i64,
+  f64: binaryen.f64,
   tuple: (ts) => binaryen.createType(ts),
 };
 

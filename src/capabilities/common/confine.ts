@@ -8,6 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { GrantEnv, GrantProblem, JsonSchema } from '../types.js';
 
 /** A refusal (policy) or an error (allowed, but failed), as the handler will report it. */
 export type PathFailure = { refused: string } | { error: string };
@@ -42,6 +43,7 @@ export function canonicalRoot(root: string | undefined, capability: string): str
   }
   const tree = inForbiddenTree(real);
   if (tree !== undefined) return { refused: `${capability}: granted root ${root} lies under ${tree}` };
+  if (real === '/') return { refused: `${capability}: granted root ${root} resolves to /` };
   if (!fs.statSync(real).isDirectory())
     return { error: `${capability}: granted root ${root} is not a directory` };
   return real;
@@ -246,4 +248,52 @@ export function ensureParent(
     cur = real;
   }
   return cur;
+}
+
+/** Grant schema of `root`, shared by the capabilities that confine paths to it (fs, exec). */
+export const ROOT_SCHEMA: JsonSchema = { type: 'string', minLength: 1 };
+
+/** The fix printed when `root` is missing or malformed. */
+export const ROOT_FIX = 'add root = "/absolute/dir" (the only tree the harness may touch)';
+
+/**
+ * Prepare a declared `root`: resolve it against the declaration's folder and refuse one that is,
+ * or (following symlinks, when `env.checkFiles`) resolves to, `/` or a place under /proc, /sys or
+ * /dev, or that is not an existing directory. The grant keeps the declared (absolute) path; every
+ * call resolves it again (see {@link canonicalRoot}), so a root swapped later is caught too.
+ */
+export function prepareRoot(
+  values: Record<string, unknown>,
+  env: GrantEnv,
+): { grant: Record<string, unknown>; problems: GrantProblem[] } {
+  const root = path.resolve(env.dir, values.root as string);
+  const exposes = (p: string) => p === '/' || inForbiddenTree(p) !== undefined;
+  const problem = (text: string, fix: string): GrantProblem => ({ key: 'root', problem: text, fix });
+  const problems: GrantProblem[] = [];
+  if (exposes(root)) {
+    problems.push(problem(`root ${root} exposes the host`, 'choose a dedicated directory for this harness'));
+  } else if (env.checkFiles) {
+    let real: string | undefined;
+    try {
+      real = fs.realpathSync(root);
+    } catch {
+      real = undefined;
+    }
+    if (real !== undefined && exposes(real)) {
+      problems.push(
+        problem(
+          `root ${root} resolves to ${real}, which exposes the host`,
+          'choose a dedicated directory for this harness, not a symlink to a system tree',
+        ),
+      );
+    } else if (real === undefined || !fs.statSync(real).isDirectory()) {
+      problems.push(
+        problem(
+          `root ${root} is not an existing directory`,
+          `create it (mkdir -p ${root}) or correct the path`,
+        ),
+      );
+    }
+  }
+  return { grant: { root }, problems };
 }

@@ -1,6 +1,5 @@
 /**
- * The fs capability (upstream berm issue 6): read, write, glob and grep confined to the granted
- * root. Wire calls and fields:
+ * The fs capability: read, write, glob and grep confined to the granted root. Wire calls and fields:
  *   berm.fs.read / crabtalk.fs.read   (path, offset, limit) -> content bytes
  *   berm.fs.write / crabtalk.fs.write (path, content)       -> decimal bytes written
  *   berm.fs.glob                      (pattern)             -> newline-separated relative paths
@@ -11,6 +10,7 @@ import { fieldInt, fieldText } from '../../wire/fields.js';
 import { runSync } from '../common/sync.js';
 import {
   arity,
+  defineCapability,
   guarded,
   limitsOf,
   ok,
@@ -21,12 +21,31 @@ import {
 import { GlobError, globToRegExp, literalPrefix, walk } from './glob.js';
 import type { GrepArgs } from './grep-job.js';
 import {
+  ROOT_FIX,
+  ROOT_SCHEMA,
   canonicalRoot,
   ensureParent,
   openVerified,
   placeGuestPath,
+  prepareRoot,
   resolveExisting,
 } from '../common/confine.js';
+
+/** Limits of the fs capability and their defaults (bytes, entries, lines, ms). */
+export const FS_LIMITS = Object.freeze({
+  /** fs.read: largest `limit` honoured; bigger requests are clamped */
+  fsReadMax: 4 * 1024 * 1024,
+  /** fs.write: largest content accepted */
+  fsWriteMax: 4 * 1024 * 1024,
+  /** fs.glob / fs.grep: most directory entries visited per call */
+  fsWalkMaxEntries: 100_000,
+  /** fs.glob / fs.grep: most result lines */
+  fsMaxResults: 10_000,
+  /** fs.grep: files bigger than this are skipped */
+  grepMaxFileBytes: 8 * 1024 * 1024,
+  /** fs.grep: time budget (the regex runs off-thread so a pathological pattern cannot wedge us) */
+  grepTimeoutMs: 10_000,
+});
 
 /** Last line appended when a listing hit a cap, so the guest knows it is incomplete. */
 export const TRUNCATED_MARK = '[berm: truncated]';
@@ -50,7 +69,7 @@ function read(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capab
   const fd = openVerified(root, real, 'read', guestPath, name);
   if (typeof fd !== 'number') return fd;
   try {
-    const cap = limitsOf(ctx).fsReadMax;
+    const cap = limitsOf(ctx, FS_LIMITS).fsReadMax;
     // limit 0 means "as much as allowed"; any limit is clamped to the cap.
     const want = limit === 0n || limit > BigInt(cap) ? cap : Number(limit);
     const buf = Buffer.alloc(want);
@@ -71,7 +90,7 @@ function write(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capa
   if (bad) return bad;
   const guestPath = fieldText(fields[0]!, 'path');
   const content = fields[1]!;
-  const max = limitsOf(ctx).fsWriteMax;
+  const max = limitsOf(ctx, FS_LIMITS).fsWriteMax;
   if (content.length > max)
     return { refused: `${name}: content is ${content.length} bytes; the limit is ${max}` };
   const root = rootOf(ctx, name);
@@ -128,7 +147,7 @@ function glob(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capab
   if (badPattern) return badPattern;
   const root = rootOf(ctx, name);
   if (typeof root !== 'string') return root;
-  const limits = limitsOf(ctx);
+  const limits = limitsOf(ctx, FS_LIMITS);
   const re = globToRegExp(pattern);
   const { entries, truncated } = walk(root, literalPrefix(pattern), limits.fsWalkMaxEntries);
   const out: string[] = [];
@@ -160,7 +179,7 @@ function grep(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capab
   if (badGlob) return badGlob;
   const root = rootOf(ctx, name);
   if (typeof root !== 'string') return root;
-  const limits = limitsOf(ctx);
+  const limits = limitsOf(ctx, FS_LIMITS);
   const args: GrepArgs = {
     root,
     pattern,
@@ -184,7 +203,7 @@ function handler(name: string, body: (n: string, f: Uint8Array[], c: CapabilityC
 }
 
 /** The fs capability: see the module comment for wire fields, and docs/capabilities.md. */
-export const fsCapability: Capability = {
+export const fsCapability: Capability = defineCapability({
   name: 'fs',
   calls: {
     'berm.fs.read': handler('berm.fs.read', read),
@@ -194,4 +213,10 @@ export const fsCapability: Capability = {
     'berm.fs.glob': handler('berm.fs.glob', glob),
     'berm.fs.grep': handler('berm.fs.grep', grep),
   },
-};
+  grant: {
+    schema: { type: 'object', properties: { root: ROOT_SCHEMA }, required: ['root'] },
+    fixes: { root: ROOT_FIX },
+    prepare: prepareRoot,
+  },
+  limits: FS_LIMITS,
+});

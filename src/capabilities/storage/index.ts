@@ -1,5 +1,5 @@
 /**
- * The storage capability (upstream berm issue 6): a key-value store in SQLite via better-sqlite3
+ * The storage capability: a key-value store in SQLite via better-sqlite3
  * (synchronous, which suits a guest blocked in its ecall).
  *   berm.get    (key)        -> one field, the value; zero fields when the key is absent
  *   berm.set    (key, value) -> zero fields
@@ -8,14 +8,19 @@
  * from the guest, so one harness can never read or change another's keys. Note the wire
  * ambiguity: an empty value stages like an absent key (src/wire/fields.ts).
  */
+import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
+import * as path from 'node:path';
 import {
   arity,
+  defineCapability,
   guarded,
   limitsOf,
   type Capability,
   type CapabilityContext,
   type CapabilityReply,
+  type GrantEnv,
+  type GrantProblem,
 } from '../types.js';
 
 // better-sqlite3 ships no type declarations and @types/better-sqlite3 is not a dependency, so the
@@ -33,6 +38,18 @@ interface Database {
 }
 type DatabaseCtor = new (file: string, options?: { timeout?: number }) => Database;
 const Sqlite = createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor;
+
+/** Limits of the storage capability and their defaults (bytes, ms). */
+export const STORAGE_LIMITS = Object.freeze({
+  /** largest key */
+  storageMaxKey: 1024,
+  /** largest value */
+  storageMaxValue: 1024 * 1024,
+  /** total bytes of keys and values of one harness */
+  storageQuota: 64 * 1024 * 1024,
+  /** SQLite busy timeout */
+  storageBusyTimeoutMs: 5_000,
+});
 
 /** Database file used when the grant names none: one in-memory database per process. */
 export const MEMORY_DATABASE = ':memory:';
@@ -80,11 +97,11 @@ export function closeStores(): void {
 }
 
 function storeOf(ctx: CapabilityContext): Store {
-  return open(ctx.grant.database ?? MEMORY_DATABASE, limitsOf(ctx).storageBusyTimeoutMs);
+  return open(ctx.grant.database ?? MEMORY_DATABASE, limitsOf(ctx, STORAGE_LIMITS).storageBusyTimeoutMs);
 }
 
 function checkKey(name: string, key: Uint8Array, ctx: CapabilityContext): CapabilityReply | null {
-  const max = limitsOf(ctx).storageMaxKey;
+  const max = limitsOf(ctx, STORAGE_LIMITS).storageMaxKey;
   if (key.length === 0) return { refused: `${name}: key is empty` };
   if (key.length > max) return { refused: `${name}: key is ${key.length} bytes; the limit is ${max}` };
   return null;
@@ -103,7 +120,7 @@ function set(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
   const bad = arity('berm.set', fields, 'key, value', 2) ?? checkKey('berm.set', fields[0]!, ctx);
   if (bad) return bad;
   const [key, value] = [fields[0]!, fields[1]!];
-  const limits = limitsOf(ctx);
+  const limits = limitsOf(ctx, STORAGE_LIMITS);
   if (value.length > limits.storageMaxValue) {
     return { refused: `berm.set: value is ${value.length} bytes; the limit is ${limits.storageMaxValue}` };
   }
@@ -130,12 +147,54 @@ function del(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
   return { fields: [] };
 }
 
+/**
+ * Prepare a declared `database`: resolve it against the declaration's folder; with
+ * `env.checkFiles`, refuse one whose folder does not exist (SQLite would fail every call) or that
+ * names a directory.
+ */
+function prepareDatabase(values: Record<string, unknown>, env: GrantEnv) {
+  if (values.database === undefined) return { grant: {}, problems: [] };
+  const database = path.resolve(env.dir, values.database as string);
+  const problems: GrantProblem[] = [];
+  if (env.checkFiles) {
+    const folder = path.dirname(database);
+    const kind = (p: string) => {
+      try {
+        return fs.statSync(p).isDirectory() ? 'dir' : 'other';
+      } catch {
+        return 'missing';
+      }
+    };
+    if (kind(folder) !== 'dir') {
+      problems.push({
+        key: 'database',
+        problem: `database folder ${folder} is not an existing directory`,
+        fix: `create it (mkdir -p ${folder}) or correct the path`,
+      });
+    } else if (kind(database) === 'dir') {
+      problems.push({
+        key: 'database',
+        problem: `database ${database} is a directory`,
+        fix: 'name a file, e.g. database = "state/kv.sqlite"',
+      });
+    }
+  }
+  return { grant: { database }, problems };
+}
+
 /** The storage capability: see the module comment and docs/capabilities.md. */
-export const storageCapability: Capability = {
+export const storageCapability: Capability = defineCapability({
   name: 'storage',
   calls: {
     'berm.get': (f, c) => guarded('berm.get', () => get(f, c)),
     'berm.set': (f, c) => guarded('berm.set', () => set(f, c)),
     'berm.delete': (f, c) => guarded('berm.delete', () => del(f, c)),
   },
-};
+  grant: {
+    // Optional: without it, one in-memory database per process.
+    schema: { type: 'object', properties: { database: { type: 'string', minLength: 1 } } },
+    fixes: { database: 'write database = "state/kv.sqlite" or remove it' },
+    prepare: prepareDatabase,
+  },
+  limits: STORAGE_LIMITS,
+});
