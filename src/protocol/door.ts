@@ -113,10 +113,24 @@ export interface SubscriptionView {
   once: boolean;
 }
 
+/** A request of the door's capability to its service on the queue's thread (structured-cloneable). */
+export type ServiceRequest =
+  | { op: 'subscribe'; source: string; once: boolean; authority: Authority }
+  | { op: 'unsubscribe'; id: string }
+  | { op: 'list_subscriptions' }
+  | { op: 'publish'; source: string; payload: string }
+  | { op: 'list_wakes' }
+  | { op: 'take' };
+
 /** berm's event bus towards harnesses (protocol:events). */
 export interface EventBackend {
-  /** Subscribe harness `harness` (its on_notify) to `source`. */
-  subscribe(harness: string, source: string, once: boolean, authority: Authority): SubscriptionView;
+  /** Subscribe harness `harness` (its on_notify) to `source`; or why not (too many, bad source). */
+  subscribe(
+    harness: string,
+    source: string,
+    once: boolean,
+    authority: Authority,
+  ): SubscriptionView | { refused: string };
   /** Remove subscription `id` if it targets `harness`; true when removed. */
   unsubscribe(harness: string, id: string): boolean;
   /** Subscriptions targeting `harness`. */
@@ -169,13 +183,20 @@ export interface DoorEnv {
   /** access log sink */
   log?: (entry: DoorLogEntry) => void;
   /** per-harness limiter; absent means unlimited */
-  limiter?: RateLimiter;
+  limiter?: Limiter;
   /** clock, ms since the epoch (tests) */
   now?: () => number;
 }
 
+/** Takes one call's token for a harness (a {@link RateLimiter}, or one on another thread). */
+export interface Limiter {
+  readonly rate: RateLimit;
+  /** false when the harness's bucket is empty */
+  take(harness: string): boolean;
+}
+
 /** Token buckets keyed by harness name. */
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   constructor(
     readonly rate: RateLimit = DEFAULT_RATE,
@@ -513,6 +534,7 @@ function serveLocal(adm: Extract<Admission, { ok: true }>, scope: DoorScope, env
     case 'subscribe_event': {
       if (!env.events) return { refused: 'subscribe_event: no event bus is connected to this door' };
       const sub = env.events.subscribe(scope.harness, str(body.source), body.once === true, scope.authority);
+      if ('refused' in sub) return { refused: `subscribe_event: ${sub.refused}` };
       return { fields: [encodeServer('subscription_info', sub)] };
     }
     case 'unsubscribe_event': {
@@ -535,6 +557,28 @@ function serveLocal(adm: Extract<Admission, { ok: true }>, scope: DoorScope, env
     default:
       return null;
   }
+}
+
+/** Source of the event berm publishes to harness subscribers when an agent's run completes. */
+export function doneSource(agent: string): string {
+  return `agent:${agent}:done`;
+}
+
+/**
+ * The agent daemon announces a finished run on its own bus (`agent:<name>:done`), which cannot
+ * deliver to a harness. When a send through the door completes, the door therefore publishes
+ * `agent:<ULID>:done` (payload: the answer) to harness subscribers itself, in the sending
+ * invocation's chain, so a send -> done -> notify -> send loop is bounded by the chain.
+ */
+function mirrorDone(reply: { fields: Uint8Array[] }, scope: DoorScope, env: DoorEnv): void {
+  if (!env.events) return;
+  const m = decodeServer(reply.fields[0]!);
+  if (m.msg !== 'response') return;
+  const r = m.response as Plain;
+  env.events.publish(doneSource(str(r.agent)), str(r.content), {
+    harness: scope.harness,
+    ...(scope.chain ? { chain: scope.chain } : {}),
+  });
 }
 
 /**
@@ -607,6 +651,7 @@ export function callDoor(
       );
     }
     const shaped = shape(adm.op, r.replies, scope, env);
+    if ('fields' in shaped && (adm.op === 'send' || adm.op === 'stream')) mirrorDone(shaped, scope, env);
     return done(
       'fields' in shaped ? shaped : { error: `${via}: ${op}: ${(shaped as { error: string }).error}` },
     );
