@@ -4,11 +4,13 @@
  * (berm.args.len / berm.args.read); the result comes back by (ptr, len) in a0/a1 (ABI 0) or through
  * berm.done (ABI 1); berm.fail gives a Failed result, distinct from a trap.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ValidateFunction } from 'ajv';
 import { Engine, GuestModule, Linker, type InstantiateOptions } from '../engine/engine.js';
 import type { HostCall, HostFunction } from '../engine/host.js';
 import { decodeFields, stageReply, type WireReply } from '../wire/fields.js';
 import { parseManifest, type Manifest, type ToolDecl } from './manifest.js';
+import { quickAccepts } from './quick-schema.js';
 
 /** Prefix of tool exports (upstream ABI). */
 export const TOOL_PREFIX = 'berm_tool_';
@@ -190,7 +192,15 @@ export class Harness {
     for (const [name, fn] of CORE) linker.define(name, fn);
     return linker;
   }
-  private static readonly ajv = new Ajv({ strict: false, allErrors: true });
+  private static ajvInstance: Ajv | null = null;
+  /** ajv, loaded on first need: arguments that plainly match a simple schema never load it */
+  private static ajv(): Ajv {
+    if (Harness.ajvInstance === null) {
+      const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+      Harness.ajvInstance = new Ajv({ strict: false, allErrors: true });
+    }
+    return Harness.ajvInstance;
+  }
 
   private constructor(
     readonly module: GuestModule,
@@ -300,10 +310,11 @@ export class Harness {
     } catch (e) {
       throw new HarnessError(`arguments are not valid JSON: ${(e as Error).message}`);
     }
+    if (quickAccepts(decl.parameters, json)) return;
     let v = this.validators.get(decl.name);
     if (!v) {
       try {
-        v = Harness.ajv.compile(decl.parameters);
+        v = Harness.ajv().compile(decl.parameters);
       } catch (e) {
         throw new HarnessError(
           `tool ${decl.name} declares an invalid parameters schema: ${(e as Error).message}`,

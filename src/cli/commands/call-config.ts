@@ -4,8 +4,6 @@
  * declaration grants (upstream berm issue 6). berm.call from the harness reaches the other
  * declared harnesses named in its `callees`. Declaration problems exit 2 with file:line and the fix.
  */
-import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
-import { Runtime, RuntimeError } from '../../config/runtime.js';
 import { CliError, describeCompile, engineFor, processIo, type Io } from '../context.js';
 import type { CallExtension } from './call.js';
 
@@ -24,6 +22,9 @@ export function configCallExtension(io: Io = processIo()): CallExtension {
     async call(opts, name, tool, args, invoke) {
       const file = opts.config;
       if (typeof file !== 'string') return undefined;
+      // loaded here, not with the CLI: a plain `call` needs neither TOML, ajv nor the capabilities
+      const { DeclarationError, loadDeclarations } = await import('../../config/declarations.js');
+      const { Runtime, RuntimeError } = await import('../../config/runtime.js');
       try {
         const decls = loadDeclarations(file);
         const runtime = await Runtime.create(engineFor(opts), decls, {
