@@ -37,7 +37,7 @@ host-test: caps-check
 	$(MAKE) --no-print-directory scaffold-test nostub-test rebuild-test manifest-test docs-test
 
 # The example harnesses declared by examples/harnesses.toml (gcc -O2, reproducible).
-EXAMPLE_HARNESSES = os fetch probe ticker wakes
+EXAMPLE_HARNESSES = os fetch probe ticker wakes remind
 examples: caps-check
 	@set -e; for h in $(EXAMPLE_HARNESSES); do \
 	  $(MAKE) --no-print-directory -s -B -C $(SDK)/examples/$$h BERM_CC=gcc OPT=-O2 all; \
@@ -69,9 +69,10 @@ rebuild-test:
 	  test "$$(stat -c %y $$elf)" != "$$t1" || { echo "rebuild-test: OPT=-Os did not rebuild"; exit 1; }; \
 	  echo "rebuild-test: gcc, clang, clang again, -Os: rebuilt exactly when the configuration changed (ok)"
 
-# Every SDK name the guest documentation mentions exists.
+# Every SDK name the guest documentation mentions exists; the README's wake example builds and passes.
 docs-test:
 	@$(PYTHON) $(SDK)/tools/check-readme.py $(SDK)/README.md docs/wakes.md
+	@$(PYTHON) $(SDK)/tools/test-readme-example.py $(SDK)/README.md
 
 # berm-manifest.py refuses a tool whose parameters are not a valid JSON Schema, at build time.
 manifest-test:

@@ -137,7 +137,13 @@ export class DaemonClient {
   private readonly dispatcher: Dispatcher;
 
   constructor(readonly target: DaemonTarget) {
-    this.dispatcher = new (undici().Agent)({ connectTimeout: 10_000, headersTimeout: 0, bodyTimeout: 0 });
+    // a deploy translates before it answers and a tool may run long: generous bounds, but never
+    // an unbounded wait on a daemon that stopped answering
+    this.dispatcher = new (undici().Agent)({
+      connectTimeout: 10_000,
+      headersTimeout: 600_000,
+      bodyTimeout: 600_000,
+    });
   }
 
   /** Release connections. */
