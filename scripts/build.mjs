@@ -4,6 +4,10 @@
 // compiled translate/abi.js, and write dist/.build.json, whose start time bin/launch.js compares
 // with the sources' modification times to tell a fresh build from a stale one.
 //
+// Built, not committed: a committed dist/ doubles every change and every merge conflict, and goes
+// stale the moment a source is edited without rebuilding; a build at install cannot. The launchers
+// check freshness, so a checkout never runs stale JavaScript, and a tarball always carries dist/.
+//
 // Runs as the package's `prepare` script (npm runs it on `npm ci`/`npm install` in a checkout
 // and on `npm pack`), and as `npm run build`. Plain JavaScript, so it needs no loader.
 // Without TypeScript installed (a production-only install of a checkout) it says so and exits 0:
