@@ -159,6 +159,15 @@ function check(schema: unknown, v: Json, depth: number): boolean {
   return true;
 }
 
+/**
+ * True only if `schema` is inside the subset and well formed by the draft-07 meta-schema, so that
+ * ajv compiles it (with no `pattern` or `format`, nothing in it can fail to compile or take
+ * long); false means "ask ajv".
+ */
+export function simpleSchema(schema: unknown): boolean {
+  return wellFormed(schema, 0);
+}
+
 /** The schema is inside the subset and well formed (whatever value it would be applied to). */
 function wellFormed(schema: unknown, depth: number): boolean {
   if (typeof schema === 'boolean') return true;

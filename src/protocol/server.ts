@@ -5,9 +5,9 @@
  * (./frame.ts, ./schema.ts). The endpoint serves what berm owns:
  *
  * - `ClientMessage.berm.schedule_wake` {at_ms | delay_ms, harness, entry, payload, id}: arms a wake
- *   in the same due-set a guest's protocol:schedule and the HTTP API's POST /wakes use; entry
- *   `on_wake` (or empty) wakes the harness, any other entry is a tool called with `payload` as
- *   its arguments JSON. Answers `berm.wake`.
+ *   of the harness's `on_wake` (entry empty or `on_wake`; the due-set behind the endpoint decides
+ *   which other entries it serves) in the same due-set a guest's protocol:schedule and the HTTP
+ *   API's POST /wakes use. Answers `berm.wake`.
  * - `berm.cancel_wake` {id} -> `berm.cancelled`; `berm.list_wakes` {harness?} -> `berm.wake_list`.
  * - `subscribe_event` whose target_agent is `harness:<name>` -> `subscription_info` (persisted);
  *   `unsubscribe_event` -> `pong`; `list_subscriptions` -> `subscription_list` (harness targets).
@@ -35,9 +35,9 @@ export interface ServerWakes {
     atMs: number;
     payload: string;
     id?: string;
-  }): WakeView | { refused: string };
-  cancel(id: string): boolean;
-  list(harness?: string): WakeView[];
+  }): WakeView | { refused: string } | Promise<WakeView | { refused: string }>;
+  cancel(id: string): boolean | Promise<boolean>;
+  list(harness?: string): WakeView[] | Promise<WakeView[]>;
 }
 
 /** Options of {@link ProtocolServer.listen}. */
@@ -106,6 +106,7 @@ export class ProtocolServer {
     socket.on('close', () => this.sockets.delete(socket));
     socket.on('error', () => undefined);
     const reader = new FrameReader();
+    let pending: Promise<void> = Promise.resolve();
     socket.on('data', (chunk: Buffer) => {
       let frames: Uint8Array[];
       try {
@@ -114,12 +115,18 @@ export class ProtocolServer {
         socket.destroy();
         return;
       }
-      for (const f of frames) socket.write(frame(this.answer(f)));
+      // answers go out in request order even when one is slower than the next
+      for (const f of frames) {
+        const reply = this.answer(f);
+        pending = pending.then(async () => {
+          if (!socket.destroyed) socket.write(frame(await reply));
+        });
+      }
     });
   }
 
-  /** The encoded ServerMessage answering one encoded ClientMessage. Never throws. */
-  answer(request: Uint8Array): Uint8Array {
+  /** The encoded ServerMessage answering one encoded ClientMessage. Never rejects. */
+  async answer(request: Uint8Array): Promise<Uint8Array> {
     const err = (code: number, message: string) => encodeServer('error', { code, message });
     let op = '(undecodable)';
     const log = (outcome: string) => this.options.log?.(`protocol endpoint: ${op} ${outcome}`);
@@ -137,7 +144,7 @@ export class ProtocolServer {
         op = inner.name;
         body = inner.body;
       }
-      const reply = this.dispatch(op, body);
+      const reply = await this.dispatch(op, body);
       log(reply.ok ? 'ok' : `error: ${reply.error}`);
       return reply.ok ? reply.bytes : err(reply.code, reply.error);
     } catch (e) {
@@ -146,10 +153,10 @@ export class ProtocolServer {
     }
   }
 
-  private dispatch(
+  private async dispatch(
     op: string,
     b: Plain,
-  ): { ok: true; bytes: Uint8Array } | { ok: false; code: number; error: string } {
+  ): Promise<{ ok: true; bytes: Uint8Array } | { ok: false; code: number; error: string }> {
     const str = (k: string) => (typeof b[k] === 'string' ? (b[k] as string) : '');
     const ok = (bytes: Uint8Array) => ({ ok: true as const, bytes });
     const fail = (code: number, error: string) => ({ ok: false as const, code, error });
@@ -165,7 +172,7 @@ export class ProtocolServer {
         const atMs = at > 0 ? at : now + Number(b.delay_ms ?? 0);
         if (!Number.isSafeInteger(atMs))
           return fail(400, `schedule_wake: instant ${atMs} is not a safe integer`);
-        const w = this.options.wakes.arm({
+        const w = await this.options.wakes.arm({
           harness,
           entry: str('entry') === '' ? 'on_wake' : str('entry'),
           atMs,
@@ -177,12 +184,16 @@ export class ProtocolServer {
       }
       case 'cancel_wake': {
         const id = str('id');
-        return ok(encodeServer('berm', { cancelled: { id, cancelled: this.options.wakes.cancel(id) } }));
+        return ok(
+          encodeServer('berm', { cancelled: { id, cancelled: await this.options.wakes.cancel(id) } }),
+        );
       }
       case 'list_wakes': {
         const h = str('harness');
         return ok(
-          encodeServer('berm', { wake_list: { wakes: this.options.wakes.list(h === '' ? undefined : h) } }),
+          encodeServer('berm', {
+            wake_list: { wakes: await this.options.wakes.list(h === '' ? undefined : h) },
+          }),
         );
       }
       case 'subscribe_event': {
