@@ -187,7 +187,7 @@ capabilities = ["http"]
     [21, /sha256 is missing or not 64 hex/, /sha256sum/],
     [26, /sha256 mismatch: .* hashes to [0-9a-f]{64}/, /set sha256 to that value/],
     [29, /duplicate name \(first declared at line 23\)/, /its own name/],
-    [30, /source .*missing\.elf cannot be read \(ENOENT\)/, /build the harness/],
+    [30, /source .*missing\.elf cannot be read \(no such file \(ENOENT\)\)/, /build the harness/],
     [37, /unknown key "colour"/, /known keys are/],
     [39, /source is missing/, /add source =/],
     [45, /source is a URL/, /never downloads code/],

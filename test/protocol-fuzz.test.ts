@@ -14,7 +14,7 @@ import { Engine } from '../src/engine/engine.js';
 import { Harness } from '../src/harness/harness.js';
 import { linkerEntries } from '../src/config/declarations.js';
 import {
-  ClientMessage,
+  clientType,
   GROUPS,
   GROUP_OF,
   bridgeTransport,
@@ -153,7 +153,7 @@ function hostile(): Uint8Array {
   if (r < 0.15) return Uint8Array.from({ length: int(64) }, () => int(256));
   let bytes: Uint8Array;
   try {
-    bytes = encode(ClientMessage, randomMessage(ClientMessage));
+    bytes = encode(clientType(), randomMessage(clientType()));
   } catch {
     bytes = Uint8Array.from({ length: int(16) }, () => int(256));
   }

@@ -484,8 +484,12 @@ static void wake_arm(const berm_bytes *f, size_t n, berm_host_reply *r, void *ct
   e.has_payload = n >= 2;
   e.payload = n >= 2 ? dupn(f[1].ptr, f[1].len) : dupn("", 0);
   e.payload_len = n >= 2 ? f[1].len : 0;
+  if (n == 3 && f[2].len == 0) {
+    sched_free(&e);
+    return berm_host_reply_refused(r, "berm.wake.arm: id is empty");
+  }
   char gen[32];
-  if (n == 3 && f[2].len) {
+  if (n == 3) {
     e.id = dupn(f[2].ptr, f[2].len);
   } else {
     snprintf(gen, sizeof gen, "wake-%llu", ++wake_seq);
@@ -513,6 +517,7 @@ static void wake_cancel(const berm_bytes *f, size_t n, berm_host_reply *r, void 
   if (n != 1) return berm_host_reply_error(r, "berm.wake.cancel takes (id)");
   berm_host_sched e = {0};
   e.kind = BERM_HOST_CANCEL;
+  if (f[0].len == 0) return berm_host_reply_refused(r, "berm.wake.cancel: id is empty");
   e.id = dupn(f[0].ptr, f[0].len);
   e.logs_before = H.nlogs;
   for (size_t i = 0; i < npending; i++)
@@ -534,6 +539,8 @@ static void call_after(const berm_bytes *f, size_t n, berm_host_reply *r, void *
   e.kind = BERM_HOST_CALL_AFTER;
   if (parse_delay(&f[0], &e.delay_ms))
     return berm_host_reply_error(r, "berm.call.after: delay_ms is not a non-negative decimal integer");
+  if (f[1].len == 0 || f[2].len == 0)
+    return berm_host_reply_refused(r, "berm.call.after: harness and tool must not be empty");
   e.id = dupn("call-after", 10);
   e.harness = dupn(f[1].ptr, f[1].len);
   e.tool = dupn(f[2].ptr, f[2].len);

@@ -63,7 +63,8 @@ int berm_host_has_entry(const char *entry);
 /* Stand-ins for berm.wake.arm, berm.wake.cancel and berm.call.after over an in-memory due-set,
  * answering as the runtime does: arm replies the wake id (the one given, else "wake-<n>") and
  * replaces a pending wake of the same id; cancel replies "1" or "0"; call.after replies its id
- * ("call-after") and replaces the pending one. Each call is also recorded (see below). */
+ * ("call-after") and replaces the pending one; an empty id, harness or tool is refused, as the
+ * runtime refuses it. Each call is also recorded (see below). */
 void berm_host_use_schedule(void);
 /* Forget every pending wake and call.after (the due-set), e.g. between test cases. */
 void berm_host_schedule_clear(void);

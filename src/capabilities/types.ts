@@ -73,6 +73,12 @@ export interface CapabilityContext {
    * call and inherited by chains and wakes; absent for a call that carries none.
    */
   authority?: { agent?: string; session?: string; sender?: string };
+  /**
+   * Provided by the runtime that owns the queue: ask a named service on the queue's thread
+   * synchronously (a capability whose state lives there, e.g. the protocol door's event bus).
+   * `request` crosses threads by structured clone. Absent when there is no such runtime.
+   */
+  service?: (name: string, request: unknown) => CapabilityReply;
 }
 
 /** A handler: synchronous, never throws for bad guest input (returns error or refused instead). */
@@ -199,6 +205,25 @@ export function limitsOf<L extends Record<string, number>>(ctx: CapabilityContex
   const out: Record<string, number> = { ...defaults };
   for (const [k, v] of Object.entries(ctx.limits ?? {})) if (k in defaults && v !== undefined) out[k] = v;
   return out as L;
+}
+
+/**
+ * The limit that bounds a whole tool call rather than one capability: the instant (milliseconds
+ * since the Unix epoch) by which the call must be over. Whoever runs the call with a wall-clock
+ * budget sets it in the context's limits (the CLI's `--timeout` does); every host call that waits
+ * (exec, http, grep, glob) clamps its own timeout to what is left, so a host call cannot carry the
+ * tool call past its budget. Absent: no deadline.
+ */
+export const CALL_DEADLINE = 'callDeadline';
+
+/**
+ * A capability's own timeout `ownMs`, clamped to the time left before the call's deadline
+ * ({@link CALL_DEADLINE}); at least 1 ms, so a call made after the deadline fails at once.
+ */
+export function boundedTimeout(ctx: CapabilityContext, ownMs: number): number {
+  const deadline = ctx.limits?.[CALL_DEADLINE];
+  if (deadline === undefined || !Number.isFinite(deadline)) return ownMs;
+  return Math.max(1, Math.min(ownMs, Math.floor(deadline - Date.now())));
 }
 
 /** A success reply of text fields. */

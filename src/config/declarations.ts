@@ -13,10 +13,10 @@
  * harness does not take the others down.
  */
 import { createHash } from 'node:crypto';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { TomlError, parse } from 'smol-toml';
+import { InputFileError, readRegularFile } from '../util/read-file.js';
 import { CAPABILITIES, capabilityNames, explainCapability, grantKeyOwners } from '../capabilities/index.js';
 import type {
   Capability,
@@ -356,11 +356,12 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
     let elf: Uint8Array | undefined;
     if (checkFiles && source !== undefined) {
       try {
-        elf = fs.readFileSync(source);
+        elf = readRegularFile(source);
       } catch (err) {
+        if (!(err instanceof InputFileError)) throw err;
         fail(
           at('source'),
-          `${label}: source ${source} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`,
+          `${label}: source ${source} cannot be read (${err.reason})`,
           'build the harness or correct the path',
         );
       }
@@ -391,6 +392,9 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
   return { file, harnesses, errors };
 }
 
+/** Largest declaration file read: 16 MiB. */
+export const MAX_DECLARATION_BYTES = 16 << 20;
+
 /**
  * Read and parse a declaration file (see {@link parseDeclarations}).
  * @throws DeclarationError when the file cannot be read, on a syntax error, or a bad top level.
@@ -398,14 +402,10 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
 export function loadDeclarations(file: string, options: ParseOptions = {}): Declarations {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = new TextDecoder().decode(readRegularFile(file, MAX_DECLARATION_BYTES));
   } catch (e) {
-    throw new DeclarationError(
-      file,
-      0,
-      `cannot read the declaration file (${(e as NodeJS.ErrnoException).code ?? e})`,
-      'check the path',
-    );
+    if (!(e instanceof InputFileError)) throw e;
+    throw new DeclarationError(file, 0, `cannot read the declaration file (${e.reason})`, 'check the path');
   }
   return parseDeclarations(text, file, options);
 }
@@ -418,6 +418,8 @@ export interface LinkOptions {
   callTool?: CapabilityContext['callTool'];
   /** who the invocation acts for (see CapabilityContext.authority) */
   authority?: CapabilityContext['authority'];
+  /** services on the queue's thread (see CapabilityContext.service) */
+  service?: CapabilityContext['service'];
 }
 
 /**
@@ -437,6 +439,7 @@ export function linkerEntries(
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.callTool ? { callTool: options.callTool } : {}),
     ...(options.authority ? { authority: options.authority } : {}),
+    ...(options.service ? { service: options.service } : {}),
     granted: [...decl.capabilities],
   };
   const out = new Map<string, (fields: Uint8Array[]) => CapabilityReply>();

@@ -138,6 +138,7 @@ export class Slot {
     );
     this.loadImage();
     const owner = () => this.owner!;
+    const epoch = process.hrtime.bigint();
     const call = (this.call = new LiveHostCall(this.memory));
     const h = call.halves;
     this.wasm = new WebAssembly.Instance(module.wasm, {
@@ -183,8 +184,10 @@ export class Slot {
           throw owner().at(trapFromKind(kind, value), pc);
         },
         [Imports.poll]: (pc: number) => owner().poll(pc),
-        // cycle, time and instret all read a monotonic nanosecond clock (no exact count is kept)
-        [Imports.csr]: () => process.hrtime.bigint(),
+        // cycle, time and instret all read one clock: nanoseconds since this instance was made,
+        // rounded down to whole milliseconds. A harness granted no clock learns neither the
+        // host's uptime nor a fine timer to measure other work with (docs/capabilities.md).
+        [Imports.csr]: () => ((process.hrtime.bigint() - epoch) / 1_000_000n) * 1_000_000n,
       },
     });
     this.a0 = this.wasm.exports[Exports.a0] as WebAssembly.Global;

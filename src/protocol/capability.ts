@@ -34,13 +34,16 @@ import {
   type DoorEnv,
   type DoorLogEntry,
   type EventBackend,
+  type Limiter,
   type RateLimit,
+  type ServiceRequest,
+  type SubscriptionView,
   type Transport,
   type WakeBackend,
   type WakeView,
 } from './door.js';
-import { CALL_WIRE_NAME, GROUPS, opWireName } from './groups.js';
-import { BermClientMessage, ClientMessage } from './schema.js';
+import { CALL_WIRE_NAME, GROUPS, PROTOCOL_SERVICE, opWireName } from './groups.js';
+import { bermClientType, clientType } from './schema.js';
 import type { ProtocolCallArgs, ProtocolCallResult } from './client-job.js';
 
 const JOB = new URL(`./client-job${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
@@ -118,6 +121,7 @@ interface ScheduleHostLike {
 function wakesFrom(ctx: CapabilityContext): WakeBackend | undefined {
   const host = (ctx as { schedule?: ScheduleHostLike }).schedule;
   if (!host) return undefined;
+  const ask = serviceOf(ctx);
   const text = (r: CapabilityReply): string | { refused: string } =>
     'fields' in r
       ? fieldText(r.fields[0] ?? new Uint8Array(0))
@@ -133,7 +137,65 @@ function wakesFrom(ctx: CapabilityContext): WakeBackend | undefined {
       return text(host.cancel(id)) === '1';
     },
     list() {
-      return [];
+      const v = ask?.({ op: 'list_wakes' });
+      return Array.isArray(v) ? (v as WakeView[]) : [];
+    },
+  };
+}
+
+/**
+ * The door's service on the queue's thread (./attach.ts), through ctx.service: JSON in one field,
+ * or the service's refusal / error.
+ */
+function serviceOf(ctx: CapabilityContext): ((req: ServiceRequest) => unknown) | undefined {
+  const service = ctx.service;
+  if (!service) return undefined;
+  return (req) => {
+    const r = service(PROTOCOL_SERVICE, req);
+    if ('fields' in r) return JSON.parse(fieldText(r.fields[0] ?? new Uint8Array(0))) as unknown;
+    return { refused: 'refused' in r ? r.refused : r.error };
+  };
+}
+
+/** The harness event bus, reached through the queue's thread. */
+function eventsFrom(ctx: CapabilityContext): EventBackend | undefined {
+  const ask = serviceOf(ctx);
+  if (!ask) return undefined;
+  const refusedOf = (v: unknown) =>
+    v && typeof v === 'object' && 'refused' in v ? String((v as { refused: unknown }).refused) : null;
+  return {
+    subscribe: (_h, source, once, authority) => {
+      const v = ask({ op: 'subscribe', source, once, authority });
+      const why = refusedOf(v);
+      return why !== null ? { refused: why } : (v as SubscriptionView);
+    },
+    unsubscribe: (_h, id) => ask({ op: 'unsubscribe', id }) === true,
+    list: () => {
+      const v = ask({ op: 'list_subscriptions' });
+      return Array.isArray(v) ? (v as SubscriptionView[]) : [];
+    },
+    publish: (source, payload) => {
+      const v = ask({ op: 'publish', source, payload });
+      const why = refusedOf(v);
+      return why !== null ? { refused: why } : Number(v);
+    },
+  };
+}
+
+/**
+ * The rate limit kept on the queue's thread, so that every worker thread draws on one bucket per
+ * harness (a thread-local bucket would multiply the limit by the pool size).
+ */
+function sharedLimiter(ask: (req: ServiceRequest) => unknown): Limiter {
+  let rate: RateLimit = DEFAULT_RATE;
+  return {
+    get rate() {
+      return rate;
+    },
+    take() {
+      const v = ask({ op: 'take' }) as { ok?: boolean; rate?: RateLimit } | { refused: string };
+      if ('rate' in v && v.rate) rate = v.rate;
+      return 'ok' in v ? v.ok === true : true; // no service answer: the queue's own limits still apply
     },
   };
 }
@@ -142,13 +204,14 @@ function wakesFrom(ctx: CapabilityContext): WakeBackend | undefined {
 function envOf(ctx: CapabilityContext): DoorEnv {
   const where = endpoint();
   const wakes = config.wakes ?? wakesFrom(ctx);
+  const events = config.events ?? eventsFrom(ctx);
   const log = config.log === null ? undefined : (config.log ?? defaultLog);
   return {
     ...(where ? { transport: bridgeTransport(where, config.timeoutMs ?? DEFAULT_PROTOCOL_TIMEOUT_MS) } : {}),
     ...(wakes ? { wakes } : {}),
-    ...(config.events ? { events: config.events } : {}),
+    ...(events ? { events } : {}),
     ...(log ? { log } : {}),
-    limiter,
+    limiter: config.rate === undefined && serviceOf(ctx) ? sharedLimiter(serviceOf(ctx)!) : limiter,
   };
 }
 
@@ -177,9 +240,9 @@ function wrap(id: number, inner: Uint8Array): Uint8Array {
 
 /** The field number of `op` in ClientMessage, or in BermClientMessage for berm's own operations. */
 function fieldNumbers(op: string): { outer: number; inner?: number } {
-  const f = ClientMessage.fields[op];
+  const f = clientType().fields[op];
   if (f) return { outer: f.id };
-  return { outer: ClientMessage.fields.berm!.id, inner: BermClientMessage.fields[op]!.id };
+  return { outer: clientType().fields.berm!.id, inner: bermClientType().fields[op]!.id };
 }
 
 function scopeOf(ctx: CapabilityContext) {
@@ -202,8 +265,9 @@ function callHandler(fields: Uint8Array[], ctx: CapabilityContext): CapabilityRe
 
 function opHandler(op: string): (fields: Uint8Array[], ctx: CapabilityContext) => CapabilityReply {
   const wire = opWireName(op);
-  const n = fieldNumbers(op);
+  let n: { outer: number; inner?: number } | undefined; // looked up on first use (lazy schema)
   return (fields, ctx) => {
+    n ??= fieldNumbers(op);
     if (fields.length > 1) {
       return { refused: `${wire}: expected fields (${op} message?), got ${fields.length} field(s)` };
     }

@@ -19,7 +19,7 @@ export type Endpoint = { path: string } | { host: string; port: number };
 
 /**
  * Parse an endpoint: `unix:/run/x.sock` or an absolute path (Unix socket), `tcp://host:port` or
- * `host:port` (TCP; IPv6 as `[::1]:port`).
+ * `host:port` (TCP; IPv6 as `[::1]:port`; port 0 only makes sense to listen on).
  * @throws Error naming the text when it is neither.
  */
 export function parseEndpoint(text: string): Endpoint {
@@ -27,7 +27,7 @@ export function parseEndpoint(text: string): Endpoint {
   if (t.startsWith('unix:')) return { path: t.slice(5).replace(/^\/\/(?=\/)/, '') };
   if (t.startsWith('/')) return { path: t };
   const m = /^(?:tcp:\/\/)?(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$/.exec(t);
-  if (m && Number(m[2]) > 0 && Number(m[2]) < 65536) {
+  if (m && Number(m[2]) < 65536) {
     return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
   }
   throw new Error(

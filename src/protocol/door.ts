@@ -26,8 +26,8 @@
 import type { WireReply } from '../wire/fields.js';
 import { CALL_WIRE_NAME, GROUP_OF, NEVER } from './groups.js';
 import {
-  ClientMessage,
-  ServerMessage,
+  clientType,
+  serverType,
   decodeServer,
   encode,
   encodeServer,
@@ -113,10 +113,24 @@ export interface SubscriptionView {
   once: boolean;
 }
 
+/** A request of the door's capability to its service on the queue's thread (structured-cloneable). */
+export type ServiceRequest =
+  | { op: 'subscribe'; source: string; once: boolean; authority: Authority }
+  | { op: 'unsubscribe'; id: string }
+  | { op: 'list_subscriptions' }
+  | { op: 'publish'; source: string; payload: string }
+  | { op: 'list_wakes' }
+  | { op: 'take' };
+
 /** berm's event bus towards harnesses (protocol:events). */
 export interface EventBackend {
-  /** Subscribe harness `harness` (its on_notify) to `source`. */
-  subscribe(harness: string, source: string, once: boolean, authority: Authority): SubscriptionView;
+  /** Subscribe harness `harness` (its on_notify) to `source`; or why not (too many, bad source). */
+  subscribe(
+    harness: string,
+    source: string,
+    once: boolean,
+    authority: Authority,
+  ): SubscriptionView | { refused: string };
   /** Remove subscription `id` if it targets `harness`; true when removed. */
   unsubscribe(harness: string, id: string): boolean;
   /** Subscriptions targeting `harness`. */
@@ -169,13 +183,20 @@ export interface DoorEnv {
   /** access log sink */
   log?: (entry: DoorLogEntry) => void;
   /** per-harness limiter; absent means unlimited */
-  limiter?: RateLimiter;
+  limiter?: Limiter;
   /** clock, ms since the epoch (tests) */
   now?: () => number;
 }
 
+/** Takes one call's token for a harness (a {@link RateLimiter}, or one on another thread). */
+export interface Limiter {
+  readonly rate: RateLimit;
+  /** false when the harness's bucket is empty */
+  take(harness: string): boolean;
+}
+
 /** Token buckets keyed by harness name. */
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   constructor(
     readonly rate: RateLimit = DEFAULT_RATE,
@@ -366,7 +387,7 @@ function foldStream(replies: Envelope[]): Uint8Array {
   let agent = '';
   let content = '';
   for (const r of replies) {
-    if (r.msg === 'error') return encode(ServerMessage, r);
+    if (r.msg === 'error') return encode(serverType(), r);
     const ev = (r.stream ?? {}) as Plain;
     const kind = typeof ev.event === 'string' ? ev.event : undefined;
     const body = (kind ? ev[kind] : undefined) as Plain | undefined;
@@ -399,7 +420,7 @@ function allowedSkills(scope: DoorScope, env: DoorEnv): { skills?: readonly stri
   const agent = scope.authority.agent;
   if (!agent) return { skills: [] };
   if (!env.transport) return { error: 'the protocol is not connected yet' };
-  const r = env.transport(encode(ClientMessage, { list_agents: {} }), false);
+  const r = env.transport(encode(clientType(), { list_agents: {} }), false);
   if (!r.ok) return { error: r.error };
   const reply = decodeServer(r.replies[0] ?? new Uint8Array(0));
   const list = ((reply.agent_list as Plain | undefined)?.agents ?? []) as Plain[];
@@ -429,7 +450,7 @@ function shape(op: string, replies: Uint8Array[], scope: DoorScope, env: DoorEnv
     return { fields: [foldStream(decoded)] };
   }
   const reply = decoded[0]!;
-  if (reply.msg === 'error') return { fields: [encode(ServerMessage, reply)] };
+  if (reply.msg === 'error') return { fields: [encode(serverType(), reply)] };
   if (!REPLIES[op]?.includes(reply.msg ?? '')) {
     return {
       error: `the agent daemon answered ${op} with ${reply.msg ?? 'an empty message'}; not passed on`,
@@ -471,7 +492,7 @@ function shape(op: string, replies: Uint8Array[], scope: DoorScope, env: DoorEnv
     default:
       break;
   }
-  return { fields: [encode(ServerMessage, reply)] };
+  return { fields: [encode(serverType(), reply)] };
 }
 
 /** Serve an admitted message from berm's own backends (wakes, harness subscriptions). */
@@ -513,6 +534,7 @@ function serveLocal(adm: Extract<Admission, { ok: true }>, scope: DoorScope, env
     case 'subscribe_event': {
       if (!env.events) return { refused: 'subscribe_event: no event bus is connected to this door' };
       const sub = env.events.subscribe(scope.harness, str(body.source), body.once === true, scope.authority);
+      if ('refused' in sub) return { refused: `subscribe_event: ${sub.refused}` };
       return { fields: [encodeServer('subscription_info', sub)] };
     }
     case 'unsubscribe_event': {
@@ -535,6 +557,28 @@ function serveLocal(adm: Extract<Admission, { ok: true }>, scope: DoorScope, env
     default:
       return null;
   }
+}
+
+/** Source of the event berm publishes to harness subscribers when an agent's run completes. */
+export function doneSource(agent: string): string {
+  return `agent:${agent}:done`;
+}
+
+/**
+ * The agent daemon announces a finished run on its own bus (`agent:<name>:done`), which cannot
+ * deliver to a harness. When a send through the door completes, the door therefore publishes
+ * `agent:<ULID>:done` (payload: the answer) to harness subscribers itself, in the sending
+ * invocation's chain, so a send -> done -> notify -> send loop is bounded by the chain.
+ */
+function mirrorDone(reply: { fields: Uint8Array[] }, scope: DoorScope, env: DoorEnv): void {
+  if (!env.events) return;
+  const m = decodeServer(reply.fields[0]!);
+  if (m.msg !== 'response') return;
+  const r = m.response as Plain;
+  env.events.publish(doneSource(str(r.agent)), str(r.content), {
+    harness: scope.harness,
+    ...(scope.chain ? { chain: scope.chain } : {}),
+  });
 }
 
 /**
@@ -575,7 +619,7 @@ export function callDoor(
   try {
     let env0: Envelope;
     try {
-      env0 = decode(ClientMessage, request);
+      env0 = decode(clientType(), request);
     } catch (e) {
       const why = e instanceof ProtocolDecodeError ? e.message : String(e);
       return done({ refused: `${via}: ${why}` });
@@ -600,13 +644,14 @@ export function callDoor(
       }
     }
     if (!env.transport) return done({ refused: `${via}: the protocol is not connected yet` });
-    const r = env.transport(encode(ClientMessage, adm.message), adm.op === 'stream');
+    const r = env.transport(encode(clientType(), adm.message), adm.op === 'stream');
     if (!r.ok) {
       return done(
         r.notConnected ? { refused: `${via}: ${r.error}` } : { error: `${via}: ${op}: ${r.error}` },
       );
     }
     const shaped = shape(adm.op, r.replies, scope, env);
+    if ('fields' in shaped && (adm.op === 'send' || adm.op === 'stream')) mirrorDone(shaped, scope, env);
     return done(
       'fields' in shaped ? shaped : { error: `${via}: ${op}: ${(shaped as { error: string }).error}` },
     );

@@ -112,5 +112,11 @@ export function opWireName(op: string): string {
   return `crabtalk.protocol.${op}`;
 }
 
+/**
+ * Name of the service the door's capability asks on the queue's thread (subscriptions, publishing
+ * to harnesses, listing wakes): see ./attach.ts.
+ */
+export const PROTOCOL_SERVICE = 'crabtalk.protocol';
+
 /** The single-door host function carrying an encoded ClientMessage (upstream's shape). */
 export const CALL_WIRE_NAME = 'crabtalk.protocol.call';

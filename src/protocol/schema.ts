@@ -9,7 +9,8 @@
  * oneof also named by its oneof (`msg: 'send'`). A field absent from the object takes its default.
  */
 import * as fs from 'node:fs';
-import protobuf from 'protobufjs';
+import { createRequire } from 'node:module';
+import type protobuf from 'protobufjs';
 
 /** A decoded message as a plain object (see the module comment). */
 export type Plain = Record<string, unknown>;
@@ -41,20 +42,50 @@ function protoText(): string {
   throw new Error(`crabtalk.proto not found next to ${import.meta.url}`);
 }
 
-/** The parsed schema (package crabtalk.protocol). */
-export const ROOT: protobuf.Root = protobuf.parse(protoText(), { keepCase: true }).root;
+interface Schema {
+  root: protobuf.Root;
+  client: protobuf.Type;
+  server: protobuf.Type;
+  bermClient: protobuf.Type;
+}
+let loaded: Schema | null = null;
+
+/**
+ * The parsed schema, loaded on first use: protobufjs and the parse cost ~150 ms, which a process
+ * that only registers the protocol capabilities (every CLI start) should not pay.
+ */
+function schema(): Schema {
+  if (!loaded) {
+    const pb = createRequire(import.meta.url)('protobufjs') as typeof protobuf;
+    const root = pb.parse(protoText(), { keepCase: true }).root;
+    const t = (n: string) => root.lookupType(`crabtalk.protocol.${n}`);
+    loaded = {
+      root,
+      client: t('ClientMessage'),
+      server: t('ServerMessage'),
+      bermClient: t('BermClientMessage'),
+    };
+  }
+  return loaded;
+}
 
 /** Look up a message type of package crabtalk.protocol by its short name. */
 export function messageType(name: string): protobuf.Type {
-  return ROOT.lookupType(`crabtalk.protocol.${name}`);
+  return schema().root.lookupType(`crabtalk.protocol.${name}`);
 }
 
 /** crabtalk.protocol.ClientMessage */
-export const ClientMessage: protobuf.Type = messageType('ClientMessage');
+export function clientType(): protobuf.Type {
+  return schema().client;
+}
 /** crabtalk.protocol.ServerMessage */
-export const ServerMessage: protobuf.Type = messageType('ServerMessage');
+export function serverType(): protobuf.Type {
+  return schema().server;
+}
 /** crabtalk.protocol.BermClientMessage (ClientMessage.berm) */
-export const BermClientMessage: protobuf.Type = messageType('BermClientMessage');
+export function bermClientType(): protobuf.Type {
+  return schema().bermClient;
+}
 
 const TO_OBJECT: protobuf.IConversionOptions = {
   longs: String,
@@ -110,22 +141,22 @@ export function encode(type: protobuf.Type, object: Plain): Uint8Array {
 
 /** Decode a ClientMessage (see {@link decode}). */
 export function decodeClient(bytes: Uint8Array): Envelope {
-  return decode(ClientMessage, bytes);
+  return decode(clientType(), bytes);
 }
 
 /** Decode a ServerMessage (see {@link decode}). */
 export function decodeServer(bytes: Uint8Array): Envelope {
-  return decode(ServerMessage, bytes);
+  return decode(serverType(), bytes);
 }
 
 /** Encode a ClientMessage with one member set: `clientMessage('ping', {})`. */
 export function encodeClient(member: string, body: unknown): Uint8Array {
-  return encode(ClientMessage, { [member]: body });
+  return encode(clientType(), { [member]: body });
 }
 
 /** Encode a ServerMessage with one member set: `serverMessage('pong', {})`. */
 export function encodeServer(member: string, body: unknown): Uint8Array {
-  return encode(ServerMessage, { [member]: body });
+  return encode(serverType(), { [member]: body });
 }
 
 /** The set member of a decoded envelope, or undefined when none is set (an empty message). */
@@ -137,6 +168,6 @@ export function member(env: Envelope): { name: string; body: Plain } | undefined
 }
 
 /** Names of the ClientMessage oneof members, by field number. */
-export const CLIENT_MEMBERS: ReadonlyMap<number, string> = new Map(
-  ClientMessage.oneofs.msg!.fieldsArray.map((f) => [f.id, f.name]),
-);
+export function clientMembers(): ReadonlyMap<number, string> {
+  return new Map(clientType().oneofs.msg!.fieldsArray.map((f) => [f.id, f.name]));
+}

@@ -1,10 +1,13 @@
 /**
  * Shared by the fs and exec capabilities (infrastructure, not a capability).
- * Confinement of guest paths to a granted root (upstream berm issue 6, "fs"): `..` components,
- * absolute paths outside root, NUL bytes and symlinks resolving outside root are refused; device
- * files, FIFOs, sockets and anything under /proc, /sys or /dev are refused; and every open is
- * re-checked after it happens (fstat + readlink of /proc/self/fd/N) so a symlink swapped in
- * between the check and the open cannot carry the call outside root.
+ * Confinement of guest paths to a granted root: `..` components, absolute paths outside root, NUL
+ * bytes and symlinks resolving outside root are refused; device files, FIFOs, sockets, files with
+ * more than one hard link (another name of the same file may lie outside root) and anything under
+ * /proc, /sys or /dev are refused; and every open is re-checked after it happens (fstat + readlink
+ * of /proc/self/fd/N) so a symlink swapped in between the check and the open cannot carry the
+ * call outside root. Creating (write's files and parent directories) happens relative to a
+ * directory handle already checked, through /proc/self/fd/N/name, the way openat(2) would: a
+ * directory swapped for a symlink after the check cannot make anything be created outside.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -131,17 +134,22 @@ const OPEN_SAFE = fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK | fs.constan
 
 /**
  * Open a resolved path without following a final symlink and without blocking on FIFOs, then
- * verify what was actually opened: a regular file whose current path lies inside root. The caller
- * owns the returned fd.
+ * verify what was actually opened: a regular file with one link whose current path lies inside
+ * root. `write` creates a missing file, `rewrite` does not. The caller owns the returned fd.
  */
 export function openVerified(
   root: string,
   real: string,
-  flags: 'read' | 'write',
+  flags: 'read' | 'write' | 'rewrite',
   guestPath: string,
   capability: string,
 ): number | PathFailure {
-  const mode = flags === 'read' ? fs.constants.O_RDONLY : fs.constants.O_WRONLY | fs.constants.O_CREAT;
+  const mode =
+    flags === 'read'
+      ? fs.constants.O_RDONLY
+      : flags === 'rewrite'
+        ? fs.constants.O_WRONLY
+        : fs.constants.O_WRONLY | fs.constants.O_CREAT;
   // Opening a device or FIFO can itself have effects (or fail oddly, e.g. ENXIO for a FIFO with
   // no reader), so refuse one seen before the open; the fstat after the open still decides.
   let pre: fs.Stats | undefined;
@@ -187,6 +195,11 @@ function verifyFd(
   if (!st.isFile()) {
     return {
       refused: `${capability}: ${JSON.stringify(guestPath)} is not a regular file (device, FIFO or socket)`,
+    };
+  }
+  if (st.nlink > 1) {
+    return {
+      refused: `${capability}: ${JSON.stringify(guestPath)} has ${st.nlink} hard links; another name of it may lie outside the granted root`,
     };
   }
   let opened: string | undefined;
@@ -296,4 +309,92 @@ export function prepareRoot(
     }
   }
   return { grant: { root }, problems };
+}
+
+/** True when /proc/self/fd can stand in for openat(2) (Linux with /proc mounted). */
+const PROC_FD = (() => {
+  try {
+    return fs.statSync('/proc/self/fd').isDirectory();
+  } catch {
+    return false;
+  }
+})();
+
+/** A directory opened and checked to lie inside root; `at(name)` names an entry relative to it. */
+export interface CheckedDir {
+  fd: number;
+  /** its real path when checked */
+  real: string;
+  /** a path that reaches `name` inside this very directory, whatever happens to its path later */
+  at(name: string): string;
+  close(): void;
+}
+
+function openCheckedDir(
+  root: string,
+  p: string,
+  guestPath: string,
+  capability: string,
+): CheckedDir | PathFailure {
+  let fd: number;
+  try {
+    fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+  } catch (e) {
+    return { error: `${capability}: ${JSON.stringify(guestPath)}: ${describeErrno(e)}` };
+  }
+  let real: string;
+  try {
+    real = fs.readlinkSync(`/proc/self/fd/${fd}`);
+  } catch (e) {
+    fs.closeSync(fd);
+    return { error: `${capability}: ${JSON.stringify(guestPath)}: ${describeErrno(e)}` };
+  }
+  if (!isWithin(root, real) || inForbiddenTree(real) !== undefined) {
+    fs.closeSync(fd);
+    return {
+      refused: `${capability}: ${JSON.stringify(guestPath)} resolves outside the granted root (symlink)`,
+    };
+  }
+  return { fd, real, at: (name) => `/proc/self/fd/${fd}/${name}`, close: () => fs.closeSync(fd) };
+}
+
+/**
+ * Open the parent directory of `abs` (inside canonical `root`), creating missing directories one
+ * level at a time. Each level is created and opened relative to the handle of the level above,
+ * already checked to lie inside root, so a component swapped for a symlink mid-way can neither
+ * make a directory appear outside root nor lead the walk there. Without /proc (not Linux), falls
+ * back to path-based creation with a re-check after each step ({@link ensureParent}).
+ * @returns the checked parent directory (the caller closes it), or a failure.
+ */
+export function openParent(
+  root: string,
+  abs: string,
+  guestPath: string,
+  capability: string,
+): CheckedDir | PathFailure {
+  if (!PROC_FD) {
+    const real = ensureParent(root, abs, guestPath, capability);
+    if (typeof real !== 'string') return real;
+    return { fd: -1, real, at: (name) => path.join(real, name), close: () => {} };
+  }
+  const rel = path.relative(root, path.dirname(abs));
+  let dir = openCheckedDir(root, root, guestPath, capability);
+  for (const part of rel === '' ? [] : rel.split(path.sep)) {
+    if (!('fd' in dir)) return dir;
+    const next = dir.at(part);
+    try {
+      fs.mkdirSync(next);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') {
+        dir.close();
+        return {
+          error: `${capability}: cannot create directory for ${JSON.stringify(guestPath)}: ${describeErrno(e)}`,
+        };
+      }
+    }
+    const opened = openCheckedDir(root, next, guestPath, capability);
+    dir.close();
+    dir = opened;
+  }
+  return dir;
 }

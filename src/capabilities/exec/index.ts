@@ -12,6 +12,7 @@ import { fieldText } from '../../wire/fields.js';
 import { runSync } from '../common/sync.js';
 import {
   arity,
+  boundedTimeout,
   defineCapability,
   guarded,
   limitsOf,
@@ -73,12 +74,14 @@ function run(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capabi
     cwd = real;
   }
   const limits = limitsOf(ctx, EXEC_LIMITS);
+  const timeout = boundedTimeout(ctx, limits.execTimeoutMs);
   const args: RunArgs = { command, cwd, env, maxOutput: limits.execMaxOutput };
-  const res = runSync<RunResult>(RUN_JOB, 'run', args, limits.execTimeoutMs);
+  const res = runSync<RunResult>(RUN_JOB, 'run', args, timeout);
   if (!res.ok) return { error: `${name}: ${res.error}` };
   const r = res.value;
   if (r.timedOut) {
-    return { error: `${name}: timed out after ${limits.execTimeoutMs} ms; the process group was killed` };
+    const why = timeout < limits.execTimeoutMs ? " (the tool call's deadline)" : '';
+    return { error: `${name}: timed out after ${timeout} ms${why}; the process group was killed` };
   }
   const dec = new TextDecoder();
   return ok(

@@ -10,6 +10,7 @@ import { fieldInt, fieldText } from '../../wire/fields.js';
 import { runSync } from '../common/sync.js';
 import {
   arity,
+  boundedTimeout,
   defineCapability,
   guarded,
   limitsOf,
@@ -18,13 +19,13 @@ import {
   type CapabilityContext,
   type CapabilityReply,
 } from '../types.js';
-import { GlobError, globToRegExp, literalPrefix, walk } from './glob.js';
+import { GlobError, compileGlob, literalPrefix, walk } from './glob.js';
 import type { GrepArgs } from './grep-job.js';
 import {
   ROOT_FIX,
   ROOT_SCHEMA,
   canonicalRoot,
-  ensureParent,
+  openParent,
   openVerified,
   placeGuestPath,
   prepareRoot,
@@ -43,6 +44,8 @@ export const FS_LIMITS = Object.freeze({
   fsMaxResults: 10_000,
   /** fs.grep: files bigger than this are skipped */
   grepMaxFileBytes: 8 * 1024 * 1024,
+  /** fs.glob: time budget of the match (the walk itself is bounded by fsWalkMaxEntries) */
+  fsGlobTimeoutMs: 10_000,
   /** fs.grep: time budget (the regex runs off-thread so a pathological pattern cannot wedge us) */
   grepTimeoutMs: 10_000,
 });
@@ -98,22 +101,31 @@ function write(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capa
   const abs = placeGuestPath(root, ctx.grant.root!, guestPath, name);
   if (typeof abs !== 'string') return abs;
   if (abs === root) return { error: `${name}: ${JSON.stringify(guestPath)} is the root directory` };
-  const parent = ensureParent(root, abs, guestPath, name);
-  if (typeof parent !== 'string') return parent;
-  let target = `${parent}/${abs.slice(abs.lastIndexOf('/') + 1)}`;
-  let st: fs.Stats | undefined;
+  const parent = openParent(root, abs, guestPath, name);
+  if (!('fd' in parent)) return parent;
+  let fd: number | CapabilityReply;
   try {
-    st = fs.lstatSync(target);
-  } catch {
-    st = undefined;
+    // Named through the parent's handle: the leaf is created in the directory that was checked.
+    let target = parent.at(abs.slice(abs.lastIndexOf('/') + 1));
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(target);
+    } catch {
+      st = undefined;
+    }
+    let mode: 'write' | 'rewrite' = 'write';
+    if (st?.isSymbolicLink()) {
+      // Writing through a symlink is allowed only when it resolves inside root, to an existing
+      // file: nothing is created through a link.
+      const real = resolveExisting(root, target, guestPath, name);
+      if (typeof real !== 'string') return real;
+      target = real;
+      mode = 'rewrite';
+    }
+    fd = openVerified(root, target, mode, guestPath, name);
+  } finally {
+    parent.close();
   }
-  if (st?.isSymbolicLink()) {
-    // Writing through a symlink is allowed only when it resolves inside root (an existing target).
-    const real = resolveExisting(root, target, guestPath, name);
-    if (typeof real !== 'string') return real;
-    target = real;
-  }
-  const fd = openVerified(root, target, 'write', guestPath, name);
   if (typeof fd !== 'number') return fd;
   try {
     // Truncate only after verifying what was opened: O_TRUNC would act before the check.
@@ -131,7 +143,7 @@ function checkPattern(name: string, pattern: string): CapabilityReply | null {
   if (pattern.startsWith('/')) return { refused: `${name}: pattern must be relative to the root` };
   if (pattern.split('/').includes('..')) return { refused: `${name}: pattern contains '..'` };
   try {
-    globToRegExp(pattern);
+    compileGlob(pattern);
   } catch (e) {
     if (e instanceof GlobError) return { refused: `${name}: bad pattern: ${e.message}` };
     throw e;
@@ -148,11 +160,16 @@ function glob(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capab
   const root = rootOf(ctx, name);
   if (typeof root !== 'string') return root;
   const limits = limitsOf(ctx, FS_LIMITS);
-  const re = globToRegExp(pattern);
+  const re = compileGlob(pattern);
+  const budget = boundedTimeout(ctx, limits.fsGlobTimeoutMs);
+  const deadline = Date.now() + budget;
   const { entries, truncated } = walk(root, literalPrefix(pattern), limits.fsWalkMaxEntries);
   const out: string[] = [];
   let cut = truncated;
   for (const e of entries) {
+    if (Date.now() > deadline) {
+      return { error: `${name}: timed out after ${budget} ms (narrow the pattern)` };
+    }
     if (!re.test(e.rel)) continue;
     if (out.length >= limits.fsMaxResults) {
       cut = true;
@@ -188,7 +205,12 @@ function grep(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capab
     maxResults: limits.fsMaxResults,
     maxFileBytes: limits.grepMaxFileBytes,
   };
-  const res = runSync<{ lines: string[]; truncated: boolean }>(GREP_JOB, 'grep', args, limits.grepTimeoutMs);
+  const res = runSync<{ lines: string[]; truncated: boolean }>(
+    GREP_JOB,
+    'grep',
+    args,
+    boundedTimeout(ctx, limits.grepTimeoutMs),
+  );
   if (!res.ok) return { error: `${name}: ${res.error}` };
   const lines = res.value.lines;
   if (res.value.truncated) lines.push(TRUNCATED_MARK);

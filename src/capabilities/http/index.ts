@@ -9,6 +9,7 @@ import { fieldText, textField, intField } from '../../wire/fields.js';
 import { runSync } from '../common/sync.js';
 import {
   arity,
+  boundedTimeout,
   defineCapability,
   guarded,
   limitsOf,
@@ -94,10 +95,10 @@ function fetchCall(name: string, fields: Uint8Array[], ctx: CapabilityContext): 
     url: verdict.url.href,
     body,
     headers,
-    timeoutMs: limits.httpTimeoutMs,
+    timeoutMs: boundedTimeout(ctx, limits.httpTimeoutMs),
     maxResponseBody: limits.httpMaxResponseBody,
   };
-  const res = runSync<FetchResult>(FETCH_JOB, 'fetchOnce', args, limits.httpTimeoutMs);
+  const res = runSync<FetchResult>(FETCH_JOB, 'fetchOnce', args, args.timeoutMs);
   if (!res.ok) return { error: `${name}: ${verdict.url.host}: ${res.error}` };
   const r = res.value;
   return {

@@ -9,6 +9,9 @@
  *   sdk  (raw args: one letter) -> the SDK's typed wrappers (berm_protocol.h), their answers
  *        parsed in C and printed as text: p ping, a get_agent researcher, s send, w schedule
  *        a wake, c cancel it, e subscribe, u publish, x call with an empty ClientMessage
+ *   loop (raw args: an agent ULID) -> subscribes to agent:<ULID>:done and sends "go"; on_notify
+ *        sends "again" on every event: a send -> done -> notify -> send loop that only the
+ *        chain's depth and gas end
  */
 #include <berm.h>
 #include <berm_protocol.h>
@@ -179,4 +182,27 @@ BERM_TOOL(sdk, "The SDK's typed protocol wrappers.") {
       return berm_fail_str("unknown letter");
   }
   berm_done(out, (size_t)k);
+}
+
+BERM_TOOL(loop, "Start a send -> done -> notify -> send loop with the agent given as raw args.") {
+  size_t n;
+  const char *agent = berm_args(&n);
+  if (!agent || n == 0) return berm_fail_str("args: an agent ULID");
+  char source[96];
+  snprintf(source, sizeof source, "agent:%.*s:done", (int)n, agent);
+  uint64_t id = 0;
+  berm_protocol_reply r = berm_protocol_subscribe_event(source, 0, &id);
+  if (!r.ok) return outcome(&r, "subscribe_event");
+  r = berm_protocol_send("go");
+  if (!r.ok) return outcome(&r, "send");
+  char out[64];
+  int k = snprintf(out, sizeof out, "subscribed %llu", (unsigned long long)id);
+  berm_done(out, (size_t)k);
+}
+
+BERM_ON_NOTIFY(ev) {
+  berm_logf("on_notify %s attempt=%llu", ev->source, (unsigned long long)ev->attempt);
+  berm_protocol_reply r = berm_protocol_send("again");
+  if (!r.ok) return outcome(&r, "send");
+  berm_done_str("sent again");
 }
