@@ -5,7 +5,7 @@
 import { InputFileError, readRegularFile } from '../util/read-file.js';
 import { InvalidArgumentError } from 'commander';
 import { defaultCacheDir } from '../cache/cache.js';
-import { Engine, type CompileInfo } from '../engine/engine.js';
+import { Engine, type CompileInfo, type Tier } from '../engine/engine.js';
 import { Trap } from '../engine/traps.js';
 import { ElfError } from '../elf/reader.js';
 import { HarnessError } from '../harness/harness.js';
@@ -155,10 +155,13 @@ export function cacheDirForListing(opts: GlobalOptions): string {
   return opts.cacheDir ?? defaultCacheDir();
 }
 
-/** An engine configured by the global options. */
-export function engineFor(opts: GlobalOptions): Engine {
+/**
+ * An engine configured by the global options. `tier`: see EngineConfig.tier (`berm compile`
+ * writes the optimised tier; running commands start on the baseline tier when it is not cached).
+ */
+export function engineFor(opts: GlobalOptions, tier?: Tier): Engine {
   try {
-    return new Engine({ cacheDir: cacheDirOf(opts), memorySize: opts.memory });
+    return new Engine({ cacheDir: cacheDirOf(opts), memorySize: opts.memory, tier });
   } catch (e) {
     if (e instanceof RangeError) throw new CliError(e.message);
     throw e;
@@ -192,7 +195,7 @@ export function describeCompile(info: CompileInfo): string {
     const t = info.translate;
     parts.push(`build ${ms(t.build)}, optimize ${ms(t.optimize)}, emit ${ms(t.emit)}`);
   }
-  parts.push(`V8 compile ${ms(info.wasmCompileMs)}`);
+  parts.push(`V8 compile ${ms(info.wasmCompileMs)}`, `${info.tier} tier`);
   return parts.join('; ');
 }
 

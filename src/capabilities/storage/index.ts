@@ -40,7 +40,11 @@ interface Database {
   transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
 }
 type DatabaseCtor = new (file: string, options?: { timeout?: number }) => Database;
-const Sqlite = createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor;
+let sqliteCtor: DatabaseCtor | null = null;
+/** better-sqlite3, loaded when a store is first opened (not with the capability registry). */
+function sqlite(): DatabaseCtor {
+  return (sqliteCtor ??= createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor);
+}
 
 // A `database` that is a postgres:// URL keeps the keys in PostgreSQL (several daemons share
 // them): each call goes through the synchronous bridge to the job module pg-kv.ts.
@@ -92,6 +96,7 @@ const stores = new Map<string, Store>();
 function open(file: string, busyTimeoutMs: number): Store {
   let s = stores.get(file);
   if (s) return s;
+  const Sqlite = sqlite();
   const db = new Sqlite(file, { timeout: busyTimeoutMs });
   if (file !== MEMORY_DATABASE) db.pragma('journal_mode = WAL');
   db.exec(
