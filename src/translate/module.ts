@@ -194,17 +194,19 @@ function addDispatcher(m: binaryen.Module, targets: number[], pair: binaryen.Typ
   const i64 = binaryen.i64;
   const target = () => m.local.get(1, i64);
   const args = () => [2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => m.local.get(k, i64));
-  const bad = m.block(null, [
-    m.call(
-      Names.trap,
-      [m.i32.const(TrapKind.BadIndirectTarget), m.local.get(0, binaryen.i32), target()],
-      binaryen.none,
-    ),
-    m.unreachable(),
-  ]);
+  // a fresh expression at every use: Binaryen expressions form a tree and must not be shared
+  const bad = () =>
+    m.block(null, [
+      m.call(
+        Names.trap,
+        [m.i32.const(TrapKind.BadIndirectTarget), m.local.get(0, binaryen.i32), target()],
+        binaryen.none,
+      ),
+      m.unreachable(),
+    ]);
   const tree = (lo: number, hi: number): binaryen.ExpressionRef => {
     if (hi - lo <= 3) {
-      let e = bad;
+      let e = bad();
       for (let k = hi - 1; k >= lo; k--) {
         e = m.if(
           m.i64.eq(target(), m.i64.const(BigInt(targets[k]))),
@@ -217,7 +219,7 @@ function addDispatcher(m: binaryen.Module, targets: number[], pair: binaryen.Typ
     const mid = (lo + hi) >> 1;
     return m.if(m.i64.lt_u(target(), m.i64.const(BigInt(targets[mid]))), tree(lo, mid), tree(mid, hi));
   };
-  const body = targets.length === 0 ? bad : m.block(null, [tree(0, targets.length), m.unreachable()]);
+  const body = targets.length === 0 ? bad() : m.block(null, [tree(0, targets.length), m.unreachable()]);
   m.addFunction(
     Names.dispatch,
     binaryen.createType([binaryen.i32, ...new Array(10).fill(i64)]),
