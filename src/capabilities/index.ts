@@ -8,10 +8,11 @@ import { clockCapability } from './clock/index.js';
 import { execCapability } from './exec/index.js';
 import { fsCapability } from './fs/index.js';
 import { httpCapability } from './http/index.js';
+import { scheduleCapability } from './schedule/index.js';
 import { storageCapability } from './storage/index.js';
 import type { Capability } from './types.js';
 
-/** Every capability by declaration name: fs, exec, http, clock, storage, call. */
+/** Every capability by declaration name: fs, exec, http, clock, storage, call, schedule. */
 export const CAPABILITIES: Readonly<Record<string, Capability>> = Object.freeze({
   fs: fsCapability,
   exec: execCapability,
@@ -19,6 +20,7 @@ export const CAPABILITIES: Readonly<Record<string, Capability>> = Object.freeze(
   clock: clockCapability,
   storage: storageCapability,
   call: callCapability,
+  schedule: scheduleCapability,
 });
 
 /** Declaration names of every capability, sorted. */

@@ -12,6 +12,8 @@ import { registerDisasm } from './commands/disasm.js';
 import { registerExec } from './commands/exec.js';
 import { registerInspect } from './commands/inspect.js';
 import { registerNew } from './commands/new.js';
+import { registerRun } from './commands/run.js';
+import { registerWake } from './commands/wake.js';
 import {
   EXIT_CODES_HELP,
   ExitCode,
@@ -115,6 +117,8 @@ export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
   registerDisasm(program, ctx);
   registerCache(program, ctx);
   registerNew(program, ctx);
+  registerRun(program, ctx);
+  registerWake(program, ctx);
   options.extend?.(program, ctx);
   return { program, ctx, exitCode: () => code };
 }

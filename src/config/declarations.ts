@@ -136,12 +136,13 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
   }
   const lines = text.split(/\r?\n/);
   for (const k of Object.keys(doc)) {
-    if (k !== 'harnesses') {
+    // [limits] belongs to the runtime that runs the declared harnesses (src/runtime/settings.ts)
+    if (k !== 'harnesses' && k !== 'limits') {
       throw new DeclarationError(
         file,
         Math.max(1, lines.findIndex((l) => new RegExp(`^\\s*\\[*\\s*"?${k}"?\\s*[\\]=]`).test(l)) + 1),
         `unknown top-level key ${JSON.stringify(k)}`,
-        'the file holds only [[harnesses]] entries',
+        'the file holds [[harnesses]] entries and an optional [limits] table',
       );
     }
   }
@@ -402,6 +403,7 @@ export interface LinkOptions {
   depth?: number;
   limits?: Partial<CapabilityLimits>;
   callTool?: CapabilityContext['callTool'];
+  schedule?: CapabilityContext['schedule'];
 }
 
 /**
@@ -420,6 +422,7 @@ export function linkerEntries(
     depth: options.depth ?? 0,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.callTool ? { callTool: options.callTool } : {}),
+    ...(options.schedule ? { schedule: options.schedule } : {}),
   };
   const out = new Map<string, (fields: Uint8Array[]) => CapabilityReply>();
   for (const c of decl.capabilities) {

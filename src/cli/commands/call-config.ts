@@ -5,7 +5,7 @@
  * declared harnesses named in its `callees`. Declaration problems exit 2 with file:line and the fix.
  */
 import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
-import { Runtime, RuntimeError } from '../../config/runtime.js';
+import { Runtime, RuntimeError } from '../../runtime/declared.js';
 import { CliError, describeCompile, engineFor, processIo, type Io } from '../context.js';
 import type { CallExtension } from './call.js';
 

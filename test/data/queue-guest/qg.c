@@ -116,7 +116,7 @@ static void rearm(const char *rec, const char *ms) {
   if (!r.ok) berm_logf("re-arm refused: %s", r.data);
 }
 
-__attribute__((used, noinline)) void on_wake(void) {
+BERM_RAW void on_wake(void) {
   berm__enter();
   size_t n;
   const char *rec = berm_args(&n);
@@ -138,7 +138,7 @@ __attribute__((used, noinline)) void on_wake(void) {
   berm_done(rec, n);
 }
 
-__attribute__((used, noinline)) void on_notify(void) {
+BERM_RAW void on_notify(void) {
   berm__enter();
   size_t n;
   const char *rec = berm_args(&n);
