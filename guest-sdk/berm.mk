@@ -50,30 +50,42 @@ endif
 
 BERM_ELF = $(BUILD)/$(HARNESS).elf
 
+# The build configuration. Its stamp file changes only when the configuration does, and both the
+# ELF and the host test depend on it, so `make BERM_CC=clang` after a gcc build (or another OPT,
+# ABI or code model) rebuilds instead of reporting the old ELF as up to date.
+BERM_CONFIG = cc=$(BERM_CC) opt=$(OPT) abi=$(BERM_ABI) model=$(BERM_MODEL) host_cc=$(HOST_CC)
+BERM_STAMP  = $(BUILD)/.config-$(HARNESS)
+
 # Compile one ELF: $(call berm_link,out.elf,sources,extra cflags)
 define berm_link
 	@mkdir -p $(dir $(1))
 	$(BERM_XCC) $(BERM_TARGET_CFLAGS) $(OPT) $(3) $(BERM_XLDFLAGS) -o $(1).tmp $(2) $(BERM_RT) $(BERM_XLIBS)
-	$(PYTHON) $(BERM_SDK)/tools/berm-manifest.py --abi $(BERM_ABI) --objcopy $(BERM_OBJCOPY) $(1).tmp $(1)
+	$(PYTHON) $(BERM_SDK)/tools/berm-manifest.py --abi $(BERM_ABI) --objcopy $(BERM_OBJCOPY) $(1).tmp $(1) || { rm -f $(1).tmp; exit 1; }
 	@rm -f $(1).tmp
 endef
 
-.PHONY: all host-test clean
+.PHONY: all host-test clean berm-config-force
 all: $(BERM_ELF)
 
-$(BERM_ELF): $(SRCS) $(BERM_RT) $(BERM_SDK)/include/berm.h $(BERM_SDK)/include/berm_caps.h $(BERM_SDK)/berm.ld
+$(BERM_STAMP): berm-config-force
+	@mkdir -p $(BUILD)
+	@if [ "$$(cat $@ 2>/dev/null)" != "$(BERM_CONFIG)" ]; then echo "$(BERM_CONFIG)" > $@; fi
+
+BERM_HEADERS = $(wildcard $(BERM_SDK)/include/*.h)
+
+$(BERM_ELF): $(SRCS) $(BERM_RT) $(BERM_HEADERS) $(BERM_SDK)/berm.ld $(BERM_SDK)/tools/berm-manifest.py $(BERM_STAMP)
 	$(call berm_link,$@,$(SRCS))
 
 # Host tests: the same sources, compiled natively against the stand-in host.
 BERM_HOST_CFLAGS = -O1 -g -DBERM_HOST -DBERM_ABI=$(BERM_ABI) -I$(BERM_SDK)/include -I$(BERM_SDK)/host \
   -Wall -Wextra -Wno-unused-parameter -fno-common
 
-$(BUILD)/host-test: $(SRCS) $(HOST_TESTS) $(BERM_RT) $(BERM_SDK)/host/berm_host.c $(BERM_SDK)/host/berm_host.h $(BERM_SDK)/include/berm.h
+$(BUILD)/host-test: $(SRCS) $(HOST_TESTS) $(BERM_RT) $(BERM_SDK)/host/berm_host.c $(BERM_SDK)/host/berm_host.h $(BERM_HEADERS) $(BERM_STAMP)
 	@mkdir -p $(BUILD)
 	$(HOST_CC) $(BERM_HOST_CFLAGS) -o $@ $(SRCS) $(HOST_TESTS) $(BERM_RT) $(BERM_SDK)/host/berm_host.c
 
 host-test: $(BUILD)/host-test
-	./$(BUILD)/host-test
+	$(if $(filter /%,$(BUILD)),,./)$(BUILD)/host-test
 
 clean:
 	rm -rf $(BUILD)

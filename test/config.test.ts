@@ -187,7 +187,7 @@ capabilities = ["http"]
     [21, /sha256 is missing or not 64 hex/, /sha256sum/],
     [26, /sha256 mismatch: .* hashes to [0-9a-f]{64}/, /set sha256 to that value/],
     [29, /duplicate name \(first declared at line 23\)/, /its own name/],
-    [30, /source .*missing\.elf cannot be read \(ENOENT\)/, /build the harness/],
+    [30, /source .*missing\.elf cannot be read \(no such file \(ENOENT\)\)/, /build the harness/],
     [37, /unknown key "colour"/, /known keys are/],
     [39, /source is missing/, /add source =/],
     [45, /source is a URL/, /never downloads code/],
@@ -242,4 +242,84 @@ t.test('examples lint clean', async (t) => {
     t.same(d.errors, [], f);
     t.ok(d.harnesses.length > 0, f);
   }
+});
+
+t.test('a root that is a symlink to / (or under /proc) is refused like root = "/"', async (t) => {
+  const { dir, file, hash } = setup();
+  fs.symlinkSync('/', path.join(dir, 'rootlink'));
+  fs.symlinkSync('/proc/self', path.join(dir, 'proclink'));
+  const entry = (name: string, root: string) =>
+    `[[harnesses]]\nname = "${name}"\nsource = "bin/os.elf"\nsha256 = "${hash}"\ncapabilities = ["fs"]\nroot = "${root}"\n`;
+  fs.writeFileSync(file, entry('a', 'rootlink') + entry('b', 'proclink') + entry('c', '/'));
+  const d = loadDeclarations(file);
+  t.same(d.harnesses, []);
+  t.same(
+    d.errors.map((e) => [e.line, e.problem]),
+    [
+      [6, `harness "a": root ${dir}/rootlink resolves to /, which exposes the host`],
+      [
+        12,
+        `harness "b": root ${dir}/proclink resolves to ${fs.realpathSync('/proc/self')}, which exposes the host`,
+      ],
+      [18, 'harness "c": root / exposes the host'],
+    ],
+  );
+});
+
+t.test('a storage database whose folder does not exist is refused at load', async (t) => {
+  const { dir, file, hash } = setup();
+  const entry = (name: string, db: string) =>
+    `[[harnesses]]\nname = "${name}"\nsource = "bin/os.elf"\nsha256 = "${hash}"\ncapabilities = ["storage"]\ndatabase = "${db}"\n`;
+  fs.writeFileSync(
+    file,
+    entry('nofolder', 'state/kv.sqlite') + entry('isdir', 'bin') + entry('fine', 'kv.sqlite'),
+  );
+  const d = loadDeclarations(file);
+  t.same(
+    d.harnesses.map((h) => [h.name, h.grant.database]),
+    [['fine', path.join(dir, 'kv.sqlite')]],
+  );
+  t.same(
+    d.errors.map((e) => [e.line, e.problem, e.fix]),
+    [
+      [
+        6,
+        `harness "nofolder": database folder ${dir}/state is not an existing directory`,
+        `create it (mkdir -p ${dir}/state) or correct the path`,
+      ],
+      [
+        12,
+        `harness "isdir": database ${dir}/bin is a directory`,
+        'name a file, e.g. database = "state/kv.sqlite"',
+      ],
+    ],
+  );
+});
+
+t.test('unknown keys are located as text, never compiled into a RegExp', async (t) => {
+  const { file, hash } = setup();
+  // "a(" is not a valid RegExp; "(a+)+$" followed by many a's and a "!" backtracks for ages.
+  const evil = '(a+)+$' + 'a'.repeat(40) + '!';
+  const text =
+    `[[harnesses]]\nname = "k"\nsource = "bin/os.elf"\nsha256 = "${hash}"\n"a(" = 1\n` + `'${evil}' = 2\n`;
+  const started = Date.now();
+  const d = parseDeclarations(text, file, { checkFiles: false });
+  t.same(
+    d.errors.map((e) => [e.line, e.problem]),
+    [
+      [5, 'harness "k": unknown key "a("'],
+      [6, `harness "k": unknown key ${JSON.stringify(evil)}`],
+    ],
+  );
+  t.ok(Date.now() - started < 5_000, 'no backtracking blow-up');
+  t.throws(() => parseDeclarations(`"x(" = 1\n`, file), {
+    name: 'DeclarationError',
+    line: 1,
+    problem: /unknown top-level key "x\("/,
+  });
+  t.throws(() => parseDeclarations(`\n[["y["]]\nz = 1\n`, file), {
+    name: 'DeclarationError',
+    line: 2,
+    problem: /unknown top-level key "y\["/,
+  });
 });

@@ -11,6 +11,7 @@ const LAYER: Record<string, number> = {
   types: 0,
   elf: 1,
   riscv: 1,
+  oci: 1,
   translate: 2,
   cache: 3,
   engine: 4,
@@ -19,7 +20,12 @@ const LAYER: Record<string, number> = {
   capabilities: 7,
   config: 8,
   runtime: 9,
-  cli: 10,
+  protocol: 10,
+  cli: 11,
+  // the library entry (`import ... from 'berm'`): re-exports the engine and harness layers
+  'index.ts': 15,
+  // the top: nothing imports the daemon, and the daemon never imports the CLI (checked below)
+  daemon: 20,
 };
 
 function files(dir: string): string[] {
@@ -53,6 +59,10 @@ t.test('imports point down the layer table', async (t) => {
         t.equal(folder, 'translate', `${rel}: only src/translate may import binaryen`);
         continue;
       }
+      if (spec === 'protobufjs' || spec.startsWith('protobufjs/')) {
+        t.equal(folder, 'protocol', `${rel}: only src/protocol may import protobufjs`);
+        continue;
+      }
       if (!spec.startsWith('.')) continue;
       const target = relative(SRC, resolve(dirname(file), spec));
       const [tFolder, tSub] = target.split('/');
@@ -78,4 +88,37 @@ t.test('imports point down the layer table', async (t) => {
     }
   }
   t.ok(checked > 0, 'some relative imports were checked');
+});
+
+t.test('the OCI client imports only src/util; the CLI never imports the daemon', async (t) => {
+  let checked = 0;
+  for (const file of files(SRC)) {
+    const rel = relative(SRC, file);
+    const folder = rel.split('/')[0];
+    if (folder !== 'oci' && folder !== 'cli') continue;
+    for (const m of readFileSync(file, 'utf8').matchAll(importRe)) {
+      const spec = m[1] ?? m[2];
+      if (!spec.startsWith('.')) continue;
+      const tFolder = relative(SRC, resolve(dirname(file), spec)).split('/')[0];
+      checked++;
+      if (folder === 'oci') t.ok(tFolder === 'oci' || tFolder === 'util', `${rel} imports src/${tFolder}`);
+      else t.not(tFolder, 'daemon', `${rel} imports src/daemon (client verbs reach bermd over HTTP only)`);
+    }
+  }
+  t.ok(checked > 0);
+});
+
+t.test('nothing imports src/daemon; the daemon never imports the CLI', async (t) => {
+  for (const file of files(SRC)) {
+    const rel = relative(SRC, file);
+    const folder = rel.split('/')[0];
+    for (const m of readFileSync(file, 'utf8').matchAll(importRe)) {
+      const spec = m[1] ?? m[2];
+      if (!spec.startsWith('.')) continue;
+      const target = relative(SRC, resolve(dirname(file), spec)).split('/')[0];
+      if (folder !== 'daemon')
+        t.not(target, 'daemon', `${rel} imports ${spec}: only bin/bermd.js enters src/daemon`);
+      else t.not(target, 'cli', `${rel} imports ${spec}: the daemon does not use the CLI`);
+    }
+  }
 });

@@ -37,6 +37,7 @@ static struct {
   buf_t staged;
   uint64_t staged_word;
   buf_t logs;
+  unsigned nlogs;
   unsigned wakes;
   uint64_t last_wake;
   int done, failed;
@@ -73,6 +74,49 @@ static void die(const char *fmt, const char *a, unsigned long long n) {
   abort();
 }
 
+/* ---- schedule stand-ins: state ------------------------------------------------------------- */
+static berm_host_sched *calls; /* since the last begin */
+static size_t ncalls;
+static berm_host_sched *pending; /* the in-memory due-set (arms not cancelled) */
+static size_t npending;
+static berm_host_sched after_slot;
+static int after_pending;
+static unsigned long long wake_seq;
+
+static char *dupn(const void *p, size_t n) {
+  char *d = (char *)malloc(n + 1);
+  if (!d) abort();
+  if (n) memcpy(d, p, n);
+  d[n] = 0;
+  return d;
+}
+
+static void sched_free(berm_host_sched *e) {
+  free(e->id), free(e->payload), free(e->harness), free(e->tool), free(e->args);
+  memset(e, 0, sizeof *e);
+}
+
+static berm_host_sched sched_copy(const berm_host_sched *e) {
+  berm_host_sched c = *e;
+  c.id = e->id ? dupn(e->id, strlen(e->id)) : NULL;
+  c.payload = e->payload ? dupn(e->payload, e->payload_len) : NULL;
+  c.harness = e->harness ? dupn(e->harness, strlen(e->harness)) : NULL;
+  c.tool = e->tool ? dupn(e->tool, strlen(e->tool)) : NULL;
+  c.args = e->args ? dupn(e->args, strlen(e->args)) : NULL;
+  return c;
+}
+
+static void sched_reset_calls(void) {
+  for (size_t i = 0; i < ncalls; i++) sched_free(&calls[i]);
+  ncalls = 0;
+}
+
+static void sched_record(const berm_host_sched *e) {
+  calls = (berm_host_sched *)realloc(calls, (ncalls + 1) * sizeof *calls);
+  if (!calls) abort();
+  calls[ncalls++] = sched_copy(e);
+}
+
 void berm_host_set_heap_size(uint64_t bytes) {
   free(H.heap);
   H.heap = NULL;
@@ -95,8 +139,10 @@ void berm_host_begin(const void *args, size_t len) {
   H.staged_word = 0;
   H.logs.len = 0;
   if (H.logs.p) H.logs.p[0] = 0;
+  H.nlogs = 0;
   H.wakes = 0;
   H.last_wake = 0;
+  sched_reset_calls();
   H.done = H.failed = 0;
   H.result.len = 0;
   buf_put(&H.result, "", 0);
@@ -175,7 +221,7 @@ uint64_t berm_host_dispatch(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, u
     H.heap_queries++;
     return H.heap_size;
   case BERM_CAP_LOG:
-    if (H.logs.len) buf_put(&H.logs, "\n", 1);
+    if (H.nlogs++) buf_put(&H.logs, "\n", 1);
     buf_put(&H.logs, (const void *)(uintptr_t)a0, a1);
     if (getenv("BERM_HOST_VERBOSE"))
       fprintf(stderr, "[berm.log] %.*s\n", (int)a1, (const char *)(uintptr_t)a0);
@@ -189,10 +235,6 @@ uint64_t berm_host_dispatch(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, u
       H.done = 1;
     else
       H.failed = 1;
-    return 0;
-  case BERM_CAP_WAKE_ARM:
-    H.wakes++;
-    H.last_wake = a0;
     return 0;
   default:
     if (!cap_name(n)) die("unknown host call%s 0x%016llx", "", (unsigned long long)n);
@@ -209,13 +251,17 @@ const berm_record *berm_host_records(size_t *count) {
   return __start_berm_tools;
 }
 
-berm_host_result berm_host_run_n(const char *name, const void *args, size_t len) {
+static const berm_record *find_record(uint64_t kind, const char *name) {
   size_t n;
   const berm_record *recs = berm_host_records(&n);
-  const berm_record *rec = NULL;
   for (size_t i = 0; i < n; i++)
-    if (recs[i].kind == BERM_REC_TOOL && strcmp(recs[i].a, name) == 0) rec = &recs[i];
-  if (!rec) die("no tool named %s in this harness%llu", name, 0);
+    if (recs[i].kind == kind && strcmp(recs[i].a, name) == 0) return &recs[i];
+  return NULL;
+}
+
+/* Call an export as the runtime does: a fresh "instance" with these argument bytes. */
+static berm_host_result run_record(const berm_record *rec, const char *name, const void *args,
+                                   size_t len) {
   berm_host_begin(args, len);
 #if BERM_ABI == 1
   rec->fn();
@@ -226,15 +272,91 @@ berm_host_result berm_host_run_n(const char *name, const void *args, size_t len)
     H.result.len = 0;
     buf_put(&H.result, (const void *)(uintptr_t)p.a0, p.a1);
   } else if (p.a0 || p.a1) {
-    die("tool %s failed but returned a non-zero pair%llu", name, 0);
+    die("%s failed but returned a non-zero pair%llu", name, 0);
   }
 #endif
   berm_host_result r = {H.done, H.failed, (char *)H.result.p, H.result.len};
   return r;
 }
 
+berm_host_result berm_host_run_n(const char *name, const void *args, size_t len) {
+  const berm_record *rec = find_record(BERM_REC_TOOL, name);
+  if (!rec) die("no tool named %s in this harness%llu", name, 0);
+  return run_record(rec, name, args, len);
+}
+
 berm_host_result berm_host_run(const char *name, const char *args_json) {
   return berm_host_run_n(name, args_json, strlen(args_json));
+}
+
+int berm_host_has_entry(const char *entry) { return find_record(BERM_REC_ENTRY, entry) != NULL; }
+
+berm_host_result berm_host_run_entry(const char *entry, const void *record, size_t len) {
+  const berm_record *rec = find_record(BERM_REC_ENTRY, entry);
+  if (!rec) die("this harness defines no %s (BERM_ON_WAKE / BERM_ON_NOTIFY)%llu", entry, 0);
+  return run_record(rec, entry, record, len);
+}
+
+/* Append s as a JSON string literal. */
+static void put_json_string(buf_t *b, const char *s) {
+  buf_put(b, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    char esc[8];
+    if (*p == '"' || *p == '\\') {
+      esc[0] = '\\', esc[1] = (char)*p;
+      buf_put(b, esc, 2);
+    } else if (*p < 0x20) {
+      snprintf(esc, sizeof esc, "\\u%04x", *p);
+      buf_put(b, esc, 6);
+    } else {
+      buf_put(b, p, 1);
+    }
+  }
+  buf_put(b, "\"", 1);
+}
+
+static void put_int(buf_t *b, long long v) {
+  char t[24];
+  int n = snprintf(t, sizeof t, "%lld", v);
+  buf_put(b, t, (size_t)n);
+}
+
+berm_host_result berm_host_wake(const char *id, int64_t scheduled_at, int64_t now, uint64_t attempt,
+                                const char *payload) {
+  buf_t b = {0};
+  buf_put(&b, "{\"id\":", sizeof "{\"id\":" - 1);
+  put_json_string(&b, id);
+  buf_put(&b, ",\"scheduled_at\":", sizeof ",\"scheduled_at\":" - 1);
+  put_int(&b, scheduled_at);
+  buf_put(&b, ",\"now\":", sizeof ",\"now\":" - 1);
+  put_int(&b, now);
+  buf_put(&b, ",\"attempt\":", sizeof ",\"attempt\":" - 1);
+  put_int(&b, (long long)attempt);
+  buf_put(&b, ",\"payload\":", sizeof ",\"payload\":" - 1);
+  put_json_string(&b, payload ? payload : "");
+  buf_put(&b, "}", sizeof "}" - 1);
+  berm_host_result r = berm_host_run_entry("on_wake", b.p, b.len);
+  free(b.p);
+  return r;
+}
+
+berm_host_result berm_host_notify(const char *id, const char *source, const char *payload,
+                                  int64_t now, uint64_t attempt) {
+  buf_t b = {0};
+  buf_put(&b, "{\"id\":", sizeof "{\"id\":" - 1);
+  put_json_string(&b, id);
+  buf_put(&b, ",\"source\":", sizeof ",\"source\":" - 1);
+  put_json_string(&b, source);
+  buf_put(&b, ",\"payload\":", sizeof ",\"payload\":" - 1);
+  put_json_string(&b, payload ? payload : "");
+  buf_put(&b, ",\"now\":", sizeof ",\"now\":" - 1);
+  put_int(&b, now);
+  buf_put(&b, ",\"attempt\":", sizeof ",\"attempt\":" - 1);
+  put_int(&b, (long long)attempt);
+  buf_put(&b, "}", sizeof "}" - 1);
+  berm_host_result r = berm_host_run_entry("on_notify", b.p, b.len);
+  free(b.p);
+  return r;
 }
 
 unsigned berm_host_heap_queries(void) { return H.heap_queries; }
@@ -343,6 +465,116 @@ void berm_host_use_fixed_clock(int64_t now_ms, int64_t offset_s) {
   berm_host_stub(BERM_CAP_NOW, clock_now, &fixed_now);
   berm_host_stub(BERM_CAP_CLOCK_OFFSET, clock_now, &fixed_off);
 }
+
+/* ---- schedule stand-ins ---------------------------------------------------------------------- */
+static int parse_delay(const berm_bytes *f, uint64_t *out) {
+  int64_t v;
+  if (berm_dec_to_i64(f->ptr, f->len, &v) || v < 0) return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+static void wake_arm(const berm_bytes *f, size_t n, berm_host_reply *r, void *ctx) {
+  (void)ctx;
+  if (n < 1 || n > 3) return berm_host_reply_error(r, "berm.wake.arm takes (delay_ms, payload?, id?)");
+  berm_host_sched e = {0};
+  e.kind = BERM_HOST_ARM;
+  if (parse_delay(&f[0], &e.delay_ms))
+    return berm_host_reply_error(r, "berm.wake.arm: delay_ms is not a non-negative decimal integer");
+  e.has_payload = n >= 2;
+  e.payload = n >= 2 ? dupn(f[1].ptr, f[1].len) : dupn("", 0);
+  e.payload_len = n >= 2 ? f[1].len : 0;
+  if (n == 3 && f[2].len == 0) {
+    sched_free(&e);
+    return berm_host_reply_refused(r, "berm.wake.arm: id is empty");
+  }
+  char gen[32];
+  if (n == 3) {
+    e.id = dupn(f[2].ptr, f[2].len);
+  } else {
+    snprintf(gen, sizeof gen, "wake-%llu", ++wake_seq);
+    e.id = dupn(gen, strlen(gen));
+  }
+  e.logs_before = H.nlogs;
+  H.wakes++;
+  H.last_wake = e.delay_ms;
+  sched_record(&e);
+  size_t i = 0;
+  while (i < npending && strcmp(pending[i].id, e.id) != 0) i++;
+  if (i == npending) {
+    pending = (berm_host_sched *)realloc(pending, (npending + 1) * sizeof *pending);
+    if (!pending) abort();
+    npending++;
+  } else {
+    sched_free(&pending[i]);
+  }
+  pending[i] = e; /* takes ownership */
+  berm_host_reply_str(r, e.id);
+}
+
+static void wake_cancel(const berm_bytes *f, size_t n, berm_host_reply *r, void *ctx) {
+  (void)ctx;
+  if (n != 1) return berm_host_reply_error(r, "berm.wake.cancel takes (id)");
+  berm_host_sched e = {0};
+  e.kind = BERM_HOST_CANCEL;
+  if (f[0].len == 0) return berm_host_reply_refused(r, "berm.wake.cancel: id is empty");
+  e.id = dupn(f[0].ptr, f[0].len);
+  e.logs_before = H.nlogs;
+  for (size_t i = 0; i < npending; i++)
+    if (strcmp(pending[i].id, e.id) == 0) {
+      sched_free(&pending[i]);
+      pending[i] = pending[--npending];
+      e.cancelled = 1;
+      break;
+    }
+  sched_record(&e);
+  berm_host_reply_str(r, e.cancelled ? "1" : "0");
+  sched_free(&e);
+}
+
+static void call_after(const berm_bytes *f, size_t n, berm_host_reply *r, void *ctx) {
+  (void)ctx;
+  if (n != 4) return berm_host_reply_error(r, "berm.call.after takes (delay_ms, harness, tool, args)");
+  berm_host_sched e = {0};
+  e.kind = BERM_HOST_CALL_AFTER;
+  if (parse_delay(&f[0], &e.delay_ms))
+    return berm_host_reply_error(r, "berm.call.after: delay_ms is not a non-negative decimal integer");
+  if (f[1].len == 0 || f[2].len == 0)
+    return berm_host_reply_refused(r, "berm.call.after: harness and tool must not be empty");
+  e.id = dupn("call-after", 10);
+  e.harness = dupn(f[1].ptr, f[1].len);
+  e.tool = dupn(f[2].ptr, f[2].len);
+  e.args = dupn(f[3].ptr, f[3].len);
+  e.logs_before = H.nlogs;
+  sched_record(&e);
+  if (after_pending) sched_free(&after_slot);
+  after_slot = e;
+  after_pending = 1;
+  berm_host_reply_str(r, e.id);
+}
+
+void berm_host_use_schedule(void) {
+  berm_host_stub(BERM_CAP_WAKE_ARM, wake_arm, NULL);
+  berm_host_stub(BERM_CAP_WAKE_CANCEL, wake_cancel, NULL);
+  berm_host_stub(BERM_CAP_CALL_AFTER, call_after, NULL);
+}
+
+void berm_host_schedule_clear(void) {
+  for (size_t i = 0; i < npending; i++) sched_free(&pending[i]);
+  npending = 0;
+  if (after_pending) sched_free(&after_slot);
+  after_pending = 0;
+}
+
+size_t berm_host_sched_count(void) { return ncalls; }
+const berm_host_sched *berm_host_sched_get(size_t i) { return i < ncalls ? &calls[i] : NULL; }
+const berm_host_sched *berm_host_pending(const char *id) {
+  for (size_t i = 0; i < npending; i++)
+    if (strcmp(pending[i].id, id) == 0) return &pending[i];
+  return NULL;
+}
+size_t berm_host_pending_count(void) { return npending; }
+const berm_host_sched *berm_host_pending_call_after(void) { return after_pending ? &after_slot : NULL; }
 
 #ifndef BERM_HOST_NO_MAIN
 int main(void) {

@@ -48,7 +48,49 @@ unsigned berm_host_heap_queries(void);
  * also echoed to stderr when BERM_HOST_VERBOSE is set in the environment. */
 const char *berm_host_logs(void);
 
-/* Delays passed to berm.wake.arm since the last begin. */
+/* ---- wakes and notifications ---------------------------------------------------------------
+ * Run the harness's on_wake / on_notify export with the record the runtime would build (JSON,
+ * docs/wakes.md). Aborts when the harness defines no such export. */
+berm_host_result berm_host_wake(const char *id, int64_t scheduled_at, int64_t now, uint64_t attempt,
+                                const char *payload);
+berm_host_result berm_host_notify(const char *id, const char *source, const char *payload,
+                                  int64_t now, uint64_t attempt);
+/* Run an entry export ("on_wake" or "on_notify") with these exact record bytes. */
+berm_host_result berm_host_run_entry(const char *entry, const void *record, size_t len);
+/* 1 when the harness defines the entry export ("on_wake" / "on_notify"). */
+int berm_host_has_entry(const char *entry);
+
+/* Stand-ins for berm.wake.arm, berm.wake.cancel and berm.call.after over an in-memory due-set,
+ * answering as the runtime does: arm replies the wake id (the one given, else "wake-<n>") and
+ * replaces a pending wake of the same id; cancel replies "1" or "0"; call.after replies its id
+ * ("call-after") and replaces the pending one; an empty id, harness or tool is refused, as the
+ * runtime refuses it. Each call is also recorded (see below). */
+void berm_host_use_schedule(void);
+/* Forget every pending wake and call.after (the due-set), e.g. between test cases. */
+void berm_host_schedule_clear(void);
+
+enum { BERM_HOST_ARM = 1, BERM_HOST_CANCEL = 2, BERM_HOST_CALL_AFTER = 3 };
+typedef struct berm_host_sched {
+  int kind;          /* BERM_HOST_ARM / _CANCEL / _CALL_AFTER */
+  uint64_t delay_ms; /* arm, call.after */
+  char *id;          /* arm, call.after: the id replied; cancel: the id asked for */
+  char *payload;     /* arm: the payload (NUL-terminated; "" when none) */
+  size_t payload_len;
+  int has_payload;       /* arm: a payload field was sent */
+  char *harness, *tool, *args; /* call.after */
+  int cancelled;         /* cancel: 1 if a pending wake was removed */
+  unsigned logs_before;  /* berm.log lines written before this call in the same run */
+} berm_host_sched;
+/* Scheduling calls made since the last begin (arms, cancels, call.after), in order. */
+size_t berm_host_sched_count(void);
+const berm_host_sched *berm_host_sched_get(size_t i);
+/* The pending wake with this id (armed, not cancelled, not yet cleared), or NULL. */
+const berm_host_sched *berm_host_pending(const char *id);
+size_t berm_host_pending_count(void);
+/* The pending berm.call.after, or NULL. */
+const berm_host_sched *berm_host_pending_call_after(void);
+
+/* berm.wake.arm calls since the last begin, and the delay of the last one. */
 unsigned berm_host_wake_count(void);
 uint64_t berm_host_last_wake_ms(void);
 
@@ -69,7 +111,8 @@ typedef void (*berm_host_cap_fn)(const berm_bytes *fields, size_t nfields, berm_
 void berm_host_stub(uint64_t cap, berm_host_cap_fn fn, void *ctx);
 
 /* Ready-made stand-ins: an in-memory store for berm.get / berm.set / berm.delete (cleared by
- * berm_host_storage_clear), and a fixed clock for berm.now / berm.clock.offset. */
+ * berm_host_storage_clear), and a fixed clock for berm.now / berm.clock.offset. (The schedule
+ * stand-ins are above: berm_host_use_schedule.) */
 void berm_host_use_memory_storage(void);
 void berm_host_storage_clear(void);
 void berm_host_use_fixed_clock(int64_t now_ms, int64_t offset_s);

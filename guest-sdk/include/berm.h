@@ -254,22 +254,142 @@ size_t berm_u64_to_dec(uint64_t v, char out[21]);
 int berm_dec_to_i64(const void *p, size_t len, int64_t *out);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Recurring wake (forward-looking)                                                           */
+/* Wakes and notifications (docs/wakes.md)                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
 /*
- * berm.wake.arm(delay_ms) -> 0 when armed. There is no scheduler capability in the runtime yet;
- * this is the shape the SDK will use. berm_every() re-arms the next wake BEFORE running the body,
- * so a trap in the body costs one occurrence, not the rest of the schedule.
+ * A harness that can be woken exports a global function `on_wake`; one that receives subscribed
+ * events exports `on_notify`. The export table is the registration: the runtime refuses to arm a
+ * wake for a harness without `on_wake`. Each receives its record like tool arguments (pulled with
+ * berm.args.len/berm.args.read) as UTF-8 JSON:
+ *   wake:   {"id":"…","scheduled_at":<ms since epoch>,"now":<ms since epoch>,"attempt":<n>,"payload":"…"}
+ *   notify: {"id":"…","source":"…","payload":"…","now":<ms>,"attempt":<n>}
+ * Delivery is at-least-once: attempt > 1 means an earlier delivery of the same occurrence may
+ * have run (partly or fully). Returning without berm_done/berm_fail counts as ok.
  */
-uint64_t berm_wake_arm(uint64_t delay_ms);
-void berm_every(uint64_t period_ms, void (*body)(void));
+/* Most of the wake support is static inline (include/berm_wake.h), so harnesses that do not use
+ * it link none of it. */
+#define BERM__INLINE static inline __attribute__((unused))
 
-/* BERM_RECURRING(name, "description", period_ms) { body } — a tool that re-arms itself. */
-#define BERM_RECURRING(NAME, DESC, PERIOD_MS)                                                   \
-  static void berm__every_##NAME(void);                                                          \
-  BERM_TOOL(NAME, DESC) { berm_every((PERIOD_MS), berm__every_##NAME); }                         \
-  static void berm__every_##NAME(void)
+typedef struct berm_wake {
+  const char *id;       /* the wake id (NUL-terminated) */
+  size_t id_len;
+  int64_t scheduled_at; /* when it was due, ms since the Unix epoch */
+  int64_t now;          /* when the runtime started this delivery, ms since the Unix epoch */
+  uint64_t attempt;     /* 1 on the first delivery; > 1 on a redelivery of the same occurrence */
+  const char *payload;  /* the payload given when armed (decoded, NUL-terminated; "" if none) */
+  size_t payload_len;
+} berm_wake;
+
+typedef struct berm_notify {
+  const char *id;     /* the subscription id */
+  size_t id_len;
+  const char *source; /* the event source */
+  size_t source_len;
+  const char *payload; /* the event payload (decoded, NUL-terminated) */
+  size_t payload_len;
+  int64_t now;      /* ms since the Unix epoch */
+  uint64_t attempt; /* 1 on the first delivery */
+} berm_notify;
+
+/* Parse a record (JSON text of len bytes; strings are decoded into berm_alloc memory). 0 on
+ * success; -1 when the text is not a JSON object, a field is missing or has the wrong type
+ * (unknown members are ignored, so the runtime may add fields). */
+BERM__INLINE int berm_wake_parse(const char *json, size_t len, berm_wake *out);
+BERM__INLINE int berm_notify_parse(const char *json, size_t len, berm_notify *out);
+
+/* Entry wrappers used by BERM_ON_WAKE / BERM_ON_NOTIFY: pull and parse the record (failing the
+ * delivery with a clear message when it is malformed; then return 0), or return 1. */
+BERM__INLINE int berm__wake_record(berm_wake *out);
+BERM__INLINE int berm__notify_record(berm_notify *out);
+BERM__INLINE void berm__leave_entry(void);
+BERM__INLINE berm_pair berm__leave_entry0(void);
+
+/* Kind of the record that keeps an entry export alive (the record table is referenced from
+ * _start, like tool exports); berm-manifest.py accepts it and adds nothing to the manifest. */
+enum { BERM_REC_ENTRY = 4 };
+
+#if BERM_ABI == 1
+#define BERM__ENTRY(EXPORT, TYPE, GET)                                                           \
+  static void berm__body_##EXPORT(const TYPE *);                                                 \
+  void EXPORT(void);                                                                             \
+  static const berm_record berm__rec_##EXPORT BERM__RECORD_ATTR = {                              \
+      BERM_REC_ENTRY, #EXPORT, 0, 0, (void (*)(void))EXPORT};                                     \
+  __attribute__((used, noinline, section(".text.berm_tool"))) void EXPORT(void) {               \
+    berm__enter();                                                                               \
+    TYPE rec_;                                                                                   \
+    if (GET(&rec_)) berm__body_##EXPORT(&rec_);                                                  \
+    berm__leave_entry();                                                                         \
+  }
+#else
+#define BERM__ENTRY(EXPORT, TYPE, GET)                                                           \
+  static void berm__body_##EXPORT(const TYPE *);                                                 \
+  berm_pair EXPORT(void);                                                                        \
+  static const berm_record berm__rec_##EXPORT BERM__RECORD_ATTR = {                              \
+      BERM_REC_ENTRY, #EXPORT, 0, 0, (void (*)(void))EXPORT};                                     \
+  __attribute__((used, noinline, section(".text.berm_tool"))) berm_pair EXPORT(void) {          \
+    berm__enter();                                                                               \
+    TYPE rec_;                                                                                   \
+    if (GET(&rec_)) berm__body_##EXPORT(&rec_);                                                  \
+    return berm__leave_entry0();                                                                 \
+  }
+#endif
+
+/*
+ * BERM_ON_WAKE(w) { body } — defines the export on_wake; `w` is a `const berm_wake *`.
+ * BERM_ON_NOTIFY(n) { body } — defines the export on_notify; `n` is a `const berm_notify *`.
+ * The body may call berm_done/berm_fail (recorded in the journal) or simply return (= ok).
+ */
+#define BERM_ON_WAKE(REC)                                                                        \
+  BERM__ENTRY(on_wake, berm_wake, berm__wake_record)                                             \
+  static void berm__body_on_wake(const berm_wake *REC)
+#define BERM_ON_NOTIFY(REC)                                                                      \
+  BERM__ENTRY(on_notify, berm_notify, berm__notify_record)                                       \
+  static void berm__body_on_notify(const berm_notify *REC)
+
+/*
+ * berm.wake.arm: arm a wake of this harness's on_wake at now + delay_ms. payload (NULL = none)
+ * comes back in the record; id (NULL = let the runtime choose) names the wake, and re-arming an
+ * existing id replaces it. On success reply.ok and reply.data is the wake id.
+ * Needs the `schedule` grant (else reply.refused or, when not linked at all, a trap).
+ */
+BERM__INLINE berm_reply berm_wake_arm(uint64_t delay_ms, const char *payload, const char *id);
+BERM__INLINE berm_reply berm_wake_arm_n(uint64_t delay_ms, const void *payload, size_t payload_len,
+                                        const char *id);
+/* berm.wake.cancel: reply.data is "1" (cancelled) or "0" (no such wake). */
+BERM__INLINE berm_reply berm_wake_cancel(const char *id);
+/* berm.call.after: call harness.tool(args_json) after delay_ms. At most one pending per calling
+ * harness; arming again replaces it. reply.data is the wake id. */
+BERM__INLINE berm_reply berm_call_after(uint64_t delay_ms, const char *harness, const char *tool,
+                           const char *args_json);
+
+/*
+ * Recurring schedules. berm_every() re-arms the wake `w->id` for its next occurrence, keeping the
+ * phase of the original schedule: the delay is period_ms minus how late this delivery started
+ * ((now - scheduled_at) mod period_ms), so lateness does not accumulate and occurrences missed
+ * during downtime are not replayed (the one overdue delivery carries the old scheduled_at).
+ * payload NULL keeps w's payload. Returns 0 when armed; -1 (after logging why) otherwise.
+ * Call it FIRST in on_wake: a trap later in the body then costs one occurrence, not the schedule.
+ */
+BERM__INLINE int berm_every(const berm_wake *w, uint64_t period_ms, const char *payload);
+
+/* BERM_RECURRING(w, period_ms) { body } — defines on_wake: re-arm w->id every period_ms (an
+ * expression that may use w), then run the body. Start the schedule from a tool with
+ * berm_wake_arm(first_delay, payload, "my-id"). */
+#define BERM_RECURRING(REC, PERIOD_MS)                                                           \
+  static void berm__recurring_body(const berm_wake *REC);                                        \
+  BERM_ON_WAKE(berm__rw_) {                                                                      \
+    const berm_wake *REC = berm__rw_;                                                            \
+    berm_every(REC, (PERIOD_MS), NULL);                                                          \
+    berm__recurring_body(REC);                                                                   \
+  }                                                                                              \
+  static void berm__recurring_body(const berm_wake *REC)
+
+/* 1 when this delivery started more than max_late_ms after it was due (logs the skip), else 0.
+ * One line to skip stale work after downtime: `if (berm_wake_late(w, 5000)) return;` */
+BERM__INLINE int berm_wake_late(const berm_wake *w, int64_t max_late_ms);
+
+#include "berm_wake.h"
 
 #ifdef __cplusplus
 }

@@ -25,10 +25,33 @@
 #define BERM_CAP_DELETE 0x84a8776bcc70bc72ULL /* berm.delete */
 #define BERM_CAP_CALL 0x6410f207e9992ec1ULL /* berm.call */
 #define BERM_CAP_WAKE_ARM 0xbc59719045534c41ULL /* berm.wake.arm */
+#define BERM_CAP_WAKE_CANCEL 0x49fec8e77c499a5fULL /* berm.wake.cancel */
+#define BERM_CAP_CALL_AFTER 0x9b5a5c838aa65cb1ULL /* berm.call.after */
 #define BERM_CAP_CRABTALK_FS_READ 0x3ffaec9158f72e7cULL /* crabtalk.fs.read */
 #define BERM_CAP_CRABTALK_FS_WRITE 0xcae4807d8bfa7097ULL /* crabtalk.fs.write */
 #define BERM_CAP_CRABTALK_EXEC_RUN 0x72909e46563fb3b7ULL /* crabtalk.exec.run */
 #define BERM_CAP_CRABTALK_HTTP_FETCH 0x55246f4f476f4117ULL /* crabtalk.http.fetch */
+#define BERM_CAP_CRABTALK_PROTOCOL_CALL 0x006d9d95db89edbdULL /* crabtalk.protocol.call */
+#define BERM_CAP_CRABTALK_PROTOCOL_PING 0xdf203206b6578aadULL /* crabtalk.protocol.ping */
+#define BERM_CAP_CRABTALK_PROTOCOL_GET_STATS 0x1007dd9e49239a87ULL /* crabtalk.protocol.get_stats */
+#define BERM_CAP_CRABTALK_PROTOCOL_LIST_AGENTS 0xf929169ae58565b8ULL /* crabtalk.protocol.list_agents */
+#define BERM_CAP_CRABTALK_PROTOCOL_GET_AGENT 0x569a0d17864f4445ULL /* crabtalk.protocol.get_agent */
+#define BERM_CAP_CRABTALK_PROTOCOL_LIST_SKILLS 0xc354f5a571a70dccULL /* crabtalk.protocol.list_skills */
+#define BERM_CAP_CRABTALK_PROTOCOL_GET_SKILL 0x324e9bfda0379301ULL /* crabtalk.protocol.get_skill */
+#define BERM_CAP_CRABTALK_PROTOCOL_LIST_MODELS 0xb4d8049329ce6cf8ULL /* crabtalk.protocol.list_models */
+#define BERM_CAP_CRABTALK_PROTOCOL_LIST_SUBSCRIPTIONS 0x7216439bfdad11d0ULL /* crabtalk.protocol.list_subscriptions */
+#define BERM_CAP_CRABTALK_PROTOCOL_LIST_CONVERSATIONS 0xf3afa103bc49a3c2ULL /* crabtalk.protocol.list_conversations */
+#define BERM_CAP_CRABTALK_PROTOCOL_LIST_ACTIVE_CONVERSATIONS 0x93afa518643c7d1fULL /* crabtalk.protocol.list_active_conversations */
+#define BERM_CAP_CRABTALK_PROTOCOL_GET_CONVERSATION_HISTORY 0xb8f914da8db20becULL /* crabtalk.protocol.get_conversation_history */
+#define BERM_CAP_CRABTALK_PROTOCOL_SEARCH_SESSIONS 0xee89663959c06d43ULL /* crabtalk.protocol.search_sessions */
+#define BERM_CAP_CRABTALK_PROTOCOL_SEND 0x88043d0def675d7bULL /* crabtalk.protocol.send */
+#define BERM_CAP_CRABTALK_PROTOCOL_STREAM 0x7ebd2675a6abb9c1ULL /* crabtalk.protocol.stream */
+#define BERM_CAP_CRABTALK_PROTOCOL_SCHEDULE_WAKE 0xf2bb8dabdb9c053dULL /* crabtalk.protocol.schedule_wake */
+#define BERM_CAP_CRABTALK_PROTOCOL_CANCEL_WAKE 0xf38a234c8f610638ULL /* crabtalk.protocol.cancel_wake */
+#define BERM_CAP_CRABTALK_PROTOCOL_LIST_WAKES 0x22d71afce76b8427ULL /* crabtalk.protocol.list_wakes */
+#define BERM_CAP_CRABTALK_PROTOCOL_SUBSCRIBE_EVENT 0x77e1aad61b129fc8ULL /* crabtalk.protocol.subscribe_event */
+#define BERM_CAP_CRABTALK_PROTOCOL_UNSUBSCRIBE_EVENT 0x1e2d8e558af4e155ULL /* crabtalk.protocol.unsubscribe_event */
+#define BERM_CAP_CRABTALK_PROTOCOL_PUBLISH_EVENT 0xdc46eecf16e1785bULL /* crabtalk.protocol.publish_event */
 
 /* X-macro list: BERM_CAP_LIST(X) expands X(IDENT, "name") for every capability. */
 #define BERM_CAP_LIST(X) \
@@ -53,9 +76,32 @@
   X(DELETE, "berm.delete") \
   X(CALL, "berm.call") \
   X(WAKE_ARM, "berm.wake.arm") \
+  X(WAKE_CANCEL, "berm.wake.cancel") \
+  X(CALL_AFTER, "berm.call.after") \
   X(CRABTALK_FS_READ, "crabtalk.fs.read") \
   X(CRABTALK_FS_WRITE, "crabtalk.fs.write") \
   X(CRABTALK_EXEC_RUN, "crabtalk.exec.run") \
-  X(CRABTALK_HTTP_FETCH, "crabtalk.http.fetch")
+  X(CRABTALK_HTTP_FETCH, "crabtalk.http.fetch") \
+  X(CRABTALK_PROTOCOL_CALL, "crabtalk.protocol.call") \
+  X(CRABTALK_PROTOCOL_PING, "crabtalk.protocol.ping") \
+  X(CRABTALK_PROTOCOL_GET_STATS, "crabtalk.protocol.get_stats") \
+  X(CRABTALK_PROTOCOL_LIST_AGENTS, "crabtalk.protocol.list_agents") \
+  X(CRABTALK_PROTOCOL_GET_AGENT, "crabtalk.protocol.get_agent") \
+  X(CRABTALK_PROTOCOL_LIST_SKILLS, "crabtalk.protocol.list_skills") \
+  X(CRABTALK_PROTOCOL_GET_SKILL, "crabtalk.protocol.get_skill") \
+  X(CRABTALK_PROTOCOL_LIST_MODELS, "crabtalk.protocol.list_models") \
+  X(CRABTALK_PROTOCOL_LIST_SUBSCRIPTIONS, "crabtalk.protocol.list_subscriptions") \
+  X(CRABTALK_PROTOCOL_LIST_CONVERSATIONS, "crabtalk.protocol.list_conversations") \
+  X(CRABTALK_PROTOCOL_LIST_ACTIVE_CONVERSATIONS, "crabtalk.protocol.list_active_conversations") \
+  X(CRABTALK_PROTOCOL_GET_CONVERSATION_HISTORY, "crabtalk.protocol.get_conversation_history") \
+  X(CRABTALK_PROTOCOL_SEARCH_SESSIONS, "crabtalk.protocol.search_sessions") \
+  X(CRABTALK_PROTOCOL_SEND, "crabtalk.protocol.send") \
+  X(CRABTALK_PROTOCOL_STREAM, "crabtalk.protocol.stream") \
+  X(CRABTALK_PROTOCOL_SCHEDULE_WAKE, "crabtalk.protocol.schedule_wake") \
+  X(CRABTALK_PROTOCOL_CANCEL_WAKE, "crabtalk.protocol.cancel_wake") \
+  X(CRABTALK_PROTOCOL_LIST_WAKES, "crabtalk.protocol.list_wakes") \
+  X(CRABTALK_PROTOCOL_SUBSCRIBE_EVENT, "crabtalk.protocol.subscribe_event") \
+  X(CRABTALK_PROTOCOL_UNSUBSCRIBE_EVENT, "crabtalk.protocol.unsubscribe_event") \
+  X(CRABTALK_PROTOCOL_PUBLISH_EVENT, "crabtalk.protocol.publish_event")
 
 #endif /* BERM_CAPS_H */

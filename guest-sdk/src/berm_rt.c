@@ -368,11 +368,16 @@ int berm_http_parse(const berm_reply *r, berm_http_response *out) {
   return 0;
 }
 
-/* ---- recurring wake (forward-looking: no scheduler capability in the runtime yet) ---------- */
-uint64_t berm_wake_arm(uint64_t delay_ms) { return berm_hostcall1(BERM_CAP_WAKE_ARM, delay_ms); }
+/* ---- the raw-register wake of SDK versions before the framed berm.wake.arm -----------------
+ * Not declared in berm.h and never called. Kept, byte for byte, only because deleting it would
+ * renumber this file's local labels and constants and so change the bytes of every committed
+ * fixture and example ELF (their symbol tables keep local labels). */
+uint64_t berm__wake_arm_raw(uint64_t delay_ms);
+void berm__every_raw(uint64_t period_ms, void (*body)(void));
+uint64_t berm__wake_arm_raw(uint64_t delay_ms) { return berm_hostcall1(BERM_CAP_WAKE_ARM, delay_ms); }
 
-void berm_every(uint64_t period_ms, void (*body)(void)) {
-  berm_wake_arm(period_ms); /* re-arm first: a trap in body loses one occurrence, not the schedule */
+void berm__every_raw(uint64_t period_ms, void (*body)(void)) {
+  berm__wake_arm_raw(period_ms);
   body();
 }
 

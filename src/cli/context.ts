@@ -2,14 +2,14 @@
  * What every subcommand shares: exit codes, the I/O streams, global options and their parsing,
  * engine construction, and the mapping of errors to exit codes and messages.
  */
-import { readFileSync } from 'node:fs';
+import { InputFileError, readRegularFile } from '../util/read-file.js';
 import { InvalidArgumentError } from 'commander';
 import { defaultCacheDir } from '../cache/cache.js';
-import { Engine, type CompileInfo } from '../engine/engine.js';
+import { Engine, type CompileInfo, type Tier } from '../engine/engine.js';
 import { Trap } from '../engine/traps.js';
 import { ElfError } from '../elf/reader.js';
 import { HarnessError } from '../harness/harness.js';
-import { LayoutError } from '../translate/abi.js';
+import { LayoutError, TranslateError } from '../translate/abi.js';
 import { ManifestError } from '../harness/manifest.js';
 
 /** Exit codes of every berm command (also in `berm --help` and README.md). */
@@ -34,9 +34,10 @@ export const EXIT_CODES_HELP = `Exit codes:
   0  ok
   1  the tool failed through berm.fail (the failure message is on stdout)
   2  bad input or usage (malformed ELF, unknown tool or symbol, arguments not JSON or not
-     matching the tool's schema, bad option values)
+     matching the tool's schema, bad option values); a refusal by a registry or bermd, or
+     one that cannot be reached
   3  the guest trapped (trap name, pc, symbol and backtrace on stderr)
-  4  internal error`;
+  4  internal error (client verbs: an error of bermd other than a trap)`;
 
 /** An expected failure with its exit code; printed without a stack trace. */
 export class CliError extends Error {
@@ -122,6 +123,27 @@ export function parsePositiveInt(text: string): number {
   return n;
 }
 
+/** Wall-clock limit of a `call` or `exec` when neither --timeout nor $BERM_TIMEOUT sets one, ms. */
+export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
+
+/**
+ * The wall-clock limit of one call in ms: --timeout, else $BERM_TIMEOUT (a positive integer), else
+ * {@link DEFAULT_CALL_TIMEOUT_MS}. A spinning guest is stopped without any flag.
+ * @throws CliError (exit 2) when $BERM_TIMEOUT is set but not a positive integer
+ */
+export function callTimeoutOf(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.env): number {
+  if (opts.timeout !== undefined) return opts.timeout;
+  const fromEnv = env.BERM_TIMEOUT;
+  if (fromEnv !== undefined && fromEnv !== '') {
+    try {
+      return parsePositiveInt(fromEnv);
+    } catch {
+      throw new CliError(`$BERM_TIMEOUT must be a positive number of milliseconds, got '${fromEnv}'`);
+    }
+  }
+  return DEFAULT_CALL_TIMEOUT_MS;
+}
+
 /** The cache directory the options select, or null with --no-cache. */
 export function cacheDirOf(opts: GlobalOptions): string | null {
   if (!opts.cache) return null;
@@ -133,10 +155,13 @@ export function cacheDirForListing(opts: GlobalOptions): string {
   return opts.cacheDir ?? defaultCacheDir();
 }
 
-/** An engine configured by the global options. */
-export function engineFor(opts: GlobalOptions): Engine {
+/**
+ * An engine configured by the global options. `tier`: see EngineConfig.tier (`berm compile`
+ * writes the optimised tier; running commands start on the baseline tier when it is not cached).
+ */
+export function engineFor(opts: GlobalOptions, tier?: Tier): Engine {
   try {
-    return new Engine({ cacheDir: cacheDirOf(opts), memorySize: opts.memory });
+    return new Engine({ cacheDir: cacheDirOf(opts), memorySize: opts.memory, tier });
   } catch (e) {
     if (e instanceof RangeError) throw new CliError(e.message);
     throw e;
@@ -144,23 +169,16 @@ export function engineFor(opts: GlobalOptions): Engine {
 }
 
 /**
- * Read an input file; a missing or unreadable file is bad input (exit 2).
+ * Read an input file; a missing or unreadable file, or one that is not a regular file (FIFO,
+ * device, directory), is bad input (exit 2). Bounded by the file's real size (src/util/read-file.ts).
  * @throws CliError
  */
 export function readInputFile(path: string): Uint8Array {
   try {
-    return new Uint8Array(readFileSync(path));
+    return readRegularFile(path);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    const why =
-      code === 'ENOENT'
-        ? 'no such file'
-        : code === 'EISDIR'
-          ? 'is a directory'
-          : code === 'EACCES'
-            ? 'permission denied'
-            : (e as Error).message;
-    throw new CliError(`${path}: ${why}`);
+    if (e instanceof InputFileError) throw new CliError(e.message);
+    throw e;
   }
 }
 
@@ -177,7 +195,7 @@ export function describeCompile(info: CompileInfo): string {
     const t = info.translate;
     parts.push(`build ${ms(t.build)}, optimize ${ms(t.optimize)}, emit ${ms(t.emit)}`);
   }
-  parts.push(`V8 compile ${ms(info.wasmCompileMs)}`);
+  parts.push(`V8 compile ${ms(info.wasmCompileMs)}`, `${info.tier} tier`);
   return parts.join('; ');
 }
 
@@ -215,7 +233,8 @@ export function exitCodeOf(e: unknown): ExitCodeValue {
     e instanceof ElfError ||
     e instanceof ManifestError ||
     e instanceof HarnessError ||
-    e instanceof LayoutError
+    e instanceof LayoutError ||
+    e instanceof TranslateError
   ) {
     return ExitCode.BadInput;
   }

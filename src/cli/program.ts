@@ -12,9 +12,12 @@ import { registerDisasm } from './commands/disasm.js';
 import { registerExec } from './commands/exec.js';
 import { registerInspect } from './commands/inspect.js';
 import { registerNew } from './commands/new.js';
+import { registerPushPull } from './commands/push-pull.js';
+import { registerDaemonVerbs } from './commands/daemon-verbs.js';
 import { registerRun } from './commands/run.js';
-import { registerWake } from './commands/wake.js';
+import { registerWakeClient } from './commands/wake-client.js';
 import {
+  DEFAULT_CALL_TIMEOUT_MS,
   EXIT_CODES_HELP,
   ExitCode,
   parseMemorySize,
@@ -87,7 +90,10 @@ export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
       'Run statically linked RV64IMAC harness ELFs in a WebAssembly sandbox (each tool call in a fresh instance).',
     )
     .version(version(), '-V, --version')
-    .option('--cache-dir <dir>', 'Wasm cache directory (default: $BERM_CACHE_DIR, else ~/.cache/berm)')
+    .option(
+      '--cache-dir <dir>',
+      'Wasm cache directory (default: $BERM_CACHE_DIR, else $XDG_CACHE_HOME/berm, else ~/.cache/berm)',
+    )
     .option('--no-cache', 'neither read nor write the Wasm cache')
     .addOption(
       new Option('--memory <size>', 'guest memory, a power of two from 64K to 1G (default 64M)').argParser(
@@ -98,9 +104,10 @@ export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
       new Option('--fuel <n>', 'instruction budget of a call (call, exec)').argParser(parsePositiveInt),
     )
     .addOption(
-      new Option('--timeout <ms>', 'wall-clock limit of a call in milliseconds (call, exec)').argParser(
-        parsePositiveInt,
-      ),
+      new Option(
+        '--timeout <ms>',
+        `wall-clock limit of a whole call in milliseconds, host calls included (call, exec; default: $BERM_TIMEOUT, else ${DEFAULT_CALL_TIMEOUT_MS})`,
+      ).argParser(parsePositiveInt),
     )
     .option('--verbose', 'show guest log lines and compile timings on stderr')
     .option('--json', 'machine-readable output (inspect, compile, call, exec, cache ls)')
@@ -117,8 +124,10 @@ export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
   registerDisasm(program, ctx);
   registerCache(program, ctx);
   registerNew(program, ctx);
+  registerPushPull(program, ctx);
+  registerDaemonVerbs(program, ctx);
+  registerWakeClient(program, ctx);
   registerRun(program, ctx);
-  registerWake(program, ctx);
   options.extend?.(program, ctx);
   return { program, ctx, exitCode: () => code };
 }

@@ -1,20 +1,30 @@
 /**
- * The operator's declaration file (upstream berm issue 6): a TOML list of `[[harnesses]]`, each
+ * The operator's declaration file: a TOML list of `[[harnesses]]`, each
  * naming a local ELF, its sha256, and the capabilities granted with their arguments. The
  * declaration alone grants: nothing is inferred from a harness's own manifest, a capability not
  * listed is absent (not linked), and a grant missing its argument reaches nothing.
+ *
+ * The keys of an entry are `name`, `source`, `sha256`, `capabilities` and the grant keys of the
+ * registered capabilities (src/capabilities/index.ts): each capability owns its keys and their JSON
+ * Schema, which is checked here with ajv whenever the capability is granted.
  *
  * Errors carry the file, the line and the fix. A syntax error or a malformed top level throws; a
  * bad entry is refused on its own (listed in `errors`, left out of `harnesses`) so one broken
  * harness does not take the others down.
  */
 import { createHash } from 'node:crypto';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { TomlError, parse } from 'smol-toml';
-import { CAPABILITIES, CAPABILITY_NAMES } from '../capabilities/index.js';
-import type { CapabilityContext, CapabilityLimits, CapabilityReply, Grant } from '../capabilities/types.js';
-import { checkHostPattern } from '../capabilities/http/policy.js';
+import { InputFileError, readRegularFile } from '../util/read-file.js';
+import { CAPABILITIES, capabilityNames, explainCapability, grantKeyOwners } from '../capabilities/index.js';
+import type {
+  Capability,
+  CapabilityContext,
+  CapabilityLimits,
+  CapabilityReply,
+  Grant,
+} from '../capabilities/types.js';
 
 /** A problem in a declaration file, located and with the fix an operator should apply. */
 export class DeclarationError extends Error {
@@ -70,25 +80,40 @@ export interface ParseOptions {
   checkFiles?: boolean;
 }
 
-/** Keys an entry may have. */
-export const ENTRY_KEYS: readonly string[] = [
-  'name',
-  'source',
-  'sha256',
-  'capabilities',
-  'root',
-  'hosts',
-  'callees',
-  'database',
-];
+/** Keys every entry may have, whatever it grants. */
+export const BASE_KEYS: readonly string[] = ['name', 'source', 'sha256', 'capabilities'];
 
-/** Which capability each argument key belongs to. */
-const KEY_OWNER: Record<string, string[]> = {
-  root: ['fs', 'exec'],
-  hosts: ['http'],
-  callees: ['call'],
-  database: ['storage'],
-};
+/** Keys an entry may have: {@link BASE_KEYS} and every registered capability's grant keys. */
+export function entryKeys(): string[] {
+  return [...BASE_KEYS, ...grantKeyOwners().keys()];
+}
+
+/** Keys an entry may have with the built-in capabilities (see {@link entryKeys}). */
+export const ENTRY_KEYS: readonly string[] = entryKeys();
+
+const ajv = new Ajv({ allErrors: true, strict: true });
+const validators = new WeakMap<Capability, ValidateFunction>();
+
+function validatorOf(cap: Capability): ValidateFunction {
+  let v = validators.get(cap);
+  if (!v) {
+    v = ajv.compile({ ...cap.grant.schema, additionalProperties: false });
+    validators.set(cap, v);
+  }
+  return v;
+}
+
+/** One ajv error as `key[/sub/path] must ...`, naming the declaration key at fault. */
+function describeSchemaError(e: ErrorObject): { key: string; text: string } {
+  const parts = e.instancePath.split('/').slice(1);
+  if (e.keyword === 'required') {
+    const key = String((e.params as { missingProperty: string }).missingProperty);
+    return { key, text: `${key} is missing` };
+  }
+  const key = parts[0] ?? '';
+  const where = parts.length > 1 ? `${key}[${parts.slice(1).join('][')}]` : key;
+  return { key, text: `${where} ${e.message ?? 'is invalid'}` };
+}
 
 /** 1-based line numbers of each `[[harnesses]]` header, in order. */
 function headerLines(lines: string[]): number[] {
@@ -103,9 +128,32 @@ function headerLines(lines: string[]): number[] {
 function keyLine(lines: string[], start: number, key: string): number {
   for (let i = start; i < lines.length; i++) {
     if (/^\s*\[/.test(lines[i]!)) break;
-    if (new RegExp(`^\\s*"?${key}"?\\s*=`).test(lines[i]!)) return i + 1;
+    if (keyAssigned(lines[i]!, key)) return i + 1;
   }
   return start;
+}
+
+/**
+ * Does `line` assign `key` (bare, or quoted with " or ')? Compared as text, never compiled into a
+ * RegExp: keys come from the file and may hold any character.
+ */
+function keyAssigned(line: string, key: string): boolean {
+  const t = line.trimStart();
+  for (const spelled of [key, JSON.stringify(key), `'${key}'`]) {
+    if (t.startsWith(spelled) && t.slice(spelled.length).trimStart().startsWith('=')) return true;
+  }
+  return false;
+}
+
+/** Line (1-based) of a top-level key `k` as a table header or an assignment, else 1. */
+function topLevelLine(lines: string[], k: string): number {
+  const i = lines.findIndex((l) => {
+    const t = l.trim().replace(/^\[+\s*/, '');
+    return [k, JSON.stringify(k), `'${k}'`].some(
+      (s) => t.startsWith(s) && /^\s*[\]=.]/.test(t.slice(s.length)),
+    );
+  });
+  return Math.max(1, i + 1);
 }
 
 const isStringArray = (v: unknown): v is string[] =>
@@ -140,7 +188,7 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
     if (k !== 'harnesses' && k !== 'limits') {
       throw new DeclarationError(
         file,
-        Math.max(1, lines.findIndex((l) => new RegExp(`^\\s*\\[*\\s*"?${k}"?\\s*[\\]=]`).test(l)) + 1),
+        topLevelLine(lines, k),
         `unknown top-level key ${JSON.stringify(k)}`,
         'the file holds [[harnesses]] entries and an optional [limits] table',
       );
@@ -175,12 +223,13 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
     const label =
       typeof e.name === 'string' ? `harness ${JSON.stringify(e.name)}` : `harnesses entry ${index + 1}`;
 
+    const known = entryKeys();
     for (const k of Object.keys(e)) {
-      if (!ENTRY_KEYS.includes(k)) {
+      if (!known.includes(k)) {
         fail(
           at(k),
           `${label}: unknown key ${JSON.stringify(k)}`,
-          `remove it; known keys are ${ENTRY_KEYS.join(', ')}`,
+          `remove it; known keys are ${known.join(', ')}`,
         );
       }
     }
@@ -234,6 +283,7 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
     }
 
     const caps: string[] = [];
+    const names = capabilityNames();
     if (e.capabilities !== undefined && !isStringArray(e.capabilities)) {
       fail(
         at('capabilities'),
@@ -242,11 +292,14 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
       );
     } else {
       for (const c of (e.capabilities as string[] | undefined) ?? []) {
-        if (!CAPABILITY_NAMES.includes(c)) {
+        const refusal = explainCapability(c);
+        if (refusal) {
+          fail(at('capabilities'), `${label}: ${refusal.problem}`, refusal.fix);
+        } else if (!names.includes(c)) {
           fail(
             at('capabilities'),
             `${label}: unknown capability ${JSON.stringify(c)}`,
-            `use one of ${CAPABILITY_NAMES.join(', ')}`,
+            `use one of ${names.join(', ')}`,
           );
         } else if (caps.includes(c)) {
           fail(at('capabilities'), `${label}: capability ${JSON.stringify(c)} listed twice`, 'list it once');
@@ -257,7 +310,7 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
     }
     caps.sort();
 
-    for (const [key, owners] of Object.entries(KEY_OWNER)) {
+    for (const [key, owners] of grantKeyOwners()) {
       if (e[key] !== undefined && !owners.some((o) => caps.includes(o))) {
         fail(
           at(key),
@@ -268,78 +321,48 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
     }
 
     const grant: Grant = {};
-    if (caps.includes('fs') || caps.includes('exec')) {
-      if (typeof e.root !== 'string' || e.root === '') {
-        fail(
-          at('capabilities'),
-          `${label}: ${caps.includes('fs') ? 'fs' : 'exec'} is granted without a root`,
-          'add root = "/absolute/dir" (the only tree the harness may touch)',
-        );
-      } else {
-        const root = path.resolve(dir, e.root);
-        grant.root = root;
-        if (['/proc', '/sys', '/dev'].some((t) => root === t || root.startsWith(t + '/')) || root === '/') {
-          fail(
-            at('root'),
-            `${label}: root ${root} exposes the host`,
-            'choose a dedicated directory for this harness',
-          );
-        } else if (checkFiles && !isDirectory(root)) {
-          fail(
-            at('root'),
-            `${label}: root ${root} is not an existing directory`,
-            `create it (mkdir -p ${root}) or correct the path`,
-          );
+    // A key two capabilities share (root) is validated and prepared once, by the first.
+    const doneKeys = new Set<string>();
+    for (const c of caps) {
+      const cap = CAPABILITIES[c]!;
+      const keys = Object.keys(cap.grant.schema.properties).filter((k) => !doneKeys.has(k));
+      if (keys.length === 0) continue;
+      keys.forEach((k) => doneKeys.add(k));
+      const values: Record<string, unknown> = {};
+      for (const k of keys) if (e[k] !== undefined) values[k] = e[k];
+      const schema = cap.grant.schema;
+      const validate = validatorOf(cap);
+      const own = { ...values };
+      for (const k of Object.keys(schema.properties))
+        if (!keys.includes(k) && e[k] !== undefined) own[k] = e[k];
+      if (!validate(own)) {
+        for (const err of validate.errors ?? []) {
+          const { key, text } = describeSchemaError(err);
+          const fix = cap.grant.fixes?.[key] ?? `correct ${key} (see docs/capabilities.md, "${c}")`;
+          if (err.keyword === 'required') {
+            fail(at('capabilities'), `${label}: ${c} is granted without a ${key}`, fix);
+          } else {
+            fail(at(key), `${label}: ${text}`, fix);
+          }
         }
+        continue;
       }
-    }
-    if (caps.includes('http') && e.hosts !== undefined) {
-      if (!isStringArray(e.hosts)) {
-        fail(
-          at('hosts'),
-          `${label}: hosts is not an array of strings`,
-          'write hosts = ["api.example.org", "*.example.com"]',
-        );
-      } else {
-        for (const h of e.hosts) {
-          const bad = checkHostPattern(h);
-          if (bad)
-            fail(at('hosts'), `${label}: host ${bad}`, 'write a bare host name, "*.domain" or an IP address');
-        }
-        grant.hosts = [...new Set(e.hosts.map((h) => h.toLowerCase()))].sort();
-      }
-    }
-    if (caps.includes('call') && e.callees !== undefined) {
-      if (!isStringArray(e.callees)) {
-        fail(
-          at('callees'),
-          `${label}: callees is not an array of strings`,
-          'write callees = ["other-harness"]',
-        );
-      } else {
-        grant.callees = [...new Set(e.callees)].sort();
-      }
-    }
-    if (caps.includes('storage') && e.database !== undefined) {
-      if (typeof e.database !== 'string' || e.database === '') {
-        fail(
-          at('database'),
-          `${label}: database is not a path`,
-          'write database = "state/kv.sqlite" or remove it',
-        );
-      } else {
-        grant.database = path.resolve(dir, e.database);
-      }
+      const prepared = cap.grant.prepare
+        ? cap.grant.prepare(values, { dir, checkFiles })
+        : { grant: values, problems: [] };
+      for (const p of prepared.problems) fail(at(p.key), `${label}: ${p.problem}`, p.fix);
+      Object.assign(grant, prepared.grant);
     }
 
     let elf: Uint8Array | undefined;
     if (checkFiles && source !== undefined) {
       try {
-        elf = fs.readFileSync(source);
+        elf = readRegularFile(source);
       } catch (err) {
+        if (!(err instanceof InputFileError)) throw err;
         fail(
           at('source'),
-          `${label}: source ${source} cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`,
+          `${label}: source ${source} cannot be read (${err.reason})`,
           'build the harness or correct the path',
         );
       }
@@ -370,13 +393,8 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
   return { file, harnesses, errors };
 }
 
-function isDirectory(p: string): boolean {
-  try {
-    return fs.statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-}
+/** Largest declaration file read: 16 MiB. */
+export const MAX_DECLARATION_BYTES = 16 << 20;
 
 /**
  * Read and parse a declaration file (see {@link parseDeclarations}).
@@ -385,14 +403,10 @@ function isDirectory(p: string): boolean {
 export function loadDeclarations(file: string, options: ParseOptions = {}): Declarations {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = new TextDecoder().decode(readRegularFile(file, MAX_DECLARATION_BYTES));
   } catch (e) {
-    throw new DeclarationError(
-      file,
-      0,
-      `cannot read the declaration file (${(e as NodeJS.ErrnoException).code ?? e})`,
-      'check the path',
-    );
+    if (!(e instanceof InputFileError)) throw e;
+    throw new DeclarationError(file, 0, `cannot read the declaration file (${e.reason})`, 'check the path');
   }
   return parseDeclarations(text, file, options);
 }
@@ -404,6 +418,10 @@ export interface LinkOptions {
   limits?: Partial<CapabilityLimits>;
   callTool?: CapabilityContext['callTool'];
   schedule?: CapabilityContext['schedule'];
+  /** who the invocation acts for (see CapabilityContext.authority) */
+  authority?: CapabilityContext['authority'];
+  /** services on the queue's thread (see CapabilityContext.service) */
+  service?: CapabilityContext['service'];
 }
 
 /**
@@ -423,6 +441,9 @@ export function linkerEntries(
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.callTool ? { callTool: options.callTool } : {}),
     ...(options.schedule ? { schedule: options.schedule } : {}),
+    ...(options.authority ? { authority: options.authority } : {}),
+    ...(options.service ? { service: options.service } : {}),
+    granted: [...decl.capabilities],
   };
   const out = new Map<string, (fields: Uint8Array[]) => CapabilityReply>();
   for (const c of decl.capabilities) {
@@ -433,25 +454,27 @@ export function linkerEntries(
   return out;
 }
 
+/** A grant value in canonical form: arrays sorted (their order never matters to a grant). */
+function canonicalValue(v: unknown): unknown {
+  return Array.isArray(v) ? [...v].map((x) => canonicalValue(x)).sort() : (v ?? null);
+}
+
 /**
  * Content identity of a harness image: lowercase hex sha256 over a canonical encoding of the ELF
- * bytes' sha256, the granted capabilities (sorted) and their arguments (root, hosts, callees,
- * database). The name and the file position are left out, so identical declarations share one
- * compiled image and renaming a harness is not an event.
+ * bytes' sha256, the granted capabilities (sorted) and, for each, the values of its identity keys
+ * ({@link Capability.identity}; arrays sorted, absent as null). The name and the file position are
+ * left out, so identical declarations share one compiled image and renaming a harness is not an
+ * event. A capability unknown to the registry still enters by name.
  */
 export function imageIdentity(
   decl: Pick<HarnessDeclaration, 'capabilities' | 'grant'>,
   elfBytes: Uint8Array,
 ): string {
-  const g = decl.grant;
+  const caps = [...decl.capabilities].sort();
   const canonical = JSON.stringify([
-    'berm-image-v1',
+    'berm-image-v2',
     createHash('sha256').update(elfBytes).digest('hex'),
-    [...decl.capabilities].sort(),
-    g.root ?? null,
-    g.hosts ? [...g.hosts].map((h) => h.toLowerCase()).sort() : null,
-    g.callees ? [...g.callees].sort() : null,
-    g.database ?? null,
+    caps.map((c) => [c, (CAPABILITIES[c]?.identity ?? []).map((k) => [k, canonicalValue(decl.grant[k])])]),
   ]);
   return createHash('sha256').update(canonical).digest('hex');
 }

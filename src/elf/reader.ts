@@ -14,12 +14,21 @@ import type { ElfImage, ElfSymbol, GuestFunction, Relocation, Section, Segment }
  */
 export class ElfError extends Error {
   readonly code: string;
+  /**
+   * @param code one of the codes listed in the module comment
+   * @param message what is wrong and how to fix it; for 'truncated' (the file ends before a
+   *   table or segment it declares) the fix is the same everywhere and is appended here
+   */
   constructor(code: string, message: string) {
-    super(message);
+    super(code === 'truncated' ? `${message}; ${TRUNCATED_FIX}` : message);
     this.name = 'ElfError';
     this.code = code;
   }
 }
+
+/** The fix of every 'truncated' error: the bytes on disk are not the whole harness. */
+export const TRUNCATED_FIX =
+  'the file is incomplete or damaged (an interrupted copy or download?): rebuild the harness or copy it again';
 
 const EM_RISCV = 243;
 const ET_EXEC = 2;
@@ -298,11 +307,25 @@ function parse(r: Reader): ElfImage {
   // Symbols
   const symtabIndex = raw.findIndex((s) => s.type === SHT_SYMTAB);
   if (symtabIndex < 0) throw new ElfError('no-symtab', 'the ELF has no .symtab: do not strip the harness');
+  // Tables may overlap in a crafted file (65,000 relocation sections over one 64 KiB region), so
+  // the entries parsed are bounded by the file's real size: every byte of the file is parsed as
+  // a symbol or relocation at most once in a well-formed ELF, and never more than twice here.
+  let tableBytes = 0;
+  const charge = (bytes: number, what: string) => {
+    tableBytes += bytes;
+    if (tableBytes > 2 * size) {
+      throw new ElfError(
+        'bad-section',
+        `${what}: the symbol and relocation tables overlap (together they are larger than the file); rebuild the harness with a standard linker`,
+      );
+    }
+  };
   const symtabs = new Map<number, ElfSymbol[]>();
   const readSymtab = (index: number): ElfSymbol[] => {
     let syms = symtabs.get(index);
     if (syms) return syms;
     const st = raw[index];
+    charge(st.size, `symbol table ${st.name}`);
     if (st.link >= shnum || raw[st.link].type !== SHT_STRTAB) {
       throw new ElfError('bad-section', `symbol table ${st.name} has no string table`);
     }
@@ -338,6 +361,7 @@ function parse(r: Reader): ElfImage {
       throw new ElfError('bad-relocation', `relocation section ${sec.name} has no symbol table`);
     }
     const syms = readSymtab(sec.link);
+    charge(sec.size, `relocation section ${sec.name}`);
     const target = sec.info < shnum ? raw[sec.info].name : '';
     const n = Math.floor(sec.size / 24);
     for (let i = 0; i < n; i++) {

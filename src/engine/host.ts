@@ -17,12 +17,23 @@ export interface GuestMemory {
   write(address: bigint | number, bytes: Uint8Array): void;
 }
 
-/** One ecall as seen by the host function registered for its number. */
+/**
+ * One ecall as seen by the host function registered for its number. The registers reach the
+ * engine as 32-bit halves; `arg(i)` reads one as a Number without allocating, `args` builds
+ * BigInts on first use (prefer `arg` on hot paths).
+ */
 export interface HostCall {
   /** a7: the call number (FNV-1a-64 of the capability name), unsigned */
   readonly number: bigint;
-  /** a0..a5 as unsigned 64-bit values */
+  /** a0..a5 as unsigned 64-bit values (built on first use) */
   readonly args: readonly [bigint, bigint, bigint, bigint, bigint, bigint];
+  /**
+   * a0..a5 (i = 0..5) as an unsigned integer Number, exact below 2^53; a register at or above
+   * 2^53 reads as Infinity (no guest address or length is that large: read `args[i]` for its
+   * exact bits, e.g. to name it in a message).
+   * @throws RangeError when i is not 0..5
+   */
+  arg(i: number): number;
   readonly memory: GuestMemory;
   /** the per-instance value given to Linker.instantiate(), e.g. the harness layer's call state */
   readonly data: unknown;

@@ -69,49 +69,58 @@ function trapFromKind(kind: number, value: bigint): Trap {
 
 const U64 = (v: bigint | number): bigint => BigInt.asUintN(64, BigInt(v));
 
-/** The HostCall handed to host functions; one per Instance, refilled for every ecall. */
+/** 2^53 - 1 as a bigint */
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+/** -(2^53 - 1) as a bigint */
+const MIN_SAFE = -MAX_SAFE;
+
+/** 2^32 */
+const TWO32 = 4294967296;
+
+/**
+ * The HostCall handed to host functions; one per Slot, refilled by the `ecall` import for every
+ * ecall. Registers arrive as i32 halves (Imports.ecall) and are combined only when read.
+ */
 class LiveHostCall implements HostCall {
   n0 = 0;
   n1 = 0;
   n2 = 0;
-  raw: [bigint, bigint, bigint, bigint, bigint, bigint] = [0n, 0n, 0n, 0n, 0n, 0n];
+  /** a0..a5 as (low, high) i32 halves: [lo0, hi0, lo1, hi1, ...] */
+  readonly halves = new Int32Array(12);
+  data: unknown = undefined;
   private cached: [bigint, bigint, bigint, bigint, bigint, bigint] | null = null;
-  constructor(
-    readonly memory: WasmGuestMemory,
-    readonly data: unknown,
-  ) {}
+  constructor(readonly memory: WasmGuestMemory) {}
   get number(): bigint {
     return BigInt(this.n0) | (BigInt(this.n1) << 30n) | (BigInt(this.n2) << 60n);
   }
-  /** Converted to unsigned on first use: most host functions read one or two arguments. */
+  /** {@inheritDoc HostCall.arg} */
+  arg(i: number): number {
+    if (!(i >= 0 && i < 6)) throw new RangeError(`argument index ${i}: must be 0..5 (a0..a5)`);
+    const hi = this.halves[2 * i + 1] >>> 0;
+    if (hi >= 0x200000) return Infinity;
+    return hi * TWO32 + (this.halves[2 * i] >>> 0);
+  }
+  /** {@inheritDoc HostCall.args} */
   get args(): readonly [bigint, bigint, bigint, bigint, bigint, bigint] {
     if (this.cached === null) {
-      const r = this.raw;
-      this.cached = [U64(r[0]), U64(r[1]), U64(r[2]), U64(r[3]), U64(r[4]), U64(r[5])];
+      const h = this.halves;
+      const u = (k: number) => (BigInt(h[2 * k + 1] >>> 0) << 32n) | BigInt(h[2 * k] >>> 0);
+      this.cached = [u(0), u(1), u(2), u(3), u(4), u(5)];
     }
     return this.cached;
   }
-  refill(
-    n0: number,
-    n1: number,
-    n2: number,
-    a0: bigint,
-    a1: bigint,
-    a2: bigint,
-    a3: bigint,
-    a4: bigint,
-    a5: bigint,
-  ): void {
-    this.n0 = n0;
-    this.n1 = n1;
-    this.n2 = n2;
-    const r = this.raw;
-    r[0] = a0;
-    r[1] = a1;
-    r[2] = a2;
-    r[3] = a3;
-    r[4] = a4;
-    r[5] = a5;
+  /** register a0 (k = 0) or a1 (k = 1) as a signed Number when exact, else NaN */
+  signed(k: number): number {
+    const hi = this.halves[2 * k + 1];
+    if (hi >= 0x200000 || hi < -0x200000) return NaN;
+    return hi * TWO32 + (this.halves[2 * k] >>> 0);
+  }
+  /** register a0 or a1 as a signed 64-bit bigint */
+  signedBig(k: number): bigint {
+    return (BigInt(this.halves[2 * k + 1]) << 32n) | BigInt(this.halves[2 * k] >>> 0);
+  }
+  /** forget the BigInts of the previous ecall */
+  refilled(): void {
     this.cached = null;
   }
 }
@@ -123,7 +132,9 @@ class LiveHostCall implements HostCall {
 export class Slot {
   readonly memory: WasmGuestMemory;
   readonly wasm: WebAssembly.Instance;
+  readonly a0: WebAssembly.Global;
   readonly a1: WebAssembly.Global;
+  readonly call: LiveHostCall;
   readonly dirtyLo: WebAssembly.Global;
   readonly dirtyHi: WebAssembly.Global;
   owner: Instance | null = null;
@@ -140,6 +151,9 @@ export class Slot {
     );
     this.loadImage();
     const owner = () => this.owner!;
+    const epoch = process.hrtime.bigint();
+    const call = (this.call = new LiveHostCall(this.memory));
+    const h = call.halves;
     this.wasm = new WebAssembly.Instance(module.wasm, {
       [IMPORT_MODULE]: {
         [Imports.memory]: mem,
@@ -148,21 +162,48 @@ export class Slot {
           n0: number,
           n1: number,
           n2: number,
-          a0: bigint,
-          a1: bigint,
-          a2: bigint,
-          a3: bigint,
-          a4: bigint,
-          a5: bigint,
-        ) => owner().ecall(pc, n0, n1, n2, a0, a1, a2, a3, a4, a5),
+          l0: number,
+          h0: number,
+          l1: number,
+          h1: number,
+          l2: number,
+          h2: number,
+          l3: number,
+          h3: number,
+          l4: number,
+          h4: number,
+          l5: number,
+          h5: number,
+        ) => {
+          call.n0 = n0;
+          call.n1 = n1;
+          call.n2 = n2;
+          h[0] = l0;
+          h[1] = h0;
+          h[2] = l1;
+          h[3] = h1;
+          h[4] = l2;
+          h[5] = h2;
+          h[6] = l3;
+          h[7] = h3;
+          h[8] = l4;
+          h[9] = h4;
+          h[10] = l5;
+          h[11] = h5;
+          call.refilled();
+          return owner().ecall(pc, call);
+        },
         [Imports.trap]: (kind: number, pc: number, value: bigint) => {
           throw owner().at(trapFromKind(kind, value), pc);
         },
         [Imports.poll]: (pc: number) => owner().poll(pc),
-        // cycle, time and instret all read a monotonic nanosecond clock (no exact count is kept)
-        [Imports.csr]: () => process.hrtime.bigint(),
+        // cycle, time and instret all read one clock: nanoseconds since this instance was made,
+        // rounded down to whole milliseconds. A harness granted no clock learns neither the
+        // host's uptime nor a fine timer to measure other work with (docs/capabilities.md).
+        [Imports.csr]: () => ((process.hrtime.bigint() - epoch) / 1_000_000n) * 1_000_000n,
       },
     });
+    this.a0 = this.wasm.exports[Exports.a0] as WebAssembly.Global;
     this.a1 = this.wasm.exports[Exports.a1] as WebAssembly.Global;
     this.dirtyLo = this.wasm.exports[Exports.dirtyLo] as WebAssembly.Global;
     this.dirtyHi = this.wasm.exports[Exports.dirtyHi] as WebAssembly.Global;
@@ -205,7 +246,6 @@ export class Instance {
   readonly memory: WasmGuestMemory;
   private slot: Slot | null;
   private readonly hostFns: HostTable;
-  private readonly hostCall: LiveHostCall;
   private readonly fuel: { left: number; readonly budget: number };
   private readonly interruptFlag: Int32Array | null;
   private deadline = Infinity;
@@ -219,8 +259,8 @@ export class Instance {
     this.hostFns = hostFns;
     this.slot = module.takeSlot();
     this.slot.owner = this;
+    this.slot.call.data = opts.data;
     this.memory = this.slot.memory;
-    this.hostCall = new LiveHostCall(this.memory, opts.data);
     this.fuel = opts.fuelAccount ?? { left: opts.fuel ?? Infinity, budget: opts.fuel ?? 0 };
     this.interruptFlag = opts.interrupt ? new Int32Array(opts.interrupt, 0, 1) : null;
   }
@@ -231,25 +271,17 @@ export class Instance {
     if (slot === null || this.running) return;
     this.slot = null;
     slot.owner = null;
+    slot.call.data = undefined;
     this.module.releaseSlot(slot);
   }
 
-  /** @internal the `ecall` import: the number arrives in three Smi-sized pieces */
-  ecall(
-    pc: number,
-    n0: number,
-    n1: number,
-    n2: number,
-    a0: bigint,
-    a1: bigint,
-    a2: bigint,
-    a3: bigint,
-    a4: bigint,
-    a5: bigint,
-  ): bigint | number {
-    const fn = this.hostFns.get(n0, n1, n2);
-    const call = this.hostCall;
-    call.refill(n0, n1, n2, a0, a1, a2, a3, a4, a5);
+  /**
+   * @internal the `ecall` import (after the Slot stored the registers in `call`): run the host
+   * function and give the new a0 as an integer-valued Number, or NaN with a0 and a1 left in the
+   * module's a0/a1 globals (Imports.ecall).
+   */
+  ecall(pc: number, call: LiveHostCall): number {
+    const fn = this.hostFns.get(call.n0, call.n1, call.n2);
     if (fn === undefined) throw this.at(new UnknownHostCall(call.number), pc);
     let r;
     try {
@@ -257,12 +289,31 @@ export class Instance {
     } catch (e) {
       throw this.at(e instanceof Trap ? e : new HostCallError(call.number, e), pc);
     }
-    // JS-to-Wasm i64 conversion wraps modulo 2^64 (ToBigInt64), so unsigned results need no asIntN
-    if (r === undefined) return a0;
-    if (typeof r === 'bigint') return r;
-    if (typeof r === 'number') return BigInt(r);
-    this.slot!.a1.value = BigInt(r[1]);
-    return BigInt(r[0]);
+    if (typeof r === 'number') {
+      if (Number.isSafeInteger(r)) return r;
+    } else if (typeof r === 'bigint') {
+      if (r === 0n) return 0;
+      if (r <= MAX_SAFE && r >= MIN_SAFE) return Number(r);
+      return this.slowResult(r, call.signedBig(1));
+    } else if (r === undefined) {
+      const a0 = call.signed(0);
+      return a0 === a0 ? a0 : this.slowResult(call.signedBig(0), call.signedBig(1));
+    } else if (
+      (typeof r[0] === 'bigint' || Number.isSafeInteger(r[0])) &&
+      (typeof r[1] === 'bigint' || Number.isSafeInteger(r[1]))
+    ) {
+      return this.slowResult(BigInt(r[0]), BigInt(r[1]));
+    }
+    const why = new RangeError(`host function returned ${String(r)}: not a safe integer or a bigint`);
+    throw this.at(new HostCallError(call.number, why), pc);
+  }
+
+  /** Results beyond a Number's exact range travel through the a0/a1 globals (the setter wraps modulo 2^64). */
+  private slowResult(a0: bigint, a1: bigint): number {
+    const slot = this.slot!;
+    slot.a0.value = a0;
+    slot.a1.value = a1;
+    return NaN;
   }
 
   /** @internal the `poll` import: interrupt flag, deadline, fuel budget */

@@ -18,15 +18,12 @@ export class Linker {
 
   /** Register `fn` under a capability name or a raw number. Replaces an earlier registration. */
   define(nameOrNumber: string | bigint, fn: HostFunction): this {
-    const n = typeof nameOrNumber === 'string' ? fnv1a64(nameOrNumber) : BigInt.asUintN(64, nameOrNumber);
-    this.fns.set(n, fn);
+    this.fns.set(callNumber(nameOrNumber), fn);
     this.table = null;
     return this;
   }
   has(nameOrNumber: string | bigint): boolean {
-    return this.fns.has(
-      typeof nameOrNumber === 'string' ? fnv1a64(nameOrNumber) : BigInt.asUintN(64, nameOrNumber),
-    );
+    return this.fns.has(callNumber(nameOrNumber));
   }
 
   /** A fresh store: memory holding a pristine image, registers zero. Later `define`s do not affect it. */
@@ -34,6 +31,20 @@ export class Linker {
     this.table ??= new HostTable(this.fns);
     return new Instance(module, this.table, opts);
   }
+}
+
+/** Hashes of the names seen so far: a harness links the same dozen names on every call. */
+const hashed = new Map<string, bigint>();
+
+/** The ecall number of a capability name (FNV-1a-64, memoised) or a raw number (taken modulo 2^64). */
+function callNumber(nameOrNumber: string | bigint): bigint {
+  if (typeof nameOrNumber !== 'string') return BigInt.asUintN(64, nameOrNumber);
+  let n = hashed.get(nameOrNumber);
+  if (n === undefined) {
+    n = fnv1a64(nameOrNumber);
+    if (hashed.size < 4096) hashed.set(nameOrNumber, n);
+  }
+  return n;
 }
 
 /** Split a call number into the pieces translated code passes: bits 0-29, 30-59, 60-63. */
@@ -55,11 +66,26 @@ export class HostTable {
       else this.byLow.set(low, [{ mid, top, fn }]);
     }
   }
+  // the last hit: a guest calling one host function in a loop skips the map
+  private lastLow = -1;
+  private lastMid = -1;
+  private lastTop = -1;
+  private lastFn: HostFunction | undefined = undefined;
+
   /** The function registered under n0 | n1 << 30 | n2 << 60, or undefined. */
   get(n0: number, n1: number, n2: number): HostFunction | undefined {
+    if (n0 === this.lastLow && n1 === this.lastMid && n2 === this.lastTop) return this.lastFn;
     const list = this.byLow.get(n0);
     if (list === undefined) return undefined;
-    for (const e of list) if (e.mid === n1 && e.top === n2) return e.fn;
+    for (const e of list) {
+      if (e.mid === n1 && e.top === n2) {
+        this.lastLow = n0;
+        this.lastMid = n1;
+        this.lastTop = n2;
+        this.lastFn = e.fn;
+        return e.fn;
+      }
+    }
     return undefined;
   }
 }
@@ -74,12 +100,13 @@ export function basicHostFunctions(
 ): [string, HostFunction][] {
   const text = new TextDecoder();
   return [
-    ['berm.heap.start', () => BigInt(module.layout.heapStart)],
-    ['berm.heap.size', () => BigInt(module.layout.heapSize)],
+    ['berm.heap.start', () => module.layout.heapStart],
+    ['berm.heap.size', () => module.layout.heapSize],
     [
       'berm.log',
       (c) => {
-        log(text.decode(c.memory.read(c.args[0], Number(c.args[1] > 4096n ? 4096n : c.args[1]))));
+        const a = c.arg(0);
+        log(text.decode(c.memory.read(a === Infinity ? c.args[0] : a, Math.min(c.arg(1), 4096))));
       },
     ],
   ];

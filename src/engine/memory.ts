@@ -28,6 +28,11 @@ export class WasmGuestMemory implements GuestMemory {
   /** Wasm offset of [address, address + length), or throws MemoryFault naming the first bad byte. */
   offset(address: bigint | number, length: number): number {
     if (!Number.isSafeInteger(length) || length < 0) throw new RangeError(`bad length ${length}`);
+    if (typeof address === 'number' && address >= 0 && Number.isSafeInteger(address)) {
+      // the common case (an address read with HostCall.arg): no BigInt arithmetic
+      const e = address - this.base;
+      if (e >= 0 && e + length <= this.size) return e;
+    }
     const a = BigInt.asUintN(64, BigInt(address));
     const e = a - BigInt(this.base);
     if (e < 0n) throw new MemoryFault(a);

@@ -1,14 +1,18 @@
 /**
- * The harness layer (issue 3 "Harness layer"): load a harness ELF, check its manifest against its
+ * The harness layer: load a harness ELF, check its manifest against its
  * exports, and invoke tools in fresh instances. Arguments are pulled by the guest
  * (berm.args.len / berm.args.read); the result comes back by (ptr, len) in a0/a1 (ABI 0) or through
  * berm.done (ABI 1); berm.fail gives a Failed result, distinct from a trap.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import * as v8 from 'node:v8';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { Engine, GuestModule, Linker, type InstantiateOptions } from '../engine/engine.js';
+import { HostCallError } from '../engine/traps.js';
 import type { HostCall, HostFunction } from '../engine/host.js';
 import { decodeFields, stageReply, type WireReply } from '../wire/fields.js';
 import { parseManifest, type Manifest, type ToolDecl } from './manifest.js';
+import { quickAccepts, simpleSchema } from './quick-schema.js';
 
 /** Prefix of tool exports (upstream ABI). */
 export const TOOL_PREFIX = 'berm_tool_';
@@ -72,35 +76,45 @@ interface CallState {
   done: Uint8Array | null;
   failed: Uint8Array | null;
   logs: string[];
+  /** log lines past maxLogLines: neither kept nor passed to onLog, only counted */
+  droppedLogs: number;
   onLog?: (line: string) => void;
   heapStart: number;
   heapSize: number;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+const encoder = new TextEncoder();
 const lossy = new TextDecoder('utf-8');
 
 function state(call: HostCall): CallState {
   return call.data as CallState;
 }
-function len(v: bigint, what: string, max: number): number {
-  if (v > BigInt(max)) throw new HarnessError(`${what} of ${v} bytes is over the limit of ${max}`);
-  return Number(v);
+/**
+ * Register a0..a5 (i) as a length of at most `max` bytes.
+ * @throws HarnessError naming the exact value when it is over `max`.
+ */
+function len(c: HostCall, i: number, what: string, max: number): number {
+  const v = c.arg(i);
+  if (v > max) throw new HarnessError(`${what} of ${c.args[i]} bytes is over the limit of ${max}`);
+  return v;
+}
+/** Register a0..a5 (i) as a guest address: a Number when exact (no BigInt), else the bigint. */
+function addr(c: HostCall, i: number): number | bigint {
+  const v = c.arg(i);
+  return v === Infinity ? c.args[i] : v;
 }
 
-/** berm.* host calls every harness gets (upstream ABI, issue 2 items 3 and 4). */
+/** berm.* host calls every harness gets (the upstream ABI: arguments, result, failure, log, heap). */
 const CORE: [string, HostFunction][] = [
-  ['berm.args.len', (c) => BigInt(state(c).args.length)],
+  ['berm.args.len', (c) => state(c).args.length],
   [
     'berm.args.read',
     (c) => {
       const s = state(c);
-      const n = Math.min(
-        s.args.length,
-        Number(BigInt.asUintN(32, c.args[1] > 0xffffffffn ? 0xffffffffn : c.args[1])),
-      );
-      if (n > 0) c.memory.write(c.args[0], s.args.subarray(0, n));
-      return BigInt(s.args.length);
+      const n = Math.min(s.args.length, c.arg(1));
+      if (n > 0) c.memory.write(addr(c, 0), s.args.subarray(0, n));
+      return s.args.length;
     },
   ],
   [
@@ -108,8 +122,8 @@ const CORE: [string, HostFunction][] = [
     (c) => {
       const s = state(c);
       if (s.done || s.failed) throw new HarnessError('berm.done after the result was already given');
-      s.done = c.memory.read(c.args[0], len(c.args[1], 'result', s.limits.maxResultBytes));
-      return 0n;
+      s.done = c.memory.read(addr(c, 0), len(c, 1, 'result', s.limits.maxResultBytes));
+      return 0;
     },
   ],
   [
@@ -117,32 +131,36 @@ const CORE: [string, HostFunction][] = [
     (c) => {
       const s = state(c);
       if (s.done || s.failed) throw new HarnessError('berm.fail after the result was already given');
-      s.failed = c.memory.read(c.args[0], len(c.args[1], 'failure message', s.limits.maxResultBytes));
-      return 0n;
+      s.failed = c.memory.read(addr(c, 0), len(c, 1, 'failure message', s.limits.maxResultBytes));
+      return 0;
     },
   ],
   [
     'berm.log',
     (c) => {
       const s = state(c);
-      const n = Number(
-        c.args[1] > BigInt(s.limits.maxLogLineBytes) ? BigInt(s.limits.maxLogLineBytes) : c.args[1],
-      );
-      const line = lossy.decode(c.memory.read(c.args[0], n));
-      if (s.logs.length < s.limits.maxLogLines) s.logs.push(line);
+      // Past the cap a line is only counted: a guest's flood must not reach the host's stderr
+      // (or memory) unbounded. The count is reported once when the call ends.
+      if (s.logs.length >= s.limits.maxLogLines) {
+        s.droppedLogs++;
+        return 0;
+      }
+      const n = Math.min(c.arg(1), s.limits.maxLogLineBytes);
+      const line = lossy.decode(c.memory.read(addr(c, 0), n));
+      s.logs.push(line);
       s.onLog?.(line);
-      return 0n;
+      return 0;
     },
   ],
-  ['berm.heap.start', (c) => BigInt(state(c).heapStart)],
-  ['berm.heap.size', (c) => BigInt(state(c).heapSize)],
+  ['berm.heap.start', (c) => state(c).heapStart],
+  ['berm.heap.size', (c) => state(c).heapSize],
   [
     'berm.result.read',
     (c) => {
       const s = state(c);
-      const cap = c.args[1] > BigInt(s.staged.length) ? s.staged.length : Number(c.args[1]);
-      if (cap > 0) c.memory.write(c.args[0], s.staged.subarray(0, cap));
-      return BigInt(s.staged.length);
+      const cap = Math.min(c.arg(1), s.staged.length);
+      if (cap > 0) c.memory.write(addr(c, 0), s.staged.subarray(0, cap));
+      return s.staged.length;
     },
   ],
 ];
@@ -154,12 +172,14 @@ const CORE: [string, HostFunction][] = [
 export function capabilityHostFunction(handler: WireHandler): HostFunction {
   return (c) => {
     const s = state(c);
-    const n = c.args[1];
+    const n = c.arg(1);
     let reply: WireReply;
-    if (n > BigInt(s.limits.maxRequestBytes)) {
-      reply = { refused: `request of ${n} bytes is over the limit of ${s.limits.maxRequestBytes}` };
+    if (n > s.limits.maxRequestBytes) {
+      reply = {
+        refused: `request of ${c.args[1]} bytes is over the limit of ${s.limits.maxRequestBytes}`,
+      };
     } else {
-      const bytes = c.memory.read(c.args[0], Number(n));
+      const bytes = c.memory.read(addr(c, 0), n);
       let fields: Uint8Array[] | null = null;
       try {
         fields = decodeFields(bytes);
@@ -174,20 +194,89 @@ export function capabilityHostFunction(handler: WireHandler): HostFunction {
   };
 }
 
+// V8's linear-time regular expression engine (the `l` flag) never backtracks, so a harness's
+// parameter schema cannot make validation hang the host, whatever its `pattern`. It is an
+// experimental V8 feature behind a flag that must be set before the first such RegExp is built.
+v8.setFlagsFromString('--enable-experimental-regexp-engine');
+
+/**
+ * ajv's RegExp engine for parameter schemas: V8's linear-time engine. It takes neither the `u`
+ * nor the `i` flag and refuses backreferences and lookaround ("Cannot be executed in linear
+ * time"); such a pattern makes the schema fail to compile, and the harness is refused at load.
+ * Without `u`, patterns match UTF-16 code units (`.` is one unit of an astral character).
+ */
+function linearRegExp(pattern: string, flags: string) {
+  return new RegExp(pattern, flags.replace('u', '') + 'l');
+}
+linearRegExp.code = 'linearRegExp';
+
+/** A parameters-schema error as text that names the property at fault. */
+function describeArgError(e: ErrorObject): string {
+  const at = e.instancePath || '/';
+  const p = e.params as Record<string, unknown>;
+  if (e.keyword === 'additionalProperties')
+    return `${at} has a property not in the schema: ${JSON.stringify(p.additionalProperty)}`;
+  if (e.keyword === 'required')
+    return `${at} lacks the required property ${JSON.stringify(p.missingProperty)}`;
+  return `${at} ${e.message ?? 'is invalid'}`;
+}
+
 /** A loaded harness: its manifest and compiled module. */
 export class Harness {
-  private readonly validators = new Map<string, ValidateFunction>();
-  private static readonly ajv = new Ajv({ strict: false, allErrors: true });
+  private coreLinker: Linker | null = null;
+  private static linkCore(linker: Linker): Linker {
+    for (const [name, fn] of CORE) linker.define(name, fn);
+    return linker;
+  }
+  private static ajvInstance: Ajv | null = null;
+  /** ajv, loaded on first need: a harness whose schemas are simple and whose arguments plainly match never loads it */
+  private static ajv(): Ajv {
+    if (Harness.ajvInstance === null) {
+      const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+      Harness.ajvInstance = new Ajv({
+        strict: false,
+        allErrors: true,
+        unicodeRegExp: false,
+        code: { regExp: linearRegExp },
+      });
+    }
+    return Harness.ajvInstance;
+  }
+
+  /**
+   * Compile a tool's parameters schema with ajv.
+   * @throws HarnessError naming the tool, the problem and the fix
+   */
+  private static compileSchema(t: ToolDecl): ValidateFunction {
+    try {
+      return Harness.ajv().compile(t.parameters);
+    } catch (e) {
+      const linear = /linear time/.test((e as Error).message);
+      throw new HarnessError(
+        `tool ${t.name} declares an invalid parameters schema: ${(e as Error).message}; fix: ` +
+          (linear
+            ? 'write its patterns without backreferences, lookaround, \\p{...} or the u/i flags (they are matched by a linear-time engine)'
+            : 'correct the schema in the harness manifest (it must be a valid JSON Schema)'),
+      );
+    }
+  }
 
   private constructor(
     readonly module: GuestModule,
     readonly manifest: Manifest,
+    /**
+     * each tool's compiled parameters schema, by tool name; a simple schema (src/harness/quick-schema.ts)
+     * is compiled only when arguments do not plainly match it
+     */
+    private readonly validators: Map<string, ValidateFunction>,
   ) {}
 
   /**
    * Load and check a harness.
    * @throws ElfError for a malformed ELF; ManifestError for a bad manifest; HarnessError when a
-   *   declared tool has no `berm_tool_<name>` export or an export is not declared.
+   *   declared tool has no `berm_tool_<name>` export, an export is not declared, or a tool's
+   *   parameters schema is not a valid JSON Schema or holds a `pattern` that cannot be matched in
+   *   linear time (backreferences, lookaround, `\p{...}`): validation must never hang the host.
    */
   static async load(engine: Engine, source: Uint8Array | string): Promise<Harness> {
     return Harness.fromModule(await engine.compile(source));
@@ -217,7 +306,13 @@ export class Harness {
     for (const e of exported) {
       if (!declared.has(e)) throw new HarnessError(`${e} is exported but not declared in .berm.abi`);
     }
-    return new Harness(module, manifest);
+    // A simple schema is well formed by construction (no pattern, nothing ajv could refuse): it
+    // is compiled later, if ever. Any other schema is compiled now, so a bad one refuses the harness.
+    const validators = new Map<string, ValidateFunction>();
+    for (const t of manifest.tools) {
+      if (!simpleSchema(t.parameters)) validators.set(t.name, Harness.compileSchema(t));
+    }
+    return new Harness(module, manifest, validators);
   }
 
   /** The declared tool, or undefined. */
@@ -238,7 +333,7 @@ export class Harness {
       throw new HarnessError(`no tool named ${toolName} (tools: ${known})`);
     }
     const limits = { ...DEFAULT_CALL_LIMITS, ...opts.limits };
-    const argBytes = typeof args === 'string' ? new TextEncoder().encode(args) : args;
+    const argBytes = typeof args === 'string' ? encoder.encode(args) : args;
     if (argBytes.length > limits.maxArgsBytes) {
       throw new HarnessError(
         `arguments of ${argBytes.length} bytes are over the limit of ${limits.maxArgsBytes}`,
@@ -274,10 +369,15 @@ export class Harness {
     opts: InvokeOptions,
     toolName: string | null,
   ): ToolResult {
-    const linker = new Linker(this.module.engine);
-    for (const [name, fn] of CORE) linker.define(name, fn);
-    for (const [name, h] of opts.capabilities ?? []) linker.define(name, capabilityHostFunction(h));
-    for (const [name, fn] of opts.hostFunctions ?? []) linker.define(name, fn);
+    let linker: Linker;
+    if ((opts.capabilities?.size ?? 0) === 0 && (opts.hostFunctions?.size ?? 0) === 0) {
+      // the core host calls alone: one linker (and lookup table) for every call of this harness
+      linker = this.coreLinker ??= Harness.linkCore(new Linker(this.module.engine));
+    } else {
+      linker = Harness.linkCore(new Linker(this.module.engine));
+      for (const [name, h] of opts.capabilities ?? []) linker.define(name, capabilityHostFunction(h));
+      for (const [name, fn] of opts.hostFunctions ?? []) linker.define(name, fn);
+    }
 
     const s: CallState = {
       args: argBytes,
@@ -289,6 +389,7 @@ export class Harness {
       onLog: opts.onLog,
       heapStart: this.module.layout.heapStart,
       heapSize: this.module.layout.heapSize,
+      droppedLogs: 0,
     };
     const inst = linker.instantiate(this.module, { ...opts, data: s });
     try {
@@ -297,7 +398,9 @@ export class Harness {
       let out = s.done;
       if (toolName === null) out ??= new Uint8Array(0);
       if (this.manifest.abi_version === 0 && out === null) {
-        out = inst.memory.read(a0, len(a1, 'result', limits.maxResultBytes));
+        if (a1 > BigInt(limits.maxResultBytes))
+          throw new HarnessError(`result of ${a1} bytes is over the limit of ${limits.maxResultBytes}`);
+        out = inst.memory.read(a0, Number(a1));
       }
       if (out === null)
         throw new HarnessError(`tool ${toolName} returned without calling berm.done or berm.fail`);
@@ -306,8 +409,19 @@ export class Harness {
       } catch {
         throw new HarnessError(`${toolName ?? symbol} returned a result that is not valid UTF-8`);
       }
+    } catch (e) {
+      // A core host call refusing the guest (an over-limit result, a second berm.done) is an ABI
+      // violation of the harness: report it as the HarnessError it is, not as the engine's
+      // wrapper around any exception thrown by a host function.
+      if (e instanceof HostCallError && e.cause instanceof HarnessError) throw e.cause;
+      throw e;
     } finally {
       inst.dispose();
+      if (s.droppedLogs > 0) {
+        const note = `[berm: ${s.droppedLogs} more log line(s) dropped; the limit is ${limits.maxLogLines} per call]`;
+        s.logs.push(note);
+        s.onLog?.(note);
+      }
     }
   }
 
@@ -318,19 +432,14 @@ export class Harness {
     } catch (e) {
       throw new HarnessError(`arguments are not valid JSON: ${(e as Error).message}`);
     }
+    if (quickAccepts(decl.parameters, json)) return;
     let v = this.validators.get(decl.name);
-    if (!v) {
-      try {
-        v = Harness.ajv.compile(decl.parameters);
-      } catch (e) {
-        throw new HarnessError(
-          `tool ${decl.name} declares an invalid parameters schema: ${(e as Error).message}`,
-        );
-      }
+    if (v === undefined) {
+      v = Harness.compileSchema(decl);
       this.validators.set(decl.name, v);
     }
     if (!v(json)) {
-      const why = (v.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
+      const why = (v.errors ?? []).map(describeArgError).join('; ');
       throw new HarnessError(`arguments do not match the parameters of ${decl.name}: ${why}`);
     }
   }

@@ -18,6 +18,7 @@ import { computeLayout } from '../translate/abi.js';
 import { capabilityHostFunction, Harness, HarnessError, type ToolResult } from '../harness/harness.js';
 import { ManifestError } from '../harness/manifest.js';
 import {
+  CALL_DEADLINE,
   ok,
   type CapabilityLimits,
   type CapabilityReply,
@@ -75,13 +76,17 @@ export class Executor {
   /**
    * @param engine the thread's engine (its options must match the compiling engine's)
    * @param capabilityLimits overrides of the capabilities' limits (maxCallDepth included)
-   * @param scheduleFor the due-set as seen by `harness` in `chain` (the worker's bridge to the queue)
+   * @param bridge the due-set and the queue's services as seen by `harness` in `chain` (the
+   *   worker's synchronous path to the queue's thread)
    * @param defaultDatabase the storage capability's database for grants that name none
    */
   constructor(
     readonly engine: Engine,
     private readonly capabilityLimits: Partial<CapabilityLimits>,
-    private readonly scheduleFor: (harness: string, chain: ChainState) => ScheduleHost,
+    private readonly bridge: {
+      scheduleFor: (harness: string, chain: ChainState) => ScheduleHost;
+      serviceFor: (harness: string, chain: ChainState) => (name: string, request: unknown) => CapabilityReply;
+    },
     private readonly defaultDatabase: string | null,
   ) {}
 
@@ -189,12 +194,16 @@ export class Executor {
     }
     chain.invocationsLeft--;
     chain.started++;
+    const here = { ...chain, spec: { ...chain.spec, depth } };
     const entries = linkerEntries(d.decl, {
       depth,
-      limits: this.capabilityLimits,
+      // host calls are bounded by the chain's deadline too (capabilities clamp their timeouts)
+      limits: { ...this.capabilityLimits, [CALL_DEADLINE]: chain.spec.deadline },
       callTool: (callee, tool, argsJson, calleeDepth) =>
         this.callTool(chain, callee, tool, argsJson, calleeDepth, onLog),
-      schedule: this.scheduleFor(name, { ...chain, spec: { ...chain.spec, depth } }),
+      schedule: this.bridge.scheduleFor(name, here),
+      service: this.bridge.serviceFor(name, here),
+      ...(chain.spec.authority ? { authority: chain.spec.authority } : {}),
     });
     const hostFunctions = new Map<string, HostFunction>();
     for (const [wire, handler] of entries) {

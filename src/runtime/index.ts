@@ -25,6 +25,7 @@ export {
   type InvocationInfo,
   type InvokeOptions,
   type Outcome,
+  type QueueService,
   type RuntimeOptions,
   type RuntimeStats,
   type Trigger,

@@ -32,6 +32,8 @@ export interface WorkerConfig {
   capabilityLimits: Partial<CapabilityLimits>;
   /** the storage capability's database for grants that name none */
   defaultDatabase: string | null;
+  /** module URLs each worker imports before it takes work (e.g. modules registering capabilities) */
+  modules: string[];
   /** shared flag word of the synchronous host-call path */
   hostFlag: SharedArrayBuffer;
   /** the worker's end of its reply channel (transferred) */
@@ -135,7 +137,7 @@ export type FromWorker =
 /** A synchronous host call from a guest that the queue answers (see the module comment). */
 export interface HostRequest {
   type: 'host';
-  op: 'arm' | 'cancel' | 'callAfter';
+  op: 'arm' | 'cancel' | 'callAfter' | 'service';
   /** the calling harness */
   harness: string;
   chain: ChainSpec;

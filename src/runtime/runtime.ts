@@ -158,7 +158,21 @@ export interface RuntimeOptions {
   cacheDir?: string | null;
   /** the runtime's own log lines (spills, replaced workers); default: none */
   log?: (line: string) => void;
+  /**
+   * Modules (file URLs or specifiers) every worker imports before it takes work: a module that
+   * registers capabilities (registerCapability) must run in the workers too, since each thread
+   * has its own registry. The protocol door's registration module is one.
+   */
+  workerModules?: (string | URL)[];
 }
+
+/**
+ * A service on the queue's thread that guests reach synchronously through
+ * CapabilityContext.service (e.g. the protocol door's event bus). Must not throw; runs on the
+ * queue's thread, so it must be quick.
+ * @param harness the calling harness; @param chain its chain (pass it on to notify for depth and gas)
+ */
+export type QueueService = (harness: string, chain: ChainSpec, request: unknown) => CapabilityReply;
 
 interface Job {
   trigger: Trigger;
@@ -209,6 +223,7 @@ export class BermRuntime extends EventEmitter {
     translated: 0,
   };
   private lastSpillLog = 0;
+  private readonly services = new Map<string, QueueService>();
 
   private constructor(
     readonly store: RuntimeStore,
@@ -229,6 +244,7 @@ export class BermRuntime extends EventEmitter {
         cacheDir: options.cacheDir ?? null,
         capabilityLimits,
         defaultDatabase: store.keys.databaseFile,
+        modules: (options.workerModules ?? []).map(String),
       },
       onHost: (req) => this.onHost(req),
       onReplace: (why) => this.log(`worker replaced: ${why}`),
@@ -897,9 +913,22 @@ export class BermRuntime extends EventEmitter {
     return this.store.dues.list(options);
   }
 
-  /** The schedule capability's calls, coming from a worker. */
+  /**
+   * Register (or replace) a service that guests' capabilities reach by name through
+   * CapabilityContext.service.
+   */
+  registerService(name: string, service: QueueService): void {
+    this.services.set(name, service);
+  }
+
+  /** The schedule capability's calls and service requests, coming from a worker. */
   private onHost(req: HostRequest): CapabilityReply {
     const r = req.req as Record<string, unknown>;
+    if (req.op === 'service') {
+      const service = this.services.get(r.name as string);
+      if (!service) return { error: `no service named ${String(r.name)} runs on the queue` };
+      return service(req.harness, req.chain, r.request);
+    }
     try {
       switch (req.op) {
         case 'arm': {
@@ -1029,6 +1058,8 @@ export interface ArmSpec {
   /** 'api', 'cli' or the arming harness (default 'api') */
   armedBy?: string;
   chain?: ChainSpec;
+  /** who the wake acts for (kept with the chain of the arming invocation; not persisted yet) */
+  authority?: Authority;
 }
 
 /**

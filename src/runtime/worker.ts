@@ -37,6 +37,10 @@ function ask(op: HostRequest['op'], harness: string, chain: ChainState, req: unk
   return m.message as CapabilityReply;
 }
 
+function serviceFor(harness: string, chain: ChainState): (name: string, request: unknown) => CapabilityReply {
+  return (name, request) => ask('service', harness, chain, { name, request });
+}
+
 function scheduleFor(harness: string, chain: ChainState): ScheduleHost {
   return {
     arm: (req) => ask('arm', harness, chain, req),
@@ -50,7 +54,12 @@ const engine = new Engine({
   ...(config.optimizeLevel !== undefined ? { optimizeLevel: config.optimizeLevel } : {}),
   cacheDir: config.cacheDir,
 });
-const executor = new Executor(engine, config.capabilityLimits, scheduleFor, config.defaultDatabase);
+const executor = new Executor(
+  engine,
+  config.capabilityLimits,
+  { scheduleFor, serviceFor },
+  config.defaultDatabase,
+);
 
 async function handle(msg: ToWorker): Promise<void> {
   switch (msg.type) {
@@ -107,4 +116,7 @@ port.on('message', (msg: ToWorker) => {
     }),
   );
 });
+// modules that register capabilities (an embedder's, the protocol door's) must be in this
+// thread's registry before the first deploy links them
+for (const m of config.modules) await import(m);
 post({ type: 'ready' });

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Bumped whenever generated code changes meaning; part of every cache key. */
-export const TRANSLATOR_VERSION = 1;
+export const TRANSLATOR_VERSION = 2;
 
 /** Wasm import module name for everything the engine provides. */
 export const IMPORT_MODULE = 'berm';
@@ -19,8 +19,10 @@ export const Imports = {
   /** the guest's linear memory */
   memory: 'memory',
   /**
-   * (pc: i32, n0: i32, n1: i32, n2: i32, a0..a5: i64) -> i64 new a0, where the call number is
-   * n0 | n1 << 30 | n2 << 60; a1 comes back through the a1 global
+   * (pc: i32, n0: i32, n1: i32, n2: i32, a0lo: i32, a0hi: i32, ..., a5lo: i32, a5hi: i32) -> f64,
+   * where the call number is n0 | n1 << 30 | n2 << 60 and each argument is lo | hi << 32. The
+   * result is the new a0 as an integer-valued f64 (sign-extended to 64 bits; a1 unchanged), or
+   * NaN: then a0 and a1 are read from the a0 and a1 globals, which the engine set
    */
   ecall: 'ecall',
   /** (kind: i32, pc: i32, value: i64) -> never returns; throws the trap */
@@ -33,7 +35,9 @@ export const Imports = {
 
 /** Export names of the module's globals. */
 export const Exports = {
-  /** i64, mutable: a1 exchanged with the ecall import (set before the call, read back after) */
+  /** i64, mutable: a0 set by the engine when the ecall import returns NaN */
+  a0: '__berm_a0',
+  /** i64, mutable: a1 set by the engine when the ecall import returns NaN */
   a1: '__berm_a1',
   /** i32, mutable: instruction budget left in the current slice */
   fuel: '__berm_fuel',
@@ -102,6 +106,22 @@ export class LayoutError extends Error {
 }
 
 /**
+ * Translation of an image failed: the emitter, Binaryen's validator or optimiser, or V8 refused
+ * what was produced. The message names the guest function (`f_<hex address> (<symbols>)`) when
+ * the failure could be pinned to one, and what failed. A bug of the translator, reported as bad
+ * input of this image rather than a crash: the image cannot be run by this berm version.
+ */
+export class TranslateError extends Error {
+  override name = 'TranslateError';
+  /** the Wasm name of the guest function (`f_<hex>`) the failure was pinned to, or null */
+  readonly functionName: string | null;
+  constructor(message: string, functionName: string | null = null) {
+    super(message);
+    this.functionName = functionName;
+  }
+}
+
+/**
  * Compute the guest layout: [image][heap][guard] ... [stack] (issue 3 "Memory").
  * @throws LayoutError when the image does not fit the memory with its stack and guard.
  */
@@ -143,16 +163,32 @@ export function checkOptions(opts: TranslateOptions): void {
 let digest: string | null = null;
 
 /**
+ * The digest of the sources a build compiled: scripts/build.mjs rewrites this line of the
+ * compiled abi.js with {@link sourceDigest} of src/translate, so a built berm never reads its
+ * sources at run time. null when running from the TypeScript sources.
+ */
+const BUILT_DIGEST: string | null = null;
+
+/**
  * A digest of the code that decides what a translation contains (this folder, the decoder, the
  * relocation-target rules), so a changed translator never reads a stale cache entry even when
- * TRANSLATOR_VERSION was not bumped. Computed once per process from the installed sources.
+ * TRANSLATOR_VERSION was not bumped: fixed by the build, or computed once per process from the
+ * sources when running from them.
  */
 export function translatorDigest(): string {
-  if (digest !== null) return digest;
+  digest ??= BUILT_DIGEST ?? sourceDigest(dirname(fileURLToPath(import.meta.url)));
+  return digest;
+}
+
+/**
+ * sha256 (first 16 hex digits) over TRANSLATOR_VERSION and the name and bytes of every .ts/.js
+ * file (not .d.ts) of `translateDir` and of its sibling folders riscv/ and elf/, in name order.
+ * A missing folder is skipped.
+ */
+export function sourceDigest(translateDir: string): string {
   const h = createHash('sha256');
   h.update(`v${TRANSLATOR_VERSION}`);
-  const here = dirname(fileURLToPath(import.meta.url));
-  const dirs = [here, join(here, '..', 'riscv'), join(here, '..', 'elf')];
+  const dirs = [translateDir, join(translateDir, '..', 'riscv'), join(translateDir, '..', 'elf')];
   for (const dir of dirs) {
     let names: string[] = [];
     try {
@@ -167,6 +203,5 @@ export function translatorDigest(): string {
       h.update(readFileSync(join(dir, n)));
     }
   }
-  digest = h.digest('hex').slice(0, 16);
-  return digest;
+  return h.digest('hex').slice(0, 16);
 }

@@ -1,10 +1,14 @@
 /**
- * Names of the upstream berm host calls and capabilities (guest-sdk/caps.txt holds the same list;
- * test/fnv.test.ts keeps the two equal), so an unknown ecall number can be reported by name.
+ * Names of host calls by ecall number (FNV-1a-64 of the name), so an unknown ecall number can be
+ * reported by name. The harness ABI's own calls are listed here; each capability's wire names come
+ * from its module (src/capabilities) and are added by the capability registry when it loads, so
+ * the one source of capability names is the capability itself. test/fnv.test.ts checks
+ * guest-sdk/caps.txt against both.
  */
 import { fnv1a64 } from './fnv.js';
 
-const NAMES = [
+/** The harness ABI's host calls (src/harness): arguments, result, log, heap. */
+export const CORE_HOST_CALL_NAMES: readonly string[] = Object.freeze([
   'berm.log',
   'berm.args.len',
   'berm.args.read',
@@ -13,34 +17,31 @@ const NAMES = [
   'berm.result.read',
   'berm.heap.start',
   'berm.heap.size',
-  'berm.fs.read',
-  'berm.fs.write',
-  'berm.fs.glob',
-  'berm.fs.grep',
-  'berm.exec.run',
-  'berm.http.fetch',
-  'berm.now',
-  'berm.clock.offset',
-  'berm.get',
-  'berm.set',
-  'berm.delete',
-  'berm.call',
-  'berm.wake.arm',
-  'crabtalk.fs.read',
-  'crabtalk.fs.write',
-  'crabtalk.exec.run',
-  'crabtalk.http.fetch',
-];
+]);
 
-let byNumber: Map<bigint, string> | null = null;
+const names = new Set<string>(CORE_HOST_CALL_NAMES);
+const byNumber = new Map<bigint, string>(CORE_HOST_CALL_NAMES.map((n) => [fnv1a64(n), n]));
 
-/** Every known name. */
+/**
+ * Add wire names (a capability's) to the table.
+ * @throws Error when a name's FNV-1a-64 number collides with a different known name.
+ */
+export function registerHostCallNames(wireNames: Iterable<string>): void {
+  for (const n of wireNames) {
+    const number = fnv1a64(n);
+    const other = byNumber.get(number);
+    if (other !== undefined && other !== n) throw new Error(`host call ${n} collides with ${other}`);
+    byNumber.set(number, n);
+    names.add(n);
+  }
+}
+
+/** Every known name: the core ones and those registered so far, sorted. */
 export function knownHostCallNames(): readonly string[] {
-  return NAMES;
+  return [...names].sort();
 }
 
 /** The name whose FNV-1a-64 hash is `number`, or undefined. */
 export function hostCallName(number: bigint): string | undefined {
-  byNumber ??= new Map(NAMES.map((n) => [fnv1a64(n), n]));
   return byNumber.get(BigInt.asUintN(64, number));
 }

@@ -45,15 +45,19 @@ BERM_TOOL(file_size, "Read up to 4 KiB of a file and report its size.",
   berm_done(out, (size_t)n);
 }
 
-/* Runs every minute once scheduled; re-arms the next wake before doing its work. */
-BERM_RECURRING(heartbeat, "Record the time of the last heartbeat.", 60000) {
-  int64_t now;
-  if (berm_now_ms(&now)) {
-    berm_fail_str("clock unavailable");
-    return;
-  }
+/* A heartbeat every minute: the tool heartbeat_start arms the first wake; each occurrence
+ * re-arms the next one before doing its work (BERM_RECURRING), and skips the work when it runs
+ * more than 5 s late (after downtime the one overdue occurrence is stale). */
+BERM_TOOL(heartbeat_start, "Start the heartbeat (a wake every minute).") {
+  berm_reply r = berm_wake_arm(60000, NULL, "heartbeat");
+  if (!r.ok) return berm_failf("cannot arm the heartbeat: %s", r.data);
+  berm_done(r.data, r.len); /* the wake id */
+}
+
+BERM_RECURRING(w, 60000) {
+  if (berm_wake_late(w, 5000)) return;
   char v[24];
-  int n = snprintf(v, sizeof v, "%lld", (long long)now);
+  int n = snprintf(v, sizeof v, "%lld", (long long)w->now);
   berm_set("heartbeat", v, (size_t)n);
   berm_done(v, (size_t)n);
 }

@@ -34,9 +34,21 @@ void berm_host_test(void) {
   r = berm_host_run("file_size", "/secret");
   BERM_CHECK_STR(r.result, "refused: not granted");
 
-  r = berm_host_run("heartbeat", "");
-  BERM_CHECK_STR(r.result, "1700000000000");
-  BERM_CHECK(berm_host_wake_count() == 1 && berm_host_last_wake_ms() == 60000);
+  /* The heartbeat: the tool arms the first wake; each occurrence re-arms before its work. */
+  berm_host_use_schedule();
+  r = berm_host_run("heartbeat_start", "");
+  BERM_CHECK_STR(r.result, "heartbeat");
+  BERM_CHECK(berm_host_pending("heartbeat") && berm_host_pending("heartbeat")->delay_ms == 60000);
+  r = berm_host_wake("heartbeat", 1700000060000LL, 1700000060010LL, 1, "");
+  BERM_CHECK(r.ok);
+  BERM_CHECK_STR(r.result, "1700000060010");
+  BERM_CHECK(berm_host_wake_count() == 1);
+  BERM_CHECK(berm_host_last_wake_ms() == 59990); /* 10 ms late: the phase is kept */
+  /* 20 s late (after downtime): re-armed, but the stale work is skipped. */
+  r = berm_host_wake("heartbeat", 1700000120000LL, 1700000140000LL, 1, "");
+  BERM_CHECK(r.ok && r.len == 0);
+  BERM_CHECK(berm_host_wake_count() == 1 && berm_host_last_wake_ms() == 40000);
+  BERM_CHECK(strstr(berm_host_logs(), "20000 ms late") != NULL);
 
   /* A tool that never allocates never asks for the heap. */
   r = berm_host_run("note_get", "");

@@ -1,13 +1,13 @@
 /**
- * The clock capability (upstream berm issue 6):
+ * The clock capability:
  *   berm.now          () -> decimal milliseconds since the Unix epoch, UTC
  *   berm.clock.offset () -> decimal seconds east of UTC of the host's local time zone, now
  * Both take no fields; extra fields are refused so a guest bug does not pass silently.
  */
-import { arity, guarded, ok, type Capability } from '../types.js';
+import { arity, defineCapability, guarded, ok, type Capability } from '../types.js';
 
 /** The clock capability. */
-export const clockCapability: Capability = {
+export const clockCapability: Capability = defineCapability({
   name: 'clock',
   calls: {
     'berm.now': (fields) =>
@@ -19,4 +19,4 @@ export const clockCapability: Capability = {
         () => arity('berm.clock.offset', fields, '', 0) ?? ok(String(-new Date().getTimezoneOffset() * 60)),
       ),
   },
-};
+});

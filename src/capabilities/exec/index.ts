@@ -1,5 +1,5 @@
 /**
- * The exec capability (upstream berm issue 6):
+ * The exec capability:
  *   berm.exec.run / crabtalk.exec.run (command, cwd, env key, env value, ...) ->
  *     one field, JSON {"stdout", "stderr", "exit_code", "signal", "truncated"}
  * The command runs under /bin/sh -c in cwd (default: root; must lie inside root) with only the
@@ -12,6 +12,8 @@ import { fieldText } from '../../wire/fields.js';
 import { runSync } from '../common/sync.js';
 import {
   arity,
+  boundedTimeout,
+  defineCapability,
   guarded,
   limitsOf,
   ok,
@@ -20,7 +22,22 @@ import {
   type CapabilityReply,
 } from '../types.js';
 import type { RunArgs, RunResult } from './run-job.js';
-import { canonicalRoot, placeGuestPath, resolveExisting } from '../common/confine.js';
+import {
+  ROOT_FIX,
+  ROOT_SCHEMA,
+  canonicalRoot,
+  placeGuestPath,
+  prepareRoot,
+  resolveExisting,
+} from '../common/confine.js';
+
+/** Limits of the exec capability and their defaults (ms, bytes). */
+export const EXEC_LIMITS = Object.freeze({
+  /** exec.run: wall-clock budget; at expiry the whole process group is killed */
+  execTimeoutMs: 30_000,
+  /** exec.run: bytes kept of stdout and of stderr each; more kills the process group */
+  execMaxOutput: 1024 * 1024,
+});
 
 const RUN_JOB = new URL(`./run-job${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
@@ -56,13 +73,15 @@ function run(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capabi
       return { error: `${name}: cwd ${JSON.stringify(guestCwd)} is not a directory` };
     cwd = real;
   }
-  const limits = limitsOf(ctx);
+  const limits = limitsOf(ctx, EXEC_LIMITS);
+  const timeout = boundedTimeout(ctx, limits.execTimeoutMs);
   const args: RunArgs = { command, cwd, env, maxOutput: limits.execMaxOutput };
-  const res = runSync<RunResult>(RUN_JOB, 'run', args, limits.execTimeoutMs);
+  const res = runSync<RunResult>(RUN_JOB, 'run', args, timeout);
   if (!res.ok) return { error: `${name}: ${res.error}` };
   const r = res.value;
   if (r.timedOut) {
-    return { error: `${name}: timed out after ${limits.execTimeoutMs} ms; the process group was killed` };
+    const why = timeout < limits.execTimeoutMs ? " (the tool call's deadline)" : '';
+    return { error: `${name}: timed out after ${timeout} ms${why}; the process group was killed` };
   }
   const dec = new TextDecoder();
   return ok(
@@ -77,10 +96,16 @@ function run(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capabi
 }
 
 /** The exec capability: see the module comment and docs/capabilities.md. */
-export const execCapability: Capability = {
+export const execCapability: Capability = defineCapability({
   name: 'exec',
   calls: {
     'berm.exec.run': (f, c) => guarded('berm.exec.run', () => run('berm.exec.run', f, c)),
     'crabtalk.exec.run': (f, c) => guarded('crabtalk.exec.run', () => run('crabtalk.exec.run', f, c)),
   },
-};
+  grant: {
+    schema: { type: 'object', properties: { root: ROOT_SCHEMA }, required: ['root'] },
+    fixes: { root: ROOT_FIX },
+    prepare: prepareRoot,
+  },
+  limits: EXEC_LIMITS,
+});

@@ -61,10 +61,18 @@ export async function run(args: RunArgs, signal: AbortSignal): Promise<RunResult
 
     const collect = (which: 'out' | 'err', chunks: Buffer[]) => (chunk: Buffer) => {
       const room = args.maxOutput - sizes[which];
-      if (room <= 0) return;
-      chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
-      sizes[which] += Math.min(chunk.length, room);
-      if (chunk.length > room) {
+      if (chunk.length <= room) {
+        chunks.push(chunk);
+        sizes[which] += chunk.length;
+        return;
+      }
+      // One byte past the cap, wherever it falls (also in a later chunk, after output that
+      // filled the cap exactly), kills the group.
+      if (room > 0) {
+        chunks.push(chunk.subarray(0, room));
+        sizes[which] += room;
+      }
+      if (!truncated) {
         truncated = true;
         killGroup(child.pid);
       }

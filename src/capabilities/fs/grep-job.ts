@@ -4,7 +4,7 @@
  * reach it, and only terminating the worker stops it.
  */
 import * as fs from 'node:fs';
-import { globToRegExp, literalPrefix, walk } from './glob.js';
+import { compileGlob, literalPrefix, walk } from './glob.js';
 import { openVerified } from '../common/confine.js';
 
 /** Arguments of {@link grep}; root is canonical and already checked. */
@@ -30,7 +30,7 @@ export async function grep(
   signal: AbortSignal,
 ): Promise<{ lines: string[]; truncated: boolean }> {
   const re = new RegExp(args.pattern);
-  const globRe = globToRegExp(args.glob);
+  const globRe = compileGlob(args.glob);
   const { entries, truncated: walkTruncated } = walk(args.root, literalPrefix(args.glob), args.maxEntries);
   const lines: string[] = [];
   let truncated = walkTruncated;

@@ -1,6 +1,5 @@
 /**
- * The fs capability (upstream berm issue 6): read, write, glob and grep confined to the granted
- * root. Wire calls and fields:
+ * The fs capability: read, write, glob and grep confined to the granted root. Wire calls and fields:
  *   berm.fs.read / crabtalk.fs.read   (path, offset, limit) -> content bytes
  *   berm.fs.write / crabtalk.fs.write (path, content)       -> decimal bytes written
  *   berm.fs.glob                      (pattern)             -> newline-separated relative paths
@@ -11,6 +10,8 @@ import { fieldInt, fieldText } from '../../wire/fields.js';
 import { runSync } from '../common/sync.js';
 import {
   arity,
+  boundedTimeout,
+  defineCapability,
   guarded,
   limitsOf,
   ok,
@@ -18,15 +19,36 @@ import {
   type CapabilityContext,
   type CapabilityReply,
 } from '../types.js';
-import { GlobError, globToRegExp, literalPrefix, walk } from './glob.js';
+import { GlobError, compileGlob, literalPrefix, walk } from './glob.js';
 import type { GrepArgs } from './grep-job.js';
 import {
+  ROOT_FIX,
+  ROOT_SCHEMA,
   canonicalRoot,
-  ensureParent,
+  openParent,
   openVerified,
   placeGuestPath,
+  prepareRoot,
   resolveExisting,
 } from '../common/confine.js';
+
+/** Limits of the fs capability and their defaults (bytes, entries, lines, ms). */
+export const FS_LIMITS = Object.freeze({
+  /** fs.read: largest `limit` honoured; bigger requests are clamped */
+  fsReadMax: 4 * 1024 * 1024,
+  /** fs.write: largest content accepted */
+  fsWriteMax: 4 * 1024 * 1024,
+  /** fs.glob / fs.grep: most directory entries visited per call */
+  fsWalkMaxEntries: 100_000,
+  /** fs.glob / fs.grep: most result lines */
+  fsMaxResults: 10_000,
+  /** fs.grep: files bigger than this are skipped */
+  grepMaxFileBytes: 8 * 1024 * 1024,
+  /** fs.glob: time budget of the match (the walk itself is bounded by fsWalkMaxEntries) */
+  fsGlobTimeoutMs: 10_000,
+  /** fs.grep: time budget (the regex runs off-thread so a pathological pattern cannot wedge us) */
+  grepTimeoutMs: 10_000,
+});
 
 /** Last line appended when a listing hit a cap, so the guest knows it is incomplete. */
 export const TRUNCATED_MARK = '[berm: truncated]';
@@ -50,7 +72,7 @@ function read(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capab
   const fd = openVerified(root, real, 'read', guestPath, name);
   if (typeof fd !== 'number') return fd;
   try {
-    const cap = limitsOf(ctx).fsReadMax;
+    const cap = limitsOf(ctx, FS_LIMITS).fsReadMax;
     // limit 0 means "as much as allowed"; any limit is clamped to the cap.
     const want = limit === 0n || limit > BigInt(cap) ? cap : Number(limit);
     const buf = Buffer.alloc(want);
@@ -71,7 +93,7 @@ function write(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capa
   if (bad) return bad;
   const guestPath = fieldText(fields[0]!, 'path');
   const content = fields[1]!;
-  const max = limitsOf(ctx).fsWriteMax;
+  const max = limitsOf(ctx, FS_LIMITS).fsWriteMax;
   if (content.length > max)
     return { refused: `${name}: content is ${content.length} bytes; the limit is ${max}` };
   const root = rootOf(ctx, name);
@@ -79,22 +101,31 @@ function write(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capa
   const abs = placeGuestPath(root, ctx.grant.root!, guestPath, name);
   if (typeof abs !== 'string') return abs;
   if (abs === root) return { error: `${name}: ${JSON.stringify(guestPath)} is the root directory` };
-  const parent = ensureParent(root, abs, guestPath, name);
-  if (typeof parent !== 'string') return parent;
-  let target = `${parent}/${abs.slice(abs.lastIndexOf('/') + 1)}`;
-  let st: fs.Stats | undefined;
+  const parent = openParent(root, abs, guestPath, name);
+  if (!('fd' in parent)) return parent;
+  let fd: number | CapabilityReply;
   try {
-    st = fs.lstatSync(target);
-  } catch {
-    st = undefined;
+    // Named through the parent's handle: the leaf is created in the directory that was checked.
+    let target = parent.at(abs.slice(abs.lastIndexOf('/') + 1));
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(target);
+    } catch {
+      st = undefined;
+    }
+    let mode: 'write' | 'rewrite' = 'write';
+    if (st?.isSymbolicLink()) {
+      // Writing through a symlink is allowed only when it resolves inside root, to an existing
+      // file: nothing is created through a link.
+      const real = resolveExisting(root, target, guestPath, name);
+      if (typeof real !== 'string') return real;
+      target = real;
+      mode = 'rewrite';
+    }
+    fd = openVerified(root, target, mode, guestPath, name);
+  } finally {
+    parent.close();
   }
-  if (st?.isSymbolicLink()) {
-    // Writing through a symlink is allowed only when it resolves inside root (an existing target).
-    const real = resolveExisting(root, target, guestPath, name);
-    if (typeof real !== 'string') return real;
-    target = real;
-  }
-  const fd = openVerified(root, target, 'write', guestPath, name);
   if (typeof fd !== 'number') return fd;
   try {
     // Truncate only after verifying what was opened: O_TRUNC would act before the check.
@@ -112,7 +143,7 @@ function checkPattern(name: string, pattern: string): CapabilityReply | null {
   if (pattern.startsWith('/')) return { refused: `${name}: pattern must be relative to the root` };
   if (pattern.split('/').includes('..')) return { refused: `${name}: pattern contains '..'` };
   try {
-    globToRegExp(pattern);
+    compileGlob(pattern);
   } catch (e) {
     if (e instanceof GlobError) return { refused: `${name}: bad pattern: ${e.message}` };
     throw e;
@@ -128,12 +159,17 @@ function glob(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capab
   if (badPattern) return badPattern;
   const root = rootOf(ctx, name);
   if (typeof root !== 'string') return root;
-  const limits = limitsOf(ctx);
-  const re = globToRegExp(pattern);
+  const limits = limitsOf(ctx, FS_LIMITS);
+  const re = compileGlob(pattern);
+  const budget = boundedTimeout(ctx, limits.fsGlobTimeoutMs);
+  const deadline = Date.now() + budget;
   const { entries, truncated } = walk(root, literalPrefix(pattern), limits.fsWalkMaxEntries);
   const out: string[] = [];
   let cut = truncated;
   for (const e of entries) {
+    if (Date.now() > deadline) {
+      return { error: `${name}: timed out after ${budget} ms (narrow the pattern)` };
+    }
     if (!re.test(e.rel)) continue;
     if (out.length >= limits.fsMaxResults) {
       cut = true;
@@ -160,7 +196,7 @@ function grep(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capab
   if (badGlob) return badGlob;
   const root = rootOf(ctx, name);
   if (typeof root !== 'string') return root;
-  const limits = limitsOf(ctx);
+  const limits = limitsOf(ctx, FS_LIMITS);
   const args: GrepArgs = {
     root,
     pattern,
@@ -169,7 +205,12 @@ function grep(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capab
     maxResults: limits.fsMaxResults,
     maxFileBytes: limits.grepMaxFileBytes,
   };
-  const res = runSync<{ lines: string[]; truncated: boolean }>(GREP_JOB, 'grep', args, limits.grepTimeoutMs);
+  const res = runSync<{ lines: string[]; truncated: boolean }>(
+    GREP_JOB,
+    'grep',
+    args,
+    boundedTimeout(ctx, limits.grepTimeoutMs),
+  );
   if (!res.ok) return { error: `${name}: ${res.error}` };
   const lines = res.value.lines;
   if (res.value.truncated) lines.push(TRUNCATED_MARK);
@@ -184,7 +225,7 @@ function handler(name: string, body: (n: string, f: Uint8Array[], c: CapabilityC
 }
 
 /** The fs capability: see the module comment for wire fields, and docs/capabilities.md. */
-export const fsCapability: Capability = {
+export const fsCapability: Capability = defineCapability({
   name: 'fs',
   calls: {
     'berm.fs.read': handler('berm.fs.read', read),
@@ -194,4 +235,10 @@ export const fsCapability: Capability = {
     'berm.fs.glob': handler('berm.fs.glob', glob),
     'berm.fs.grep': handler('berm.fs.grep', grep),
   },
-};
+  grant: {
+    schema: { type: 'object', properties: { root: ROOT_SCHEMA }, required: ['root'] },
+    fixes: { root: ROOT_FIX },
+    prepare: prepareRoot,
+  },
+  limits: FS_LIMITS,
+});

@@ -1,5 +1,5 @@
 /**
- * The http capability (upstream berm issue 6):
+ * The http capability:
  *   berm.http.fetch / crabtalk.http.fetch (method, url, body, header name, header value, ...)
  *     -> three fields: decimal status, headers as "name: value\n" lines, body
  * Only declared hosts are reached (./policy.ts); redirects are returned, not followed; request
@@ -9,6 +9,8 @@ import { fieldText, textField, intField } from '../../wire/fields.js';
 import { runSync } from '../common/sync.js';
 import {
   arity,
+  boundedTimeout,
+  defineCapability,
   guarded,
   limitsOf,
   type Capability,
@@ -16,7 +18,17 @@ import {
   type CapabilityReply,
 } from '../types.js';
 import type { FetchArgs, FetchResult } from './fetch-job.js';
-import { checkUrl } from './policy.js';
+import { checkHostPattern, checkUrl } from './policy.js';
+
+/** Limits of the http capability and their defaults (ms, bytes). */
+export const HTTP_LIMITS = Object.freeze({
+  /** http.fetch: wall-clock budget of one request, connect to last body byte */
+  httpTimeoutMs: 30_000,
+  /** http.fetch: largest request body */
+  httpMaxRequestBody: 8 * 1024 * 1024,
+  /** http.fetch: largest response body; more aborts the request */
+  httpMaxResponseBody: 8 * 1024 * 1024,
+});
 
 const FETCH_JOB = new URL(`./fetch-job${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
@@ -56,7 +68,7 @@ function fetchCall(name: string, fields: Uint8Array[], ctx: CapabilityContext): 
   if (method === 'CONNECT') return { refused: `${name}: CONNECT is not allowed` };
   const verdict = checkUrl(fieldText(fields[1]!, 'url'), ctx.grant.hosts);
   if ('refused' in verdict) return { refused: `${name}: ${verdict.refused}` };
-  const limits = limitsOf(ctx);
+  const limits = limitsOf(ctx, HTTP_LIMITS);
   const body = fields[2]!;
   if (body.length > limits.httpMaxRequestBody) {
     return {
@@ -83,10 +95,10 @@ function fetchCall(name: string, fields: Uint8Array[], ctx: CapabilityContext): 
     url: verdict.url.href,
     body,
     headers,
-    timeoutMs: limits.httpTimeoutMs,
+    timeoutMs: boundedTimeout(ctx, limits.httpTimeoutMs),
     maxResponseBody: limits.httpMaxResponseBody,
   };
-  const res = runSync<FetchResult>(FETCH_JOB, 'fetchOnce', args, limits.httpTimeoutMs);
+  const res = runSync<FetchResult>(FETCH_JOB, 'fetchOnce', args, args.timeoutMs);
   if (!res.ok) return { error: `${name}: ${verdict.url.host}: ${res.error}` };
   const r = res.value;
   return {
@@ -95,11 +107,34 @@ function fetchCall(name: string, fields: Uint8Array[], ctx: CapabilityContext): 
 }
 
 /** The http capability: see the module comment and docs/capabilities.md. */
-export const httpCapability: Capability = {
+export const httpCapability: Capability = defineCapability({
   name: 'http',
   calls: {
     'berm.http.fetch': (f, c) => guarded('berm.http.fetch', () => fetchCall('berm.http.fetch', f, c)),
     'crabtalk.http.fetch': (f, c) =>
       guarded('crabtalk.http.fetch', () => fetchCall('crabtalk.http.fetch', f, c)),
   },
-};
+  grant: {
+    // Without hosts the grant reaches no host (a capability granted without its argument).
+    schema: { type: 'object', properties: { hosts: { type: 'array', items: { type: 'string' } } } },
+    fixes: { hosts: 'write hosts = ["api.example.org", "*.example.com"]' },
+    prepare: (values) => {
+      const hosts = values.hosts as string[] | undefined;
+      if (hosts === undefined) return { grant: {}, problems: [] };
+      const problems = hosts.flatMap((h) => {
+        const bad = checkHostPattern(h);
+        return bad
+          ? [
+              {
+                key: 'hosts',
+                problem: `host ${bad}`,
+                fix: 'write a bare host name, "*.domain" or an IP address',
+              },
+            ]
+          : [];
+      });
+      return { grant: { hosts: [...new Set(hosts.map((h) => h.toLowerCase()))].sort() }, problems };
+    },
+  },
+  limits: HTTP_LIMITS,
+});

@@ -1,5 +1,5 @@
 /**
- * Which URLs berm.http.fetch may reach (upstream berm issue 6, "http"): http and https only; no
+ * Which URLs berm.http.fetch may reach: http and https only; no
  * userinfo; the host must match a declared host exactly (case-insensitive) or a declared
  * `*.domain` (subdomains only, never the bare domain); IP literals only when declared as that
  * exact address. Hosts are compared after WHATWG URL parsing, which canonicalises IDNs to

@@ -10,7 +10,14 @@
  * payload and delay limits) and owns the state. Without ctx.schedule the calls answer an error.
  */
 import { fieldText } from '../../wire/fields.js';
-import { arity, guarded, type Capability, type CapabilityContext, type CapabilityReply } from '../types.js';
+import {
+  arity,
+  defineCapability,
+  guarded,
+  type Capability,
+  type CapabilityContext,
+  type CapabilityReply,
+} from '../types.js';
 
 /** Longest decimal delay accepted before the runtime's own maximum applies (fits a double exactly). */
 const MAX_DELAY_DIGITS = 15;
@@ -82,11 +89,11 @@ function callAfter(fields: Uint8Array[], ctx: CapabilityContext): CapabilityRepl
 }
 
 /** The schedule capability: see the module comment and docs/runtime-queue.md. */
-export const scheduleCapability: Capability = {
+export const scheduleCapability: Capability = defineCapability({
   name: 'schedule',
   calls: {
     'berm.wake.arm': (f, c) => guarded('berm.wake.arm', () => arm(f, c)),
     'berm.wake.cancel': (f, c) => guarded('berm.wake.cancel', () => cancel(f, c)),
     'berm.call.after': (f, c) => guarded('berm.call.after', () => callAfter(f, c)),
   },
-};
+});

@@ -1,11 +1,10 @@
 /**
  * `berm call --config harnesses.toml HARNESS TOOL [ARGS]`: the `call` extension that runs a tool
  * of a harness declared in an operator's declaration file, with exactly the capabilities the
- * declaration grants (upstream berm issue 6). berm.call from the harness reaches the other
+ * declaration grants. berm.call from the harness reaches the other
  * declared harnesses named in its `callees`. Declaration problems exit 2 with file:line and the fix.
  */
-import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
-import { Runtime, RuntimeError } from '../../runtime/declared.js';
+import type { CapabilityLimits } from '../../capabilities/index.js';
 import { CliError, describeCompile, engineFor, processIo, type Io } from '../context.js';
 import type { CallExtension } from './call.js';
 
@@ -24,9 +23,18 @@ export function configCallExtension(io: Io = processIo()): CallExtension {
     async call(opts, name, tool, args, invoke) {
       const file = opts.config;
       if (typeof file !== 'string') return undefined;
+      // loaded here, not with the CLI: a plain `call` needs neither TOML, ajv nor the capabilities
+      const { CALL_DEADLINE } = await import('../../capabilities/index.js');
+      const { DeclarationError, loadDeclarations } = await import('../../config/declarations.js');
+      const { Runtime, RuntimeError } = await import('../../runtime/declared.js');
       try {
         const decls = loadDeclarations(file);
+        // The whole call, host calls included, ends by one deadline: capabilities clamp their own
+        // timeouts to it (CALL_DEADLINE). The runtime hands this object to every call it links,
+        // so the deadline is set just before the call, after the harnesses were compiled.
+        const limits: Partial<CapabilityLimits> = {};
         const runtime = await Runtime.create(engineFor(opts), decls, {
+          limits,
           only: [name],
           invoke: {
             ...(invoke.fuel !== undefined ? { fuel: invoke.fuel } : {}),
@@ -40,6 +48,7 @@ export function configCallExtension(io: Io = processIo()): CallExtension {
             io.err(`berm: ${n}: ${describeCompile(runtime.get(n)!.harness.module.info)}\n`);
           }
         }
+        if (invoke.timeoutMs !== undefined) limits[CALL_DEADLINE] = Date.now() + invoke.timeoutMs;
         return runtime.call(name, tool, args);
       } catch (e) {
         if (e instanceof DeclarationError || e instanceof RuntimeError) throw new CliError(e.message);

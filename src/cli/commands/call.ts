@@ -8,6 +8,7 @@ import { readElf } from '../../elf/reader.js';
 import { Harness, type InvokeOptions, type ToolResult } from '../../harness/harness.js';
 import { parseManifest } from '../../harness/manifest.js';
 import {
+  callTimeoutOf,
   CliError,
   describeCompile,
   engineFor,
@@ -69,7 +70,7 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
       const argInput = opts.validate ? argText : new TextEncoder().encode(argText);
       const base: InvokeOptions = {
         fuel: g.fuel,
-        timeoutMs: g.timeout,
+        timeoutMs: callTimeoutOf(g),
         onLog: g.verbose ? (line) => io.err(`[log] ${line}\n`) : undefined,
       };
       let r: ToolResult | undefined;

@@ -5,7 +5,15 @@
  */
 import type { Command } from 'commander';
 import { basicHostFunctions, Linker } from '../../engine/engine.js';
-import { CliError, describeCompile, engineFor, ExitCode, hex64, readInputFile } from '../context.js';
+import {
+  callTimeoutOf,
+  CliError,
+  describeCompile,
+  engineFor,
+  ExitCode,
+  hex64,
+  readInputFile,
+} from '../context.js';
 import type { CliContext } from '../program.js';
 
 const MIN = -(1n << 63n);
@@ -53,7 +61,7 @@ export function registerExec(program: Command, ctx: CliContext): void {
         const linker = new Linker(module.engine);
         const log = g.verbose ? (line: string) => io.err(`[log] ${line}\n`) : undefined;
         for (const [name, fn] of basicHostFunctions(module, log)) linker.define(name, fn);
-        const inst = linker.instantiate(module, { fuel: g.fuel, timeoutMs: g.timeout });
+        const inst = linker.instantiate(module, { fuel: g.fuel, timeoutMs: callTimeoutOf(g) });
         const t0 = performance.now();
         const [a0, a1] = inst.call(symbol, ...args);
         if (g.verbose) io.err(`berm: ${symbol} ran in ${(performance.now() - t0).toFixed(1)} ms\n`);

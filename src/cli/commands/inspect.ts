@@ -9,6 +9,8 @@ import type { ElfImage } from '../../elf/types.js';
 import { ManifestError, parseManifest, type Manifest } from '../../harness/manifest.js';
 import { ExitCode, readInputFile } from '../context.js';
 import type { CliContext } from '../program.js';
+import type { DaemonFlags } from './daemon-client.js';
+import { addDaemonOptions, inspectRemote, inspectsDaemon } from './daemon-verbs.js';
 
 /** What inspect reports (the --json shape). */
 export interface InspectReport {
@@ -131,21 +133,28 @@ export function inspectText(r: InspectReport, listFunctions: boolean): string {
 
 /** Register `inspect`. */
 export function registerInspect(program: Command, ctx: CliContext): void {
-  program
-    .command('inspect')
-    .description('show the manifest, tools, functions and indirect-target counts (no translation)')
-    .argument('<file>', 'harness ELF')
-    .option('--functions', 'list every function (address, size, global/local, name)')
-    .action((file: string, opts: { functions?: boolean }, cmd: Command) =>
-      ctx.run(cmd, () => {
-        const g = ctx.globals(cmd);
-        const report = inspectImage(file, readElf(readInputFile(file)));
-        ctx.io.out(g.json ? JSON.stringify(report, null, 2) + '\n' : inspectText(report, !!opts.functions));
-        if (report.manifestError) {
-          ctx.io.err(`berm: ${report.manifestError}\n`);
-          return ExitCode.BadInput;
-        }
-        return ExitCode.Ok;
-      }),
-    );
+  // `inspect NAME` of a deployment on bermd shares the verb: with --host, or when the argument is a
+  // harness name (no dot or slash) and no such file exists, it asks the daemon (daemon-verbs.ts).
+  addDaemonOptions(
+    program
+      .command('inspect')
+      .description(
+        'show the manifest, tools, functions and indirect-target counts (no translation); ' +
+          'with a deployed harness name (or --host), what bermd reports for it',
+      )
+      .argument('<file>', 'harness ELF, or the name of a harness deployed on bermd')
+      .option('--functions', 'list every function (address, size, global/local, name)'),
+  ).action((file: string, opts: { functions?: boolean } & DaemonFlags, cmd: Command) =>
+    ctx.run(cmd, () => {
+      if (inspectsDaemon(file, opts.host !== undefined)) return inspectRemote(ctx, cmd, file, opts);
+      const g = ctx.globals(cmd);
+      const report = inspectImage(file, readElf(readInputFile(file)));
+      ctx.io.out(g.json ? JSON.stringify(report, null, 2) + '\n' : inspectText(report, !!opts.functions));
+      if (report.manifestError) {
+        ctx.io.err(`berm: ${report.manifestError}\n`);
+        return ExitCode.BadInput;
+      }
+      return ExitCode.Ok;
+    }),
+  );
 }

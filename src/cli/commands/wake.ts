@@ -1,5 +1,6 @@
 /**
- * `berm wake add|ls|rm --state DIR`: the due-set of a state directory from outside a guest. The
+ * `berm wake add|ls|rm --state DIR`: the local side of `berm wake` (wake-client.ts is the daemon
+ * side; `--state` selects this one): the due-set of a state directory from outside a guest. The
  * target is checked like a guest's berm.wake.arm (the harness must be declared and export
  * `on_wake`; payload and delay within the limits): against `--config FILE` when given (its ELF
  * symbols are read, nothing is compiled or run), else against the harnesses of the last
@@ -21,7 +22,7 @@ import {
 } from '../../runtime/index.js';
 
 import { LimitsError, limitsFromFile } from '../../runtime/settings.js';
-import { CliError, ExitCode, parsePositiveInt } from '../context.js';
+import { CliError, ExitCode, parsePositiveInt, type ExitCodeValue } from '../context.js';
 import type { CliContext } from '../program.js';
 import { HARNESSES_FILE, PID_FILE, type HarnessSummary } from './run.js';
 
@@ -64,140 +65,129 @@ function signalRunner(state: string): boolean {
   }
 }
 
-function parseAt(text: string): number {
-  const n = /^\d+$/.test(text) ? Number(text) : Date.parse(text);
-  if (!Number.isFinite(n)) throw new CliError(`--at ${text}: not an ISO 8601 time or ms since the epoch`);
-  return n;
-}
-
 function line(w: WakeRecord): string {
   return `${w.id}  ${new Date(w.when).toISOString()}  ${w.kind === 'wake' ? w.harness : `${w.harness}.${w.entry}`}  by ${w.armedBy}  ${JSON.stringify(w.payload).slice(0, 60)}`;
 }
 
-/** Register `wake add`, `wake ls` and `wake rm`. */
-export function registerWake(program: Command, ctx: CliContext): void {
-  const wake = program
-    .command('wake')
-    .description('arm, list or cancel wakes in a state directory (berm run)');
-  wake
-    .command('add <harness>')
-    .description("arm a wake of HARNESS's on_wake")
-    .requiredOption('--state <dir>', 'state directory of berm run')
-    .option('--config <file>', 'declaration file to check the harness against (default: the last berm run)')
-    .option('--delay <ms>', 'due in this many ms (default 0)', (v) => {
-      if (!/^\d+$/.test(v)) throw new CliError(`--delay ${v}: expected milliseconds (digits)`);
-      return Number(v);
-    })
-    .option('--at <time>', 'due at this ISO 8601 time or ms since the epoch')
-    .option('--payload <text>', 'text handed to on_wake', '')
-    .option('--id <id>', 'wake id (default: a new one); an existing id is replaced')
-    .option('--count <n>', 'arm N wakes (ids ID-0..ID-N-1 when --id is given)', parsePositiveInt)
-    .option('--spread <ms>', 'with --count: spread due instants evenly over this many ms', parsePositiveInt)
-    .action(
-      (
-        harness: string,
-        opts: {
-          state: string;
-          config?: string;
-          delay?: number;
-          at?: string;
-          payload: string;
-          id?: string;
-          count?: number;
-          spread?: number;
-        },
-        cmd: Command,
-      ) =>
-        ctx.run(cmd, () => {
-          const g = ctx.globals(cmd);
-          let limits = defaultLimits(1);
-          try {
-            if (opts.config !== undefined) limits = { ...limits, ...limitsFromFile(opts.config) };
-          } catch (e) {
-            if (e instanceof LimitsError) throw new CliError(e.message);
-            throw e;
-          }
-          const harnesses = known(opts.state, opts.config);
-          const base = opts.at !== undefined ? parseAt(opts.at) : Date.now() + (opts.delay ?? 0);
-          const count = opts.count ?? 1;
-          const specs = [];
-          try {
-            for (let i = 0; i < count; i++) {
-              const at = base + (count > 1 && opts.spread ? Math.floor((i * opts.spread) / count) : 0);
-              const id = opts.id === undefined ? undefined : count > 1 ? `${opts.id}-${i}` : opts.id;
-              specs.push(
-                wakeSpec(
-                  { harness, at, payload: opts.payload, ...(id !== undefined ? { id } : {}), armedBy: 'cli' },
-                  harnesses.get(harness),
-                  [...harnesses.keys()],
-                  limits,
-                ),
-              );
-            }
-          } catch (e) {
-            if (e instanceof ArmError || e instanceof LimitError)
-              throw new CliError(`berm wake add: ${e.message}`);
-            throw e;
-          }
-          const store = SqliteStore.open(opts.state);
-          let armed: WakeRecord[];
-          try {
-            armed = store.dues.armMany(specs);
-          } finally {
-            store.close();
-          }
-          const told = signalRunner(opts.state);
-          if (g.json)
-            ctx.io.out(
-              JSON.stringify({ armed: armed.map((w) => ({ id: w.id, when: w.when })), signalled: told }) +
-                '\n',
-            );
-          else if (armed.length === 1) ctx.io.out(`${armed[0]!.id}\n`);
-          else ctx.io.out(`armed ${armed.length} wakes\n`);
-          return ExitCode.Ok;
-        }),
+/** Flags of the local `wake add` (beside the daemon side's --in, --at, --payload, --id). */
+export interface LocalAddFlags {
+  state: string;
+  config?: string;
+  in?: number;
+  at?: number;
+  payload?: string;
+  id?: string;
+  count?: number;
+  spread?: number;
+}
+
+/** Options only the local side has; `--state` selects it. */
+export function addLocalWakeOptions(cmd: Command, add: boolean): Command {
+  cmd.option('--state <dir>', 'work on the due-set of this berm run state directory instead of a daemon');
+  if (add) {
+    cmd
+      .option(
+        '--config <file>',
+        'with --state: declaration file to check the harness against (default: the last berm run)',
+      )
+      .option(
+        '--count <n>',
+        'with --state: arm N wakes (ids ID-0..ID-N-1 when --id is given)',
+        parsePositiveInt,
+      )
+      .option(
+        '--spread <ms>',
+        'with --count: spread the due instants evenly over this many ms',
+        parsePositiveInt,
+      );
+  }
+  return cmd;
+}
+
+/** `berm wake add --state DIR HARNESS`. */
+export function localWakeAdd(
+  ctx: CliContext,
+  cmd: Command,
+  harness: string,
+  opts: LocalAddFlags,
+): ExitCodeValue {
+  const g = ctx.globals(cmd);
+  let limits = defaultLimits(1);
+  try {
+    if (opts.config !== undefined) limits = { ...limits, ...limitsFromFile(opts.config) };
+  } catch (e) {
+    if (e instanceof LimitsError) throw new CliError(e.message);
+    throw e;
+  }
+  const harnesses = known(opts.state, opts.config);
+  const base = opts.at ?? Date.now() + (opts.in ?? 0);
+  const count = opts.count ?? 1;
+  const specs = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const at = base + (count > 1 && opts.spread ? Math.floor((i * opts.spread) / count) : 0);
+      const id = opts.id === undefined ? undefined : count > 1 ? `${opts.id}-${i}` : opts.id;
+      specs.push(
+        wakeSpec(
+          { harness, at, payload: opts.payload ?? '', ...(id !== undefined ? { id } : {}), armedBy: 'cli' },
+          harnesses.get(harness),
+          [...harnesses.keys()],
+          limits,
+        ),
+      );
+    }
+  } catch (e) {
+    if (e instanceof ArmError || e instanceof LimitError) throw new CliError(`wake add: ${e.message}`);
+    throw e;
+  }
+  const store = SqliteStore.open(opts.state);
+  let armed: WakeRecord[];
+  try {
+    armed = store.dues.armMany(specs);
+  } finally {
+    store.close();
+  }
+  const told = signalRunner(opts.state);
+  if (g.json)
+    ctx.io.out(
+      JSON.stringify({ armed: armed.map((w) => ({ id: w.id, when: w.when })), signalled: told }) + '\n',
     );
-  wake
-    .command('ls')
-    .description('list pending wakes, earliest first')
-    .requiredOption('--state <dir>', 'state directory of berm run')
-    .option('--harness <name>', 'only this harness')
-    .option('--limit <n>', 'at most N', parsePositiveInt)
-    .action((opts: { state: string; harness?: string; limit?: number }, cmd: Command) =>
-      ctx.run(cmd, () => {
-        const g = ctx.globals(cmd);
-        const store = SqliteStore.open(opts.state);
-        try {
-          const list = store.dues.list({
-            ...(opts.harness !== undefined ? { harness: opts.harness } : {}),
-            ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
-          });
-          if (g.json) ctx.io.out(JSON.stringify(list) + '\n');
-          else for (const w of list) ctx.io.out(line(w) + '\n');
-          if (!g.json) ctx.io.err(`berm: ${store.dues.count()} wakes pending\n`);
-        } finally {
-          store.close();
-        }
-        return ExitCode.Ok;
-      }),
-    );
-  wake
-    .command('rm <id>')
-    .description('cancel a pending wake')
-    .requiredOption('--state <dir>', 'state directory of berm run')
-    .action((id: string, opts: { state: string }, cmd: Command) =>
-      ctx.run(cmd, () => {
-        const g = ctx.globals(cmd);
-        const store = SqliteStore.open(opts.state);
-        let removed: boolean;
-        try {
-          removed = store.dues.cancel(id);
-        } finally {
-          store.close();
-        }
-        if (g.json) ctx.io.out(JSON.stringify({ id, removed }) + '\n');
-        else ctx.io.out(removed ? `cancelled ${id}\n` : `no pending wake ${id}\n`);
-        return removed ? ExitCode.Ok : ExitCode.BadInput;
-      }),
-    );
+  else if (armed.length === 1) ctx.io.out(`${armed[0]!.id}\n`);
+  else ctx.io.out(`armed ${armed.length} wakes\n`);
+  return ExitCode.Ok;
+}
+
+/** `berm wake ls --state DIR`. */
+export function localWakeLs(ctx: CliContext, cmd: Command, opts: { state: string }): ExitCodeValue {
+  const g = ctx.globals(cmd);
+  const store = SqliteStore.open(opts.state);
+  try {
+    const list = store.dues.list();
+    if (g.json) ctx.io.out(JSON.stringify(list) + '\n');
+    else for (const w of list) ctx.io.out(line(w) + '\n');
+    if (!g.json) ctx.io.err(`berm: ${store.dues.count()} wakes pending\n`);
+  } finally {
+    store.close();
+  }
+  return ExitCode.Ok;
+}
+
+/** `berm wake rm --state DIR ID`. */
+export function localWakeRm(
+  ctx: CliContext,
+  cmd: Command,
+  id: string,
+  opts: { state: string },
+): ExitCodeValue {
+  const g = ctx.globals(cmd);
+  const store = SqliteStore.open(opts.state);
+  let removed: boolean;
+  try {
+    removed = store.dues.cancel(id);
+  } finally {
+    store.close();
+  }
+  if (g.json) ctx.io.out(JSON.stringify({ id, removed }) + '\n');
+  else ctx.io.out(removed ? `cancelled ${id}\n` : `no pending wake ${id}\n`);
+  return removed ? ExitCode.Ok : ExitCode.BadInput;
 }

@@ -1,0 +1,135 @@
+/**
+ * `berm wake add|ls|rm` against bermd (`POST /wakes`, `GET /wakes`, `DELETE /wakes/{id}`): arm a
+ * wake of a deployed harness's `on_wake` from outside the guest, list the pending ones, cancel
+ * one. Body of `POST /wakes`: `{"harness", "delay_ms" | "at", "payload"?, "id"?}` (at: ms since
+ * the Unix epoch); the answer and the list entries are `{id, harness, due_at, payload, ...}`.
+ */
+import { InvalidArgumentError, type Command } from 'commander';
+import { CliError, ExitCode } from '../context.js';
+import type { CliContext } from '../program.js';
+import type { DaemonFlags, WakeInfo } from './daemon-client.js';
+import { addDaemonOptions, withDaemon } from './daemon-verbs.js';
+import { addLocalWakeOptions, localWakeAdd, localWakeLs, localWakeRm, type LocalAddFlags } from './wake.js';
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * Parse a delay: milliseconds (`1500`) or a number with a unit `ms`, `s`, `m`, `h`, `d`
+ * (`30s`, `1.5m`).
+ * @returns milliseconds (an integer >= 0)
+ * @throws InvalidArgumentError (exit 2)
+ */
+export function parseDelay(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/.exec(text.trim());
+  if (!m) throw new InvalidArgumentError(`expected a delay such as 1500, 30s, 5m or 2h, got '${text}'`);
+  const ms = Math.round(Number(m[1]) * UNIT_MS[m[2] ?? 'ms']);
+  if (!Number.isSafeInteger(ms)) throw new InvalidArgumentError(`delay '${text}' is too large`);
+  return ms;
+}
+
+/**
+ * Parse a due time: an ISO 8601 date-time (`2026-12-01T08:00:00Z`) or milliseconds since the Unix
+ * epoch.
+ * @throws InvalidArgumentError (exit 2)
+ */
+export function parseAt(text: string): number {
+  if (/^\d+$/.test(text.trim())) return Number(text.trim());
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(text.trim())) {
+    throw new InvalidArgumentError(
+      `expected an ISO date-time such as 2026-12-01T08:00:00Z or ms since the epoch, got '${text}'`,
+    );
+  }
+  const t = Date.parse(text);
+  if (Number.isNaN(t)) throw new InvalidArgumentError(`'${text}' is not a date-time`);
+  return t;
+}
+
+/** Text of `berm wake ls`. */
+export function wakesText(ws: WakeInfo[], now = Date.now()): string {
+  if (ws.length === 0) return 'no wakes pending\n';
+  const wi = Math.max(2, ...ws.map((w) => String(w.id).length));
+  const wh = Math.max(7, ...ws.map((w) => String(w.harness).length));
+  const rows = [`${'ID'.padEnd(wi)}  ${'HARNESS'.padEnd(wh)}  ${'DUE'.padEnd(24)}  IN       PAYLOAD`];
+  for (const w of ws) {
+    const due = Number(w.due_at);
+    const when = Number.isFinite(due) ? new Date(due).toISOString() : String(w.due_at);
+    const inS = Number.isFinite(due) ? `${Math.max(0, Math.round((due - now) / 1000))}s` : '?';
+    const payload = String(w.payload ?? '');
+    const shown =
+      payload.length > 40 ? JSON.stringify(payload.slice(0, 37) + '...') : JSON.stringify(payload);
+    rows.push(
+      `${String(w.id).padEnd(wi)}  ${String(w.harness).padEnd(wh)}  ${when.padEnd(24)}  ${inS.padEnd(7)}  ${shown}`,
+    );
+  }
+  return rows.join('\n') + '\n';
+}
+
+/** Options of `wake add`. */
+interface AddFlags extends DaemonFlags, Partial<Omit<LocalAddFlags, 'state'>> {
+  in?: number;
+  at?: number;
+  payload?: string;
+  id?: string;
+  /** the local side (wake.ts): a berm run state directory instead of a daemon */
+  state?: string;
+}
+
+/** Register `wake add|ls|rm` (the daemon side). */
+export function registerWakeClient(program: Command, ctx: CliContext): Command {
+  const wake = program
+    .command('wake')
+    .description("arm, list and cancel wakes of deployed harnesses' on_wake");
+  addDaemonOptions(
+    addLocalWakeOptions(wake.command('add'), true)
+      .description('arm a wake of HARNESS (its on_wake runs when due); give --in or --at')
+      .argument('<harness>', 'deployed harness name')
+      .option('--in <delay>', 'due after this delay: ms, or with a unit (30s, 5m, 2h)', parseDelay)
+      .option('--at <time>', 'due at this ISO date-time or ms since the epoch', parseAt)
+      .option('--payload <text>', 'payload handed to on_wake', '')
+      .option('--id <id>', 're-arm or name the wake (an existing id is replaced)'),
+  ).action((harness: string, flags: AddFlags, cmd: Command) =>
+    ctx.run(cmd, async () => {
+      const g = ctx.globals(cmd);
+      if (flags.state !== undefined) return localWakeAdd(ctx, cmd, harness, { ...flags, state: flags.state });
+      if ((flags.in === undefined) === (flags.at === undefined)) {
+        throw new CliError('wake add: give exactly one of --in DELAY and --at TIME');
+      }
+      const w = await withDaemon(flags, (c) =>
+        c.addWake({
+          harness,
+          ...(flags.in !== undefined ? { delay_ms: flags.in } : { at: flags.at }),
+          payload: flags.payload ?? '',
+          ...(flags.id !== undefined ? { id: flags.id } : {}),
+        }),
+      );
+      ctx.io.out(g.json ? JSON.stringify(w) + '\n' : `${w.id}\n`);
+      return ExitCode.Ok;
+    }),
+  );
+  addDaemonOptions(
+    addLocalWakeOptions(wake.command('ls').description('list pending wakes, earliest first'), false),
+  ).action((flags: DaemonFlags & { state?: string }, cmd: Command) =>
+    ctx.run(cmd, async () => {
+      const g = ctx.globals(cmd);
+      if (flags.state !== undefined) return localWakeLs(ctx, cmd, { state: flags.state });
+      const ws = await withDaemon(flags, (c) => c.listWakes());
+      ctx.io.out(g.json ? JSON.stringify(ws) + '\n' : wakesText(ws));
+      return ExitCode.Ok;
+    }),
+  );
+  addDaemonOptions(
+    addLocalWakeOptions(
+      wake.command('rm').description('cancel a pending wake').argument('<id>', 'wake id'),
+      false,
+    ),
+  ).action((id: string, flags: DaemonFlags & { state?: string }, cmd: Command) =>
+    ctx.run(cmd, async () => {
+      const g = ctx.globals(cmd);
+      if (flags.state !== undefined) return localWakeRm(ctx, cmd, id, { state: flags.state });
+      await withDaemon(flags, (c) => c.removeWake(id));
+      ctx.io.out(g.json ? JSON.stringify({ status: 'ok', id }) + '\n' : `cancelled ${id}\n`);
+      return ExitCode.Ok;
+    }),
+  );
+  return wake;
+}

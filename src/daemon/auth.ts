@@ -1,0 +1,75 @@
+/**
+ * Bearer-token authentication of the control API and MCP. The token comes from the environment
+ * (`BERMD_TOKEN`) or a file (`--token-file`, first line, surrounding whitespace removed); the
+ * daemon refuses to listen on a non-loopback address without one. Comparison is constant-time
+ * over SHA-256 digests of both sides, so neither the token's bytes nor its length leak through
+ * timing.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import * as fs from 'node:fs';
+import { isIP } from 'node:net';
+import type { IncomingMessage } from 'node:http';
+import { HttpError } from './http.js';
+
+/** A token source: where it came from, for the boot log (never the token itself). */
+export interface TokenSetting {
+  token: string | null;
+  source: string;
+}
+
+/**
+ * Resolve the token: `--token-file` wins over `BERMD_TOKEN`.
+ * @throws Error when the file cannot be read or holds an empty token (the message names the file).
+ */
+export function loadToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv): TokenSetting {
+  if (tokenFile !== undefined) {
+    let text: string;
+    try {
+      text = fs.readFileSync(tokenFile, 'utf8');
+    } catch (e) {
+      throw new Error(`cannot read the token file ${tokenFile} (${(e as NodeJS.ErrnoException).code ?? e})`);
+    }
+    const token = (text.split('\n')[0] ?? '').trim();
+    if (token === '')
+      throw new Error(`the token file ${tokenFile} is empty; write the token on its first line`);
+    return { token, source: `file ${tokenFile}` };
+  }
+  const t = env.BERMD_TOKEN?.trim();
+  if (t) return { token: t, source: 'env BERMD_TOKEN' };
+  return { token: null, source: 'none' };
+}
+
+/** True for 127.0.0.0/8, ::1 and `localhost`. */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  if (h === 'localhost') return true;
+  if (isIP(h) === 4) return h.startsWith('127.');
+  if (isIP(h) === 6) return h === '::1' || h === '0:0:0:0:0:0:0:1';
+  return false;
+}
+
+const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+
+/** Checks `Authorization: Bearer <token>` in constant time. */
+export class BearerAuth {
+  private readonly expected: Buffer | null;
+
+  /** @param token the expected token; null disables the check (loopback only) */
+  constructor(token: string | null) {
+    this.expected = token === null ? null : digest(token);
+  }
+
+  /** Whether a token is required. */
+  get enabled(): boolean {
+    return this.expected !== null;
+  }
+
+  /** @throws HttpError 401 (with a WWW-Authenticate hint in the message) when the token is missing or wrong. */
+  check(req: IncomingMessage): void {
+    if (this.expected === null) return;
+    const h = req.headers.authorization;
+    const m = h === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(h);
+    if (!m) throw new HttpError(401, 'missing bearer token: send Authorization: Bearer <token>');
+    if (!timingSafeEqual(digest(m[1]!), this.expected)) throw new HttpError(401, 'wrong bearer token');
+  }
+}

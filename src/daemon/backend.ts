@@ -1,0 +1,124 @@
+/**
+ * What the daemon needs from the layer that runs guests: the queue's public surface, reduced to
+ * the calls the HTTP API, MCP and metrics make. The serving thread only talks to this interface;
+ * every guest run and every translation happens behind it, on worker threads.
+ */
+import type { Grant } from '../capabilities/types.js';
+
+/**
+ * Who an invocation acts for, as the caller states it: the agent (e.g. the MCP client or a
+ * user-agent name), its session handle, and the sender of the message that caused the call. The
+ * daemon takes these from `X-Berm-Agent`, `X-Berm-Session`, `X-Berm-Sender` headers (HTTP) or
+ * from `_meta` of an MCP tools/call request (`berm/agent`, `berm/session`, `berm/sender`; the
+ * MCP session id stands in for a missing session). Absent fields stay absent.
+ */
+export interface Authority {
+  agent?: string;
+  session?: string;
+  sender?: string;
+}
+
+/** The capabilities the operator's declaration grants a harness (empty for an undeclared one). */
+export interface DeployGrant {
+  /** granted capability names, sorted */
+  capabilities: string[];
+  /** their arguments (root, hosts, callees, database) */
+  grant: Grant;
+}
+
+/**
+ * How one invocation ended. `chain` is the runtime's chain id of the invocation (its journal
+ * records carry it), when the invocation ran.
+ */
+export type InvokeOutcome =
+  /** berm.done (or an ABI 0 return): the tool's result text */
+  (
+    | { status: 'ok'; result: string }
+    /** berm.fail: the tool's own failure message */
+    | { status: 'failed'; message: string }
+    /** the guest trapped: trap class name, message, guest pc (-1 unknown) and `symbol+0xoffset` */
+    | { status: 'trapped'; trap: string; message: string; pc: number; symbol: string }
+    /** a limit refused the call before it ran (concurrency, rate, depth, closed, ...) */
+    | { status: 'refused'; message: string; limit?: string }
+    /**
+     * it could not run or broke the ABI; `code` as the runtime reports it ('unknown-harness',
+     * 'unknown-tool', 'bad-args', 'harness', 'worker-lost', 'internal')
+     */
+    | { status: 'error'; message: string; code?: string }
+  ) & { chain?: string };
+
+/** A pending wake as the API shows it. */
+export interface WakeInfo {
+  id: string;
+  harness: string;
+  /** ms since the Unix epoch */
+  due_at: number;
+  payload: string;
+  /** extra fields the runtime reports (armed_by, entry, attempt, ...) */
+  [key: string]: unknown;
+}
+
+/** A request to arm a wake from outside a guest. */
+export interface WakeRequest {
+  harness: string;
+  /** ms from now (>= 0) */
+  delayMs: number;
+  payload: string;
+  id?: string;
+}
+
+/** Counters and gauges the runtime reports, read when /metrics is scraped. */
+export interface RuntimeStats {
+  queueDepth: number;
+  inFlight: number;
+  wakesPending: number;
+  spills: number;
+  translations: number;
+}
+
+/** One finished invocation, reported to the daemon's metrics. */
+export interface InvocationEvent {
+  trigger: 'call' | 'wake' | 'notify';
+  harness: string;
+  outcome: 'ok' | 'failed' | 'trapped' | 'refused' | 'error';
+  /** wall time from enqueue to outcome, seconds */
+  seconds: number;
+}
+
+/** The runtime behind the daemon. */
+export interface Backend {
+  /**
+   * Compile `elf` (on a worker) and publish it as `name` with `grant`, replacing any previous
+   * image of that name. Resolves once calls to `name` run the new image.
+   * @throws Error (ElfError, ManifestError, HarnessError, ...) when the image cannot be compiled:
+   *   nothing is published then.
+   */
+  deploy(name: string, elf: Uint8Array, grant: DeployGrant): Promise<void>;
+  /** Stop routing calls to `name` (in-flight calls finish). */
+  undeploy(name: string): Promise<void>;
+  /**
+   * Run `tool` of `harness` with `argsJson` (already validated against the tool's schema).
+   * `onLog` receives each berm.log line while the call runs.
+   */
+  invoke(
+    harness: string,
+    tool: string,
+    argsJson: string,
+    options: { onLog?: (line: string) => void; authority?: Authority },
+  ): Promise<InvokeOutcome>;
+  /**
+   * Arm a wake of `harness`'s on_wake.
+   * @throws Error naming the reason when refused (no on_wake export, no schedule grant, ...)
+   */
+  armWake(req: WakeRequest): Promise<WakeInfo>;
+  /** Pending wakes, earliest first. */
+  listWakes(): Promise<WakeInfo[]>;
+  /** Cancel a wake; false when there is no such wake. */
+  cancelWake(id: string): Promise<boolean>;
+  /** Current gauges and counters. */
+  stats(): RuntimeStats;
+  /** Subscribe to finished invocations (for the latency histogram and outcome counters). */
+  onInvocation(listener: (e: InvocationEvent) => void): void;
+  /** Stop accepting work, let in-flight work finish for up to `drainMs`, persist, release workers. */
+  close(drainMs: number): Promise<void>;
+}

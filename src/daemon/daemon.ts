@@ -1,0 +1,179 @@
+/**
+ * Assembly of bermd: settings → token check → grants → runtime → deployment store (restored
+ * without running a guest) → HTTP server, with the boot log, and the graceful stop (stop
+ * accepting, drain up to a bound, persist, release workers).
+ *
+ * Boot refusals (thrown as {@link BootError}): a non-loopback address without a token, a token
+ * file that cannot be read, a declaration file with refused entries or an fs/exec root that does
+ * not exist (each with its fix), a damaged deployment index.
+ */
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+import { isLoopback, loadToken } from './auth.js';
+import type { Backend } from './backend.js';
+import { Deployments } from './deployments.js';
+import { Grants } from './grants.js';
+import { DaemonServer } from './server.js';
+import type { Settings } from './settings.js';
+import { DeploymentStore } from './store.js';
+
+/** A reason bermd will not start; the message says what to change. */
+export class BootError extends Error {
+  override name = 'BootError';
+}
+
+/** What the runtime is built from (the daemon picks the directories; the runtime owns them). */
+export interface BackendContext {
+  /** the state directory (--root) */
+  root: string;
+  /** the Wasm cache directory */
+  cacheDir: string;
+  /** worker threads for guests and translations */
+  workers: number;
+  grants: Grants;
+  log: (line: string) => void;
+}
+
+/** Builds the runtime; called once at boot. */
+export type BackendFactory = (ctx: BackendContext) => Promise<Backend>;
+
+/** A running daemon. */
+export interface RunningDaemon {
+  address: AddressInfo;
+  /** base URL, e.g. http://127.0.0.1:7777 */
+  url: string;
+  server: DaemonServer;
+  deployments: Deployments;
+  backend: Backend;
+  /** graceful stop; resolves when everything is persisted and released */
+  stop(): Promise<void>;
+}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    return pkg.version;
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/**
+ * Boot bermd.
+ * @param settings resolved settings (src/daemon/settings.ts)
+ * @param makeBackend builds the runtime
+ * @param env the environment (BERMD_TOKEN)
+ * @param log boot and event lines (stderr in bermd)
+ * @throws BootError for every refusal listed in the module comment; whatever listen throws
+ *   (EADDRINUSE, ...)
+ */
+export async function startDaemon(
+  settings: Settings,
+  makeBackend: BackendFactory,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): Promise<RunningDaemon> {
+  const { host, port } = settings.addr.value;
+  let token;
+  try {
+    token = loadToken(settings.tokenFile.value ?? undefined, env);
+  } catch (e) {
+    throw new BootError((e as Error).message);
+  }
+  if (token.token === null && !isLoopback(host)) {
+    throw new BootError(
+      `refusing to listen on ${host} without a bearer token: set BERMD_TOKEN or --token-file, or listen on 127.0.0.1`,
+    );
+  }
+  let grants: Grants;
+  try {
+    grants = settings.config.value === null ? Grants.none() : Grants.load(settings.config.value);
+  } catch (e) {
+    throw new BootError((e as Error).message);
+  }
+  const root = settings.root.value;
+  let store: DeploymentStore;
+  try {
+    store = DeploymentStore.open(path.join(root, 'deployments'));
+  } catch (e) {
+    throw new BootError(`deployment store: ${(e as Error).message}`);
+  }
+
+  log(`bermd ${version()} (node ${process.version}, pid ${process.pid})`);
+  const show = (label: string, s: { value: unknown; source: string }, v = String(s.value)): void =>
+    log(`  ${label.padEnd(16)} ${v}  (${s.source})`);
+  show('addr', settings.addr, `${host}:${port}`);
+  show('root', settings.root);
+  const cacheDir = settings.cacheDir.value ?? path.join(root, 'cache');
+  show('cache-dir', settings.cacheDir, cacheDir);
+  show('config', settings.config, settings.config.value ?? 'none: every harness runs without capabilities');
+  log(
+    `  ${'token'.padEnd(16)} ${token.token === null ? 'none (loopback only)' : 'required'}  (${token.source})`,
+  );
+  show('max-image-bytes', settings.maxImageBytes);
+  show('max-body-bytes', settings.maxBodyBytes);
+  show('body-timeout-ms', settings.bodyTimeoutMs);
+  show('drain-timeout-ms', settings.drainMs);
+  show('workers', settings.workers);
+
+  const backend = await makeBackend({ root, cacheDir, workers: settings.workers.value, grants, log });
+  const deployments = new Deployments(store, backend, grants);
+  const problems = await deployments.restore();
+  for (const d of deployments.list()) {
+    const g = d.granted;
+    const args = Object.entries(g.grant)
+      .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
+      .join(' ');
+    log(
+      `  harness ${d.name} sha256 ${d.digest} capabilities: ${g.capabilities.join(', ') || 'none'}${args ? ` ${args}` : ''}`,
+    );
+  }
+  for (const p of problems) log(`  warning: ${p}`);
+  for (const n of grants.names()) {
+    if (!deployments.get(n)) log(`  declared ${n} (not deployed yet)`);
+  }
+
+  const server = new DaemonServer({
+    backend,
+    deployments,
+    token: token.token,
+    limits: {
+      maxImageBytes: settings.maxImageBytes.value,
+      maxBodyBytes: settings.maxBodyBytes.value,
+      bodyTimeoutMs: settings.bodyTimeoutMs.value,
+    },
+    version: version(),
+    log,
+  });
+  let address: AddressInfo;
+  try {
+    address = await server.listen(host, port);
+  } catch (e) {
+    await backend.close(0);
+    throw e;
+  }
+  const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${hostPart}:${address.port}`;
+  log(`listening on ${url}`);
+
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      const t0 = Date.now();
+      log('stopping: no new connections; draining in-flight requests');
+      const left = await server.close(settings.drainMs.value);
+      const remaining = Math.max(0, settings.drainMs.value - (Date.now() - t0));
+      await backend.close(remaining);
+      log(
+        left === 0
+          ? `stopped after ${Date.now() - t0} ms; state persisted under ${root}`
+          : `stopped after ${Date.now() - t0} ms with ${left} request(s) cut off by the drain bound; state persisted under ${root}`,
+      );
+    })();
+    return stopping;
+  };
+  return { address, url, server, deployments, backend, stop };
+}

@@ -1,0 +1,248 @@
+/**
+ * The daemon's deployments: what is published under which name, with its manifest and grant.
+ * A deploy is checked on the serving thread only as far as reading headers goes (ELF structure,
+ * manifest, tool exports: parsing, no translation), then compiled by the runtime on a worker,
+ * then recorded durably (src/daemon/store.ts), and only then published and acknowledged. Deploys
+ * and undeploys of one name are serialised. Listeners of 'changed' (MCP list_changed) hear every
+ * publish and removal.
+ */
+import { EventEmitter } from 'node:events';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { ElfError } from '../elf/reader.js';
+import { readElf } from '../elf/reader.js';
+import { ManifestError, parseManifest, type Manifest } from '../harness/manifest.js';
+import { TOOL_PREFIX } from '../harness/harness.js';
+import type { Backend, DeployGrant } from './backend.js';
+import type { Grants } from './grants.js';
+import { HttpError } from './http.js';
+import { DeploymentStore, sha256Hex } from './store.js';
+
+/** A published harness. */
+export interface Deployment {
+  name: string;
+  /** lowercase hex sha256 of the ELF */
+  digest: string;
+  manifest: Manifest;
+  granted: DeployGrant;
+  /** ms since the Unix epoch */
+  deployedAt: number;
+}
+
+/** The upstream inspect shape plus the granted set: `{name, digest, usage, tools, deps, granted}`. */
+export function describe(d: Deployment): Record<string, unknown> {
+  return {
+    name: d.name,
+    digest: d.digest,
+    usage: d.manifest.usage,
+    tools: d.manifest.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters,
+    })),
+    deps: d.manifest.deps,
+    granted: { capabilities: d.granted.capabilities, ...d.granted.grant },
+    deployed_at: d.deployedAt,
+  };
+}
+
+/**
+ * Read the manifest of an ELF and check that its tools are exported, without translating.
+ * @throws HttpError 400 with the ELF reader's, manifest's or export check's message.
+ */
+export function inspectImage(bytes: Uint8Array): Manifest {
+  try {
+    const image = readElf(bytes);
+    const manifest = parseManifest(image.manifest);
+    const exported = new Set(
+      image.functions.flatMap((f) => (f.global ? f.names.filter((n) => n.startsWith(TOOL_PREFIX)) : [])),
+    );
+    for (const t of manifest.tools) {
+      if (!exported.has(TOOL_PREFIX + t.name)) {
+        throw new ManifestError(
+          `tool ${t.name} is declared in .berm.abi but ${TOOL_PREFIX}${t.name} is not exported`,
+        );
+      }
+    }
+    return manifest;
+  } catch (e) {
+    if (e instanceof ElfError)
+      throw new HttpError(400, `not a berm harness: ELF: ${e.message}`, { code: e.code });
+    if (e instanceof ManifestError) throw new HttpError(400, `not a berm harness: manifest: ${e.message}`);
+    throw e;
+  }
+}
+
+/** Published harnesses, their durable record, and argument validators. */
+export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'deployed' | 'removed'] }> {
+  private readonly published = new Map<string, Deployment>();
+  private readonly validators = new Map<string, ValidateFunction>();
+  private readonly locks = new Map<string, Promise<unknown>>();
+  private static readonly ajv = new Ajv({ strict: false, allErrors: true });
+
+  constructor(
+    readonly store: DeploymentStore,
+    private readonly backend: Backend,
+    private readonly grants: Grants,
+  ) {
+    super();
+  }
+
+  /**
+   * Republish every deployment in the store (compiling on workers; no guest runs). An image that
+   * is damaged, no longer passes the checks, or whose declaration changed is skipped and reported.
+   * @returns the problems, one line each (empty when everything came back)
+   */
+  async restore(): Promise<string[]> {
+    const problems: string[] = [];
+    for (const [name, entry] of this.store.entries()) {
+      try {
+        const bytes = this.store.readImage(entry.digest);
+        const manifest = inspectImage(bytes);
+        const granted = this.grants.grantFor(name, entry.digest);
+        await this.backend.deploy(name, bytes, granted);
+        this.published.set(name, {
+          name,
+          digest: entry.digest,
+          manifest,
+          granted,
+          deployedAt: entry.deployed_at,
+        });
+      } catch (e) {
+        problems.push(`harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}`);
+      }
+    }
+    return problems;
+  }
+
+  /** Published harnesses, sorted by name. */
+  list(): Deployment[] {
+    return [...this.published.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** The published harness `name`, or undefined. */
+  get(name: string): Deployment | undefined {
+    return this.published.get(name);
+  }
+
+  /** The published harness `name`. @throws HttpError 404 naming the deployed harnesses. */
+  require(name: string): Deployment {
+    const d = this.published.get(name);
+    if (!d) {
+      const known = [...this.published.keys()].sort().join(', ') || 'none';
+      throw new HttpError(404, `no harness named ${name} is deployed (deployed: ${known})`);
+    }
+    return d;
+  }
+
+  /**
+   * Deploy `bytes` as `name`.
+   * @returns the deployment and whether anything changed (false when the same bytes with the same
+   *   grant were already published under that name: a free re-deploy)
+   * @throws HttpError 400 (not a harness; compile failure), 403 (sha256 differs from the declaration)
+   */
+  deploy(name: string, bytes: Uint8Array): Promise<{ deployment: Deployment; changed: boolean }> {
+    return this.serial(name, async () => {
+      const digest = sha256Hex(bytes);
+      const granted = this.grants.grantFor(name, digest);
+      const cur = this.published.get(name);
+      if (cur && cur.digest === digest && sameGrant(cur.granted, granted)) {
+        return { deployment: cur, changed: false };
+      }
+      const manifest = inspectImage(bytes);
+      try {
+        await this.backend.deploy(name, bytes, granted);
+      } catch (e) {
+        if (e instanceof HttpError) throw e;
+        throw new HttpError(400, `the image does not compile: ${(e as Error).name}: ${(e as Error).message}`);
+      }
+      this.store.putImage(bytes);
+      const entry = this.store.setDeployment(name, digest);
+      const deployment: Deployment = { name, digest, manifest, granted, deployedAt: entry.deployed_at };
+      this.published.set(name, deployment);
+      for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
+      this.emit('changed', name, 'deployed');
+      return { deployment, changed: true };
+    });
+  }
+
+  /** Undeploy `name`. @throws HttpError 404 when it is not deployed. */
+  undeploy(name: string): Promise<void> {
+    return this.serial(name, async () => {
+      this.require(name);
+      await this.backend.undeploy(name);
+      this.published.delete(name);
+      this.store.removeDeployment(name);
+      for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
+      this.emit('changed', name, 'removed');
+    });
+  }
+
+  /**
+   * Check a tool call's arguments against the tool's JSON Schema (on the serving thread: ajv, no
+   * guest code).
+   * @returns the arguments as JSON text to hand to the runtime
+   * @throws HttpError 404 unknown harness or tool; 400 when the text is not JSON or violates the
+   *   schema (each violation names the property path)
+   */
+  checkArgs(harness: string, tool: string, args: string | unknown): string {
+    const d = this.require(harness);
+    const decl = d.manifest.tools.find((t) => t.name === tool);
+    if (!decl) {
+      const known = d.manifest.tools.map((t) => t.name).join(', ') || 'none';
+      throw new HttpError(404, `harness ${harness} has no tool named ${tool} (tools: ${known})`);
+    }
+    let json: unknown = args;
+    let text: string;
+    if (typeof args === 'string') {
+      text = args.trim() === '' ? '{}' : args;
+      try {
+        json = JSON.parse(text);
+      } catch (e) {
+        throw new HttpError(400, `arguments are not valid JSON: ${(e as Error).message}`);
+      }
+    } else {
+      text = JSON.stringify(args ?? {});
+      json = args ?? {};
+    }
+    const key = `${harness}\0${tool}`;
+    let v = this.validators.get(key);
+    if (!v) {
+      try {
+        v = Deployments.ajv.compile(decl.parameters);
+      } catch (e) {
+        throw new HttpError(
+          400,
+          `tool ${tool} declares an invalid parameters schema: ${(e as Error).message}`,
+        );
+      }
+      this.validators.set(key, v);
+    }
+    if (!v(json)) {
+      const why = (v.errors ?? [])
+        .map((e) => {
+          const missing = (e.params as { missingProperty?: string }).missingProperty;
+          const where = missing !== undefined ? `${e.instancePath}/${missing}` : e.instancePath || '/';
+          return `${where}: ${e.message}`;
+        })
+        .join('; ');
+      throw new HttpError(400, `arguments do not match the parameters of ${harness}.${tool}: ${why}`);
+    }
+    return text;
+  }
+
+  /** Run `fn` after every earlier operation on `name` settled. */
+  private serial<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(name) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => undefined);
+    this.locks.set(name, tail);
+    void tail.then(() => {
+      if (this.locks.get(name) === tail) this.locks.delete(name);
+    });
+    return run;
+  }
+}
+
+function sameGrant(a: DeployGrant, b: DeployGrant): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

@@ -1,0 +1,136 @@
+/**
+ * Small HTTP helpers of the daemon on top of node:http: a typed refusal ({@link HttpError}), JSON
+ * replies in the upstream shape (every refusal is `{"error": "..."}`), and a body reader that
+ * enforces a size limit (413) and a deadline for the whole body (408), so a client that sends its
+ * body slowly cannot hold a connection and a buffer forever.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** A refusal with its HTTP status; the message becomes the `{"error": ...}` body. */
+export class HttpError extends Error {
+  override name = 'HttpError';
+  /**
+   * @param status HTTP status code (4xx or 5xx)
+   * @param message what is wrong and, where one exists, the fix
+   * @param extra further fields of the JSON body (e.g. a trap's pc and symbol)
+   */
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Send `body` as JSON with `status`. Safe to call once per response; a response whose headers were
+ * already sent (an SSE stream) is ended instead.
+ */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  res.end(text);
+}
+
+/** Send an HttpError (or any error as 500) in the `{"error": ...}` shape. */
+export function sendError(res: ServerResponse, e: unknown): void {
+  if (e instanceof HttpError) {
+    sendJson(res, e.status, { error: e.message, ...e.extra });
+    return;
+  }
+  sendJson(res, 500, { error: `internal error: ${e instanceof Error ? e.message : String(e)}` });
+}
+
+/** Limits of {@link readBody}. */
+export interface BodyLimits {
+  /** largest body accepted, bytes; a larger one is refused with 413 */
+  maxBytes: number;
+  /** the whole body must arrive within this many ms of the request's start; else 408 */
+  timeoutMs: number;
+}
+
+/**
+ * Read a request body completely.
+ * @returns the body bytes (empty for none)
+ * @throws HttpError 413 when Content-Length or the bytes received exceed `maxBytes` (the rest is
+ *   not read: the connection is closed after the reply), 408 when the body has not arrived within
+ *   `timeoutMs`, 400 when the client aborts.
+ */
+export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > limits.maxBytes) {
+      req.resume();
+      reject(tooLarge(limits.maxBytes, Number(declared)));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const finish = (err: HttpError | null): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onAbort);
+      req.off('aborted', onAbort);
+      if (err) {
+        // stop reading; the reply carries Connection: close so the socket does not linger
+        req.pause();
+        reject(err);
+      } else resolve(Buffer.concat(chunks, size));
+    };
+    const onData = (c: Buffer): void => {
+      size += c.length;
+      if (size > limits.maxBytes) finish(tooLarge(limits.maxBytes, size));
+      else chunks.push(c);
+    };
+    const onEnd = (): void => finish(null);
+    const onAbort = (): void => finish(new HttpError(400, 'the client aborted the request body'));
+    const timer = setTimeout(
+      () =>
+        finish(
+          new HttpError(
+            408,
+            `request body timed out: ${size} bytes arrived in ${limits.timeoutMs} ms; send the whole body promptly`,
+          ),
+        ),
+      limits.timeoutMs,
+    );
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onAbort);
+    req.on('aborted', onAbort);
+  });
+}
+
+function tooLarge(max: number, got: number): HttpError {
+  return new HttpError(413, `request body of ${got} bytes (or more) is over the limit of ${max} bytes`);
+}
+
+/** Harness and tool names: `[a-z0-9_-]+` for harnesses (upstream), never a dot, slash or `..`. */
+export const HARNESS_NAME = /^[a-z0-9_-]{1,64}$/;
+
+/**
+ * Check a harness name from a URL path segment (already percent-decoded).
+ * @throws HttpError 400 naming the rule.
+ */
+export function checkHarnessName(name: string): string {
+  if (!HARNESS_NAME.test(name)) {
+    throw new HttpError(
+      400,
+      `invalid harness name ${JSON.stringify(name)}: names are 1 to 64 of a-z, 0-9, '_' and '-' (no dots or slashes)`,
+    );
+  }
+  return name;
+}

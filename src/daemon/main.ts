@@ -1,0 +1,62 @@
+/**
+ * The `bermd` entry point: parse flags (commander), boot the daemon, print the boot log on
+ * stderr, and stop gracefully on SIGTERM or SIGINT (exit 0). Exit 2 for a refused boot (bad flag,
+ * missing token, bad declaration, missing fs/exec root), 1 for anything else that stops the boot.
+ */
+import { Command } from 'commander';
+import { BootError, startDaemon } from './daemon.js';
+import { createRuntimeBackend } from './runtime-backend.js';
+import { SettingsError, resolveSettings, type Flags } from './settings.js';
+
+const program = new Command('bermd')
+  .description('berm daemon: deploy harnesses and serve their tools over HTTP and MCP')
+  .option('--addr <host:port>', 'listen address (default 127.0.0.1:7777; env BERMD_ADDR)')
+  .option('--root <dir>', 'state: deployments, due-set, journal, cache (env BERMD_ROOT)')
+  .option('--cache-dir <dir>', 'Wasm cache (default <root>/cache; env BERM_CACHE_DIR)')
+  .option('--config <file>', "the operator's declaration file: the only source of grants (env BERMD_CONFIG)")
+  .option('--token-file <file>', 'bearer token on the first line (else env BERMD_TOKEN)')
+  .option('--max-image-bytes <size>', 'largest ELF a deploy accepts (default 64M)')
+  .option('--max-body-bytes <size>', 'largest body of other requests (default 2M)')
+  .option('--body-timeout <ms>', 'a request body must arrive within this time (default 10000)')
+  .option('--drain-timeout <ms>', 'on SIGTERM/SIGINT, wait this long for in-flight work (default 10000)')
+  .option('--workers <n>', 'worker threads for guests and translations (default: the core count)')
+  .allowExcessArguments(false);
+program.parse(process.argv);
+const o = program.opts<Record<string, string>>();
+const flags: Flags = {
+  addr: o.addr,
+  root: o.root,
+  cacheDir: o.cacheDir,
+  config: o.config,
+  tokenFile: o.tokenFile,
+  maxImageBytes: o.maxImageBytes,
+  maxBodyBytes: o.maxBodyBytes,
+  bodyTimeoutMs: o.bodyTimeout,
+  drainMs: o.drainTimeout,
+  workers: o.workers,
+};
+const log = (line: string): void => void process.stderr.write(`bermd: ${line}\n`);
+
+try {
+  const settings = resolveSettings(flags, process.env);
+  const daemon = await startDaemon(settings, createRuntimeBackend, process.env, log);
+  const onSignal = (sig: string): void => {
+    log(`${sig} received`);
+    daemon.stop().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        log(`stop failed: ${(e as Error).message}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+} catch (e) {
+  if (e instanceof BootError || e instanceof SettingsError) {
+    log(`refusing to start: ${e.message}`);
+    process.exit(2);
+  }
+  log(`cannot start: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+}

@@ -1,0 +1,185 @@
+/**
+ * MCP at /mcp over streamable HTTP, with the official SDK's low-level Server (so a tool's input
+ * schema is the manifest's JSON Schema as written, not a zod translation). Each MCP session gets
+ * its own Server and transport; all of them see the same deployments.
+ *
+ * - tools: `{harness}.{tool}` for every published tool, inputSchema = the manifest's parameters.
+ *   tools/call validates the arguments (InvalidParams naming the property), runs the tool through
+ *   the runtime, and answers: done → text content; berm.fail → an `isError` result carrying the
+ *   message (the model should see it); a trap → a JSON-RPC error naming the trap, pc and symbol;
+ *   a refused limit → a JSON-RPC error naming the limit.
+ * - resources: `berm://{harness}/usage` (text/plain) for each harness with a usage string.
+ * - every deploy and undeploy sends notifications/tools/list_changed and
+ *   notifications/resources/list_changed to every session.
+ * - authority: `_meta` of tools/call may carry `berm/agent`, `berm/session`, `berm/sender`; the
+ *   agent defaults to the client's name from initialize, the session to the MCP session id.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  isInitializeRequest,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Authority, Backend } from './backend.js';
+import type { Deployments } from './deployments.js';
+import { HttpError, sendJson } from './http.js';
+
+interface Session {
+  server: Server;
+  transport: StreamableHTTPServerTransport;
+}
+
+const META_KEYS = { agent: 'berm/agent', session: 'berm/session', sender: 'berm/sender' } as const;
+
+/** The MCP endpoint: sessions, their servers, and change notifications. */
+export class McpEndpoint {
+  private readonly sessions = new Map<string, Session>();
+
+  constructor(
+    private readonly deployments: Deployments,
+    private readonly backend: Backend,
+    private readonly version: string,
+  ) {
+    deployments.on('changed', () => {
+      for (const s of this.sessions.values()) {
+        s.server.sendToolListChanged().catch(() => undefined);
+        s.server.sendResourceListChanged().catch(() => undefined);
+      }
+    });
+  }
+
+  /** Number of open MCP sessions. */
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /**
+   * Handle one HTTP request to /mcp (POST with a parsed JSON body, GET for the notification
+   * stream, DELETE to end a session).
+   * @throws HttpError 400 for a request without a known session that is not an initialize
+   */
+  async handle(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+    const sid = req.headers['mcp-session-id'];
+    const id = Array.isArray(sid) ? sid[0] : sid;
+    if (id !== undefined) {
+      const s = this.sessions.get(id);
+      if (!s) {
+        sendJson(res, 404, { error: `no MCP session ${id}: initialize a new session` });
+        return;
+      }
+      await s.transport.handleRequest(req, res, body);
+      return;
+    }
+    if (req.method !== 'POST' || !isInitializeRequest(body)) {
+      throw new HttpError(400, 'no mcp-session-id header: the first request of a session must be initialize');
+    }
+    const server = this.newServer();
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (newId) => {
+        this.sessions.set(newId, { server, transport });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) this.sessions.delete(transport.sessionId);
+    };
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  }
+
+  /** Close every session (shutdown). */
+  async close(): Promise<void> {
+    const all = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.allSettled(all.map((s) => s.server.close()));
+  }
+
+  private newServer(): Server {
+    const server = new Server(
+      { name: 'bermd', version: this.version },
+      { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } } },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: this.deployments.list().flatMap((d) =>
+        d.manifest.tools.map((t) => ({
+          name: `${d.name}.${t.name}`,
+          description: t.description,
+          inputSchema: { type: 'object' as const, ...t.parameters },
+        })),
+      ),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+      const full = request.params.name;
+      const dot = full.indexOf('.');
+      if (dot <= 0) {
+        throw new McpError(ErrorCode.InvalidParams, `tool name ${JSON.stringify(full)} is not harness.tool`);
+      }
+      const harness = full.slice(0, dot);
+      const tool = full.slice(dot + 1);
+      let args: string;
+      try {
+        args = this.deployments.checkArgs(harness, tool, request.params.arguments ?? {});
+      } catch (e) {
+        if (e instanceof HttpError) throw new McpError(ErrorCode.InvalidParams, e.message);
+        throw e;
+      }
+      const meta = (request.params._meta ?? {}) as Record<string, unknown>;
+      const authority: Authority = {};
+      const str = (v: unknown): string | undefined =>
+        typeof v === 'string' && v !== '' ? v.slice(0, 256) : undefined;
+      const agent = str(meta[META_KEYS.agent]) ?? str(server.getClientVersion()?.name);
+      const session = str(meta[META_KEYS.session]) ?? str(extra.sessionId);
+      const sender = str(meta[META_KEYS.sender]);
+      if (agent !== undefined) authority.agent = agent;
+      if (session !== undefined) authority.session = session;
+      if (sender !== undefined) authority.sender = sender;
+      const out = await this.backend.invoke(harness, tool, args, { authority });
+      switch (out.status) {
+        case 'ok':
+          return { content: [{ type: 'text', text: out.result }] };
+        case 'failed':
+          return { content: [{ type: 'text', text: out.message }], isError: true };
+        case 'trapped':
+          throw new McpError(
+            ErrorCode.InternalError,
+            `${full} trapped: ${out.trap}: ${out.message} at pc 0x${out.pc.toString(16)}${out.symbol ? ` (${out.symbol})` : ''}`,
+            { trap: out.trap, pc: out.pc, symbol: out.symbol },
+          );
+        case 'refused':
+          throw new McpError(ErrorCode.InternalError, `${full} refused: ${out.message}`, {
+            limit: out.limit,
+          });
+        case 'error':
+          throw new McpError(ErrorCode.InternalError, `${full}: ${out.message}`);
+      }
+    });
+    server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+      resources: this.deployments
+        .list()
+        .filter((d) => d.manifest.usage !== '')
+        .map((d) => ({
+          uri: `berm://${d.name}/usage`,
+          name: `${d.name} usage`,
+          description: `how to use the ${d.name} harness`,
+          mimeType: 'text/plain',
+        })),
+    }));
+    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+      const m = /^berm:\/\/([a-z0-9_-]+)\/usage$/.exec(request.params.uri);
+      const d = m ? this.deployments.get(m[1]!) : undefined;
+      if (!d || d.manifest.usage === '') {
+        throw new McpError(ErrorCode.InvalidParams, `no resource ${request.params.uri}`);
+      }
+      return { contents: [{ uri: request.params.uri, mimeType: 'text/plain', text: d.manifest.usage }] };
+    });
+    return server;
+  }
+}

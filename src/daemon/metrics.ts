@@ -1,0 +1,99 @@
+/**
+ * Prometheus metrics of the daemon (prom-client, a private registry): the runtime's gauges read at
+ * scrape time, invocation outcomes and latency from the runtime's invocation events, HTTP
+ * requests by route and status, and the process's default metrics.
+ *
+ * Names: berm_queue_depth, berm_in_flight, berm_wakes_pending, berm_deployments (gauges);
+ * berm_spills_total, berm_translations_total (counters mirrored from the runtime);
+ * berm_invocations_total{trigger,outcome} (counter); berm_invocation_seconds{trigger}
+ * (histogram); berm_http_requests_total{route,status} (counter).
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Backend } from './backend.js';
+
+/** The daemon's metric registry and the hooks that feed it. */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly http: Counter<'route' | 'status'>;
+
+  /**
+   * @param backend the runtime whose stats and invocation events are exported
+   * @param deployments returns the number of published harnesses
+   */
+  constructor(backend: Backend, deployments: () => number) {
+    const r = this.registry;
+    collectDefaultMetrics({ register: r });
+    const gauge = (name: string, help: string, read: () => number): void => {
+      new Gauge({
+        name,
+        help,
+        registers: [r],
+        collect() {
+          this.set(read());
+        },
+      });
+    };
+    gauge('berm_queue_depth', 'invocations waiting for a worker', () => backend.stats().queueDepth);
+    gauge('berm_in_flight', 'invocations running on workers', () => backend.stats().inFlight);
+    gauge('berm_wakes_pending', 'armed wakes not yet fired', () => backend.stats().wakesPending);
+    gauge('berm_deployments', 'published harnesses', deployments);
+    const mirrored = (name: string, help: string, read: () => number): void => {
+      let last = 0;
+      new Counter({
+        name,
+        help,
+        registers: [r],
+        collect() {
+          const v = read();
+          if (v > last) this.inc(v - last);
+          last = Math.max(last, v);
+        },
+      });
+    };
+    mirrored(
+      'berm_spills_total',
+      'due wakes deferred to the next drain (pool full)',
+      () => backend.stats().spills,
+    );
+    mirrored(
+      'berm_translations_total',
+      'ELF to Wasm translations (cache misses)',
+      () => backend.stats().translations,
+    );
+    const invocations = new Counter({
+      name: 'berm_invocations_total',
+      help: 'finished invocations by trigger and outcome',
+      labelNames: ['trigger', 'outcome'] as const,
+      registers: [r],
+    });
+    const latency = new Histogram({
+      name: 'berm_invocation_seconds',
+      help: 'invocation wall time from enqueue to outcome',
+      labelNames: ['trigger'] as const,
+      buckets: [
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+      ],
+      registers: [r],
+    });
+    backend.onInvocation((e) => {
+      invocations.inc({ trigger: e.trigger, outcome: e.outcome });
+      latency.observe({ trigger: e.trigger }, e.seconds);
+    });
+    this.http = new Counter({
+      name: 'berm_http_requests_total',
+      help: 'HTTP requests by route and status',
+      labelNames: ['route', 'status'] as const,
+      registers: [r],
+    });
+  }
+
+  /** Count one HTTP response. `route` is the route pattern (never the raw path: bounded labels). */
+  request(route: string, status: number): void {
+    this.http.inc({ route, status: String(status) });
+  }
+
+  /** The exposition text and its content type. */
+  async render(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+}

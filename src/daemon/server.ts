@@ -1,0 +1,396 @@
+/**
+ * The daemon's HTTP server (node:http): routing of the upstream-compatible API, authentication,
+ * body limits, SSE invocations, MCP and metrics, and a graceful close.
+ *
+ *   GET    /health                              {"status":"ok"} (no token needed)
+ *   GET    /metrics                             Prometheus text
+ *   GET    /harnesses                           {"harnesses":[inspect shape...]}
+ *   GET    /harnesses/{name}                    {name, digest, usage, tools, deps, granted, deployed_at}
+ *   PUT    /harnesses/{name}                    body = ELF bytes; 200 with the inspect shape
+ *   DELETE /harnesses/{name}                    204
+ *   POST   /harnesses/{name}/tools/{tool}       body = argument JSON; 200 {"done"} | {"failed"};
+ *                                               Accept: text/event-stream streams berm.log lines
+ *   POST   /wakes  GET /wakes  DELETE /wakes/{id}
+ *   POST|GET|DELETE /mcp                        MCP streamable HTTP
+ *
+ * Every refusal is `{"error": "..."}` (plus detail fields for traps). The serving thread parses,
+ * validates and routes; guests and translations run behind the Backend.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Authority, Backend, InvokeOutcome } from './backend.js';
+import { BearerAuth } from './auth.js';
+import { describe, Deployments } from './deployments.js';
+import { HttpError, checkHarnessName, readBody, sendError, sendJson } from './http.js';
+import { McpEndpoint } from './mcp.js';
+import { Metrics } from './metrics.js';
+
+/** Limits of the HTTP layer (bytes, ms). */
+export interface HttpLimits {
+  /** largest ELF accepted by PUT /harnesses/{name} */
+  maxImageBytes: number;
+  /** largest body of every other request (tool arguments, wakes, MCP messages) */
+  maxBodyBytes: number;
+  /** a request body must arrive completely within this time */
+  bodyTimeoutMs: number;
+}
+
+/** What {@link DaemonServer} is built from. */
+export interface DaemonServerOptions {
+  backend: Backend;
+  deployments: Deployments;
+  /** bearer token; null only on loopback */
+  token: string | null;
+  limits: HttpLimits;
+  /** version reported to MCP clients */
+  version: string;
+  /** one line per notable event (deploys, undeploys, shutdown) */
+  log: (line: string) => void;
+}
+
+const AUTHORITY_HEADERS = {
+  agent: 'x-berm-agent',
+  session: 'x-berm-session',
+  sender: 'x-berm-sender',
+} as const;
+
+/**
+ * The authority an HTTP request states (`X-Berm-Agent`, `X-Berm-Session`, `X-Berm-Sender`; each
+ * at most 256 characters, longer values refused).
+ * @throws HttpError 400 on a value over 256 characters
+ */
+export function authorityFromHeaders(req: IncomingMessage): Authority {
+  const out: Authority = {};
+  for (const [k, h] of Object.entries(AUTHORITY_HEADERS) as [keyof Authority, string][]) {
+    const v = req.headers[h];
+    const s = Array.isArray(v) ? v[0] : v;
+    if (s === undefined || s === '') continue;
+    if (s.length > 256) throw new HttpError(400, `${h} is longer than 256 characters`);
+    out[k] = s;
+  }
+  return out;
+}
+
+/** The body of a finished invocation and its status (upstream shapes). */
+export function outcomeReply(
+  harness: string,
+  tool: string,
+  out: InvokeOutcome,
+): [number, Record<string, unknown>] {
+  switch (out.status) {
+    case 'ok':
+      return [200, { done: out.result }];
+    case 'failed':
+      return [200, { failed: out.message }];
+    case 'trapped':
+      return [
+        500,
+        {
+          error: `${harness}.${tool} trapped: ${out.trap}: ${out.message} at pc 0x${out.pc.toString(16)}${out.symbol ? ` (${out.symbol})` : ''}`,
+          trap: out.trap,
+          pc: out.pc,
+          symbol: out.symbol,
+        },
+      ];
+    case 'refused':
+      return [
+        429,
+        { error: `${harness}.${tool} refused: ${out.message}`, ...(out.limit ? { limit: out.limit } : {}) },
+      ];
+    case 'error':
+      return [500, { error: `${harness}.${tool}: ${out.message}` }];
+  }
+}
+
+/** The HTTP face of the daemon. Create, {@link listen}, {@link close}. */
+export class DaemonServer {
+  readonly http: Server;
+  readonly metrics: Metrics;
+  readonly mcp: McpEndpoint;
+  private readonly auth: BearerAuth;
+  private readonly sockets = new Set<Socket>();
+  private active = 0;
+  private closing = false;
+  private idle: (() => void) | null = null;
+
+  constructor(private readonly o: DaemonServerOptions) {
+    this.auth = new BearerAuth(o.token);
+    this.metrics = new Metrics(o.backend, () => o.deployments.list().length);
+    this.mcp = new McpEndpoint(o.deployments, o.backend, o.version);
+    this.http = createServer({ keepAliveTimeout: 5000 }, (req, res) => void this.serve(req, res));
+    // the body deadline is ours (a JSON 408); Node's own request timeout stays as a backstop
+    this.http.requestTimeout = Math.max(o.limits.bodyTimeoutMs * 4, 60_000);
+    this.http.headersTimeout = Math.min(o.limits.bodyTimeoutMs, 60_000);
+    this.http.on('connection', (s: Socket) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+  }
+
+  /** Listen on host:port (port 0: an ephemeral port). @returns the bound address */
+  listen(host: string, port: number): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(port, host, () => {
+        this.http.off('error', reject);
+        resolve(this.http.address() as AddressInfo);
+      });
+    });
+  }
+
+  /**
+   * Stop accepting connections, let requests in progress finish for up to `drainMs`, then close
+   * every connection and MCP session.
+   * @returns the number of requests still running when the bound ran out (0 when all finished)
+   */
+  async close(drainMs: number): Promise<number> {
+    this.closing = true;
+    const closed = new Promise<void>((r) => this.http.close(() => r()));
+    this.http.closeIdleConnections();
+    if (this.active > 0) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, drainMs);
+        this.idle = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+    const left = this.active;
+    await this.mcp.close();
+    for (const s of this.sockets) s.destroy();
+    await closed;
+    return left;
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // an MCP GET is the session's notification stream: open as long as the client stays, it is
+    // not work in progress and must not hold the drain at shutdown
+    const counted = !(req.method === 'GET' && (req.url ?? '').split('?')[0] === '/mcp');
+    if (counted) this.active++;
+    let route = 'unknown';
+    res.on('finish', () => this.metrics.request(route, res.statusCode));
+    try {
+      if (this.closing) res.setHeader('connection', 'close');
+      // split the raw path ourselves: URL parsing would resolve '..' and hide a bad name
+      const pathname = (req.url ?? '/').split('?')[0]!;
+      const url = { pathname };
+      const parts = pathname.split('/').slice(1);
+      const method = req.method ?? 'GET';
+      if (url.pathname === '/health') {
+        route = '/health';
+        if (method !== 'GET' && method !== 'POST' && method !== 'HEAD') throw notAllowed(method, 'GET');
+        if (method === 'POST') await readBody(req, this.bodyLimits());
+        sendJson(res, 200, { status: 'ok' });
+        return;
+      }
+      this.auth.check(req);
+      if (url.pathname === '/metrics') {
+        route = '/metrics';
+        if (method !== 'GET') throw notAllowed(method, 'GET');
+        const m = await this.metrics.render();
+        res.writeHead(200, { 'content-type': m.contentType });
+        res.end(m.text);
+        return;
+      }
+      if (url.pathname === '/mcp') {
+        route = '/mcp';
+        const body = method === 'POST' ? parseJson(await readBody(req, this.bodyLimits())) : undefined;
+        await this.mcp.handle(req, res, body);
+        return;
+      }
+      if (parts[0] === 'harnesses') {
+        const name = parts.length > 1 ? checkHarnessName(segment(parts[1]!)) : undefined;
+        if (parts.length === 1 || (parts.length === 2 && parts[1] === '')) {
+          route = '/harnesses';
+          if (method !== 'GET') throw notAllowed(method, 'GET');
+          sendJson(res, 200, { harnesses: this.o.deployments.list().map(describe) });
+          return;
+        }
+        if (parts.length === 2) {
+          route = '/harnesses/{name}';
+          return await this.harness(method, name!, req, res);
+        }
+        if (parts.length === 4 && parts[2] === 'tools') {
+          route = '/harnesses/{name}/tools/{tool}';
+          if (method !== 'POST') throw notAllowed(method, 'POST');
+          return await this.invoke(name!, segment(parts[3]!), req, res);
+        }
+      }
+      if (parts[0] === 'wakes') {
+        if (parts.length === 1) {
+          route = '/wakes';
+          if (method === 'GET') {
+            sendJson(res, 200, { wakes: await this.o.backend.listWakes() });
+            return;
+          }
+          if (method === 'POST') return await this.armWake(req, res);
+          throw notAllowed(method, 'GET, POST');
+        }
+        if (parts.length === 2) {
+          route = '/wakes/{id}';
+          if (method !== 'DELETE') throw notAllowed(method, 'DELETE');
+          const id = segment(parts[1]!);
+          if (!(await this.o.backend.cancelWake(id))) throw new HttpError(404, `no wake with id ${id}`);
+          res.writeHead(204).end();
+          return;
+        }
+      }
+      throw new HttpError(404, `no route ${method} ${url.pathname}`);
+    } catch (e) {
+      if (e instanceof HttpError && (e.status === 413 || e.status === 408))
+        res.setHeader('connection', 'close');
+      if (e instanceof HttpError && e.status === 401)
+        res.setHeader('www-authenticate', 'Bearer realm="bermd"');
+      sendError(res, e);
+    } finally {
+      if (counted) {
+        this.active--;
+        if (this.active === 0) this.idle?.();
+      }
+    }
+  }
+
+  private bodyLimits(max = this.o.limits.maxBodyBytes): { maxBytes: number; timeoutMs: number } {
+    return { maxBytes: max, timeoutMs: this.o.limits.bodyTimeoutMs };
+  }
+
+  private async harness(
+    method: string,
+    name: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    const d = this.o.deployments;
+    if (method === 'GET') {
+      sendJson(res, 200, describe(d.require(name)));
+    } else if (method === 'PUT') {
+      if (this.closing) throw new HttpError(503, 'bermd is shutting down');
+      const bytes = await readBody(req, this.bodyLimits(this.o.limits.maxImageBytes));
+      if (bytes.length === 0) throw new HttpError(400, 'empty body: PUT the harness ELF bytes');
+      const { deployment, changed } = await d.deploy(
+        name,
+        new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length),
+      );
+      if (changed) {
+        const caps = deployment.granted.capabilities.join(', ') || 'none';
+        this.o.log(`deployed ${name} sha256 ${deployment.digest} capabilities: ${caps}`);
+      }
+      sendJson(res, 200, describe(deployment));
+    } else if (method === 'DELETE') {
+      await d.undeploy(name);
+      this.o.log(`undeployed ${name}`);
+      res.writeHead(204).end();
+    } else {
+      throw notAllowed(method, 'GET, PUT, DELETE');
+    }
+  }
+
+  private async invoke(
+    harness: string,
+    tool: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    if (this.closing) throw new HttpError(503, 'bermd is shutting down');
+    const body = await readBody(req, this.bodyLimits());
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+    } catch {
+      throw new HttpError(400, 'arguments are not valid UTF-8');
+    }
+    const args = this.o.deployments.checkArgs(harness, tool, text);
+    const authority = authorityFromHeaders(req);
+    const sse = (req.headers.accept ?? '').includes('text/event-stream');
+    if (!sse) {
+      const out = await this.o.backend.invoke(harness, tool, args, { authority });
+      if (out.chain !== undefined) res.setHeader('x-berm-chain', out.chain);
+      const [status, reply] = outcomeReply(harness, tool, out);
+      sendJson(res, status, reply);
+      return;
+    }
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+    });
+    res.flushHeaders();
+    const out = await this.o.backend.invoke(harness, tool, args, {
+      authority,
+      onLog: (line) => {
+        if (!res.writableEnded) res.write(sseEvent('log', line));
+      },
+    });
+    const [status, reply] = outcomeReply(harness, tool, out);
+    const chain = out.chain !== undefined ? { chain: out.chain } : {};
+    res.end(sseEvent('result', JSON.stringify({ status, ...reply, ...chain })));
+  }
+
+  private async armWake(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = parseJson(await readBody(req, this.bodyLimits()));
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new HttpError(400, 'the body must be a JSON object {"harness", "delay_ms", "payload"?, "id"?}');
+    }
+    const b = body as Record<string, unknown>;
+    if (typeof b.harness !== 'string') throw new HttpError(400, 'harness is missing or not a string');
+    const harness = checkHarnessName(b.harness);
+    this.o.deployments.require(harness);
+    let delayMs: number;
+    if (b.at !== undefined) {
+      if (typeof b.at !== 'number' || !Number.isFinite(b.at)) {
+        throw new HttpError(400, 'at must be a finite number of ms since the Unix epoch');
+      }
+      delayMs = Math.max(0, b.at - Date.now());
+    } else {
+      if (typeof b.delay_ms !== 'number' || !Number.isFinite(b.delay_ms) || b.delay_ms < 0) {
+        throw new HttpError(400, 'delay_ms must be a finite number >= 0 (or give at, ms since the epoch)');
+      }
+      delayMs = b.delay_ms;
+    }
+    if (b.payload !== undefined && typeof b.payload !== 'string')
+      throw new HttpError(400, 'payload must be a string');
+    if (b.id !== undefined && (typeof b.id !== 'string' || b.id === '' || b.id.length > 128)) {
+      throw new HttpError(400, 'id must be a non-empty string of at most 128 characters');
+    }
+    let wake;
+    try {
+      wake = await this.o.backend.armWake({
+        harness,
+        delayMs,
+        payload: (b.payload as string | undefined) ?? '',
+        ...(b.id !== undefined ? { id: b.id as string } : {}),
+      });
+    } catch (e) {
+      throw new HttpError(400, `wake refused: ${(e as Error).message}`);
+    }
+    sendJson(res, 201, wake);
+  }
+}
+
+function sseEvent(event: string, data: string): string {
+  return `event: ${event}\n${data
+    .split(/\r\n|\r|\n/)
+    .map((l) => `data: ${l}`)
+    .join('\n')}\n\n`;
+}
+
+function notAllowed(method: string, allowed: string): HttpError {
+  return new HttpError(405, `method ${method} not allowed here (allowed: ${allowed})`);
+}
+
+function segment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new HttpError(400, `bad percent-encoding in ${JSON.stringify(s)}`);
+  }
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch (e) {
+    throw new HttpError(400, `the body is not valid JSON: ${(e as Error).message}`);
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * bermd's settings, each resolved from a command-line flag, else an environment variable, else
+ * its default, and remembered with its source so the boot log can say where every limit came
+ * from ("flag --max-image-bytes", "env BERMD_MAX_IMAGE_BYTES", "default").
+ */
+import { availableParallelism, homedir } from 'node:os';
+import * as path from 'node:path';
+
+/** One resolved setting. */
+export interface Setting<T> {
+  value: T;
+  /** 'flag --x', 'env X' or 'default' */
+  source: string;
+}
+
+/** Every bermd setting. */
+export interface Settings {
+  addr: Setting<{ host: string; port: number }>;
+  root: Setting<string>;
+  /** Wasm cache directory (default: <root>/cache) */
+  cacheDir: Setting<string | null>;
+  config: Setting<string | null>;
+  tokenFile: Setting<string | null>;
+  maxImageBytes: Setting<number>;
+  maxBodyBytes: Setting<number>;
+  bodyTimeoutMs: Setting<number>;
+  drainMs: Setting<number>;
+  workers: Setting<number>;
+}
+
+/** Flag values as commander hands them over (strings; undefined when absent). */
+export type Flags = Partial<Record<keyof Settings, string>>;
+
+interface Spec<T> {
+  flag: string;
+  env: string;
+  def: () => T;
+  parse: (s: string, where: string) => T;
+}
+
+/** A flag or environment value that cannot be used; the message names it and the fix. */
+export class SettingsError extends Error {
+  override name = 'SettingsError';
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+
+/** Parse `64M`, `512k`, `1048576` (binary units) into bytes. @throws SettingsError */
+export function parseBytes(s: string, where: string): number {
+  const m = /^(\d+)([kmg]?)i?b?$/i.exec(s.trim());
+  if (!m) throw new SettingsError(`${where}: ${JSON.stringify(s)} is not a size (e.g. 65536, 512K, 64M)`);
+  const n = Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]!;
+  if (!Number.isSafeInteger(n) || n <= 0) throw new SettingsError(`${where}: ${s} is not a positive size`);
+  return n;
+}
+
+function parsePositive(s: string, where: string): number {
+  if (!/^\d+$/.test(s.trim()) || Number(s) <= 0) {
+    throw new SettingsError(`${where}: ${JSON.stringify(s)} is not a positive integer`);
+  }
+  return Number(s);
+}
+
+/** Parse `host:port`, `[v6]:port` or `:port`. @throws SettingsError */
+export function parseAddr(s: string, where: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(s.trim());
+  if (!m) throw new SettingsError(`${where}: ${JSON.stringify(s)} is not host:port (e.g. 127.0.0.1:7777)`);
+  const port = Number(m[3]);
+  if (port > 65535) throw new SettingsError(`${where}: port ${port} is over 65535`);
+  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
+}
+
+/** The default state directory: $XDG_STATE_HOME/bermd, else ~/.local/state/bermd. */
+export function defaultRoot(env: NodeJS.ProcessEnv): string {
+  const base = env.XDG_STATE_HOME || path.join(homedir(), '.local', 'state');
+  return path.join(base, 'bermd');
+}
+
+/**
+ * Resolve every setting: flag, else environment, else default.
+ * @throws SettingsError on a value that does not parse (naming the flag or variable)
+ */
+export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings {
+  const specs: { [K in keyof Settings]: Spec<Settings[K]['value']> } = {
+    addr: {
+      flag: 'addr',
+      env: 'BERMD_ADDR',
+      def: () => ({ host: '127.0.0.1', port: 7777 }),
+      parse: parseAddr,
+    },
+    root: { flag: 'root', env: 'BERMD_ROOT', def: () => defaultRoot(env), parse: (s) => path.resolve(s) },
+    cacheDir: { flag: 'cache-dir', env: 'BERM_CACHE_DIR', def: () => null, parse: (s) => path.resolve(s) },
+    config: { flag: 'config', env: 'BERMD_CONFIG', def: () => null, parse: (s) => path.resolve(s) },
+    tokenFile: {
+      flag: 'token-file',
+      env: 'BERMD_TOKEN_FILE',
+      def: () => null,
+      parse: (s) => path.resolve(s),
+    },
+    maxImageBytes: {
+      flag: 'max-image-bytes',
+      env: 'BERMD_MAX_IMAGE_BYTES',
+      def: () => 64 << 20,
+      parse: parseBytes,
+    },
+    maxBodyBytes: {
+      flag: 'max-body-bytes',
+      env: 'BERMD_MAX_BODY_BYTES',
+      def: () => 2 << 20,
+      parse: parseBytes,
+    },
+    bodyTimeoutMs: {
+      flag: 'body-timeout',
+      env: 'BERMD_BODY_TIMEOUT_MS',
+      def: () => 10_000,
+      parse: parsePositive,
+    },
+    drainMs: {
+      flag: 'drain-timeout',
+      env: 'BERMD_DRAIN_TIMEOUT_MS',
+      def: () => 10_000,
+      parse: parsePositive,
+    },
+    workers: {
+      flag: 'workers',
+      env: 'BERMD_WORKERS',
+      def: () => availableParallelism(),
+      parse: parsePositive,
+    },
+  };
+  const out = {} as Record<string, Setting<unknown>>;
+  for (const [key, spec] of Object.entries(specs) as [keyof Settings, Spec<unknown>][]) {
+    const f = flags[key];
+    const e = env[spec.env];
+    if (f !== undefined) out[key] = { value: spec.parse(f, `--${spec.flag}`), source: `flag --${spec.flag}` };
+    else if (e !== undefined && e !== '')
+      out[key] = { value: spec.parse(e, spec.env), source: `env ${spec.env}` };
+    else out[key] = { value: spec.def(), source: 'default' };
+  }
+  return out as unknown as Settings;
+}

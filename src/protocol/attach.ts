@@ -1,0 +1,183 @@
+/**
+ * Wiring the protocol door to the queue (the runtime's public surface), on the thread that owns
+ * the queue:
+ *
+ * - the harness event bus (./events.ts), whose deliveries are the queue's notify triggers, so the
+ *   chain depth and gas bound an event loop;
+ * - the door's service for guests: a guest's protocol call runs on a worker thread, and the parts
+ *   of it that need the queue's state (subscribe, unsubscribe, publish to harnesses, list wakes)
+ *   come here as a synchronous service request ({@link PROTOCOL_SERVICE}) answered with JSON;
+ * - optionally berm's protocol endpoint (./server.ts) for the agent-daemon side, arming wakes in
+ *   the same due-set.
+ *
+ * The queue is seen through {@link QueueSurface}, the subset of src/runtime's BermRuntime used
+ * here, so this module knows the queue's shape but not its code.
+ */
+import type { CapabilityReply } from '../capabilities/types.js';
+import { textField } from '../wire/fields.js';
+import {
+  DEFAULT_RATE,
+  RateLimiter,
+  type Authority,
+  type RateLimit,
+  type ServiceRequest,
+  type SubscriptionView,
+  type WakeView,
+} from './door.js';
+import { HarnessEventBus, SubscriptionError } from './events.js';
+import { PROTOCOL_SERVICE } from './groups.js';
+import { ProtocolServer, type ServerWakes } from './server.js';
+
+/** A pending wake as the queue lists it. */
+export interface QueueWake {
+  id: string;
+  harness: string;
+  entry: string;
+  when: number;
+  payload: string;
+}
+
+/** What the door needs of the queue (BermRuntime satisfies it). */
+export interface QueueSurface {
+  /** arm a wake of `harness`'s on_wake; throws (ArmError, LimitError) when refused */
+  arm(spec: {
+    harness: string;
+    at?: number;
+    delayMs?: number;
+    payload?: string;
+    id?: string;
+    armedBy?: string;
+    authority?: Authority;
+  }): QueueWake;
+  /** cancel a pending wake (of `harness` when given) */
+  cancel(id: string, harness?: string): boolean;
+  /** pending wakes, earliest first */
+  list(options?: { harness?: string }): QueueWake[];
+  /** enqueue `harness`'s on_notify; `chain` is the publishing invocation's (the child runs deeper) */
+  notify(
+    harness: string,
+    record: { id: string; source: string; payload: string },
+    options: { chain?: never; authority?: Authority },
+  ): Promise<{ status: string; error?: { message: string }; message?: string }>;
+}
+
+/** Options of {@link attachProtocol}. */
+export interface AttachOptions {
+  /** SQLite file of the harness subscriptions (":memory:" for none) */
+  database: string;
+  /** berm's protocol endpoint for the agent-daemon side (`unix:/path` or `127.0.0.1:port`) */
+  endpoint?: string;
+  /** log lines (refused deliveries, endpoint requests) */
+  log?: (line: string) => void;
+  /**
+   * The door's per-harness rate limit, kept here for every worker thread at once (default
+   * DEFAULT_RATE); guests' calls take their token through the service.
+   */
+  rate?: RateLimit;
+}
+
+/** The door attached to a queue. */
+export interface AttachedProtocol {
+  bus: HarnessEventBus;
+  server?: ProtocolServer;
+  /**
+   * Answer one service request of the door's capability for `harness` running in `chain`
+   * (register it with the queue under {@link PROTOCOL_SERVICE}). Never throws.
+   */
+  serve(harness: string, chain: unknown, request: unknown): CapabilityReply;
+  close(): Promise<void>;
+}
+
+function view(w: QueueWake): WakeView {
+  return { id: w.id, harness: w.harness, entry: w.entry, at_ms: w.when, payload: w.payload };
+}
+
+const json = (v: unknown): CapabilityReply => ({ fields: [textField(JSON.stringify(v))] });
+
+/**
+ * Attach the door to `queue`: open the subscription store, route deliveries through
+ * `queue.notify`, and start the endpoint when asked.
+ * @throws Error when the subscription store cannot be opened or the endpoint cannot listen
+ */
+export async function attachProtocol(queue: QueueSurface, options: AttachOptions): Promise<AttachedProtocol> {
+  const log = options.log ?? (() => undefined);
+  const bus = new HarnessEventBus({
+    database: options.database,
+    deliver: async (harness, record, ctx) => {
+      const o = await queue.notify(harness, record, {
+        ...(ctx.chain !== undefined ? { chain: ctx.chain as never } : {}),
+        authority: ctx.authority,
+      });
+      if (o.status === 'refused') return { refused: o.error?.message ?? o.message ?? 'refused' };
+      if (o.status === 'error') return { refused: o.message ?? 'error' };
+      return {};
+    },
+    onRefused: (h, source, why) => log(`event ${source} -> harness ${h} refused: ${why}`),
+  });
+  const wakes: ServerWakes = {
+    arm(w) {
+      if (w.entry !== 'on_wake') {
+        return { refused: `entry ${w.entry}: berm's endpoint arms wakes of on_wake only` };
+      }
+      try {
+        return view(
+          queue.arm({
+            harness: w.harness,
+            at: w.atMs,
+            payload: w.payload,
+            ...(w.id !== undefined ? { id: w.id } : {}),
+            armedBy: 'protocol',
+          }),
+        );
+      } catch (e) {
+        return { refused: (e as Error).message };
+      }
+    },
+    cancel: (id) => queue.cancel(id),
+    list: (harness) => queue.list(harness !== undefined ? { harness } : {}).map(view),
+  };
+  let server: ProtocolServer | undefined;
+  if (options.endpoint) {
+    try {
+      server = await ProtocolServer.listen({ endpoint: options.endpoint, wakes, events: bus, log });
+    } catch (e) {
+      bus.close();
+      throw e;
+    }
+  }
+  const limiter = new RateLimiter(options.rate ?? DEFAULT_RATE);
+  const serve = (harness: string, chain: unknown, request: unknown): CapabilityReply => {
+    const r = request as ServiceRequest;
+    try {
+      switch (r.op) {
+        case 'take':
+          return json({ ok: limiter.take(harness), rate: limiter.rate });
+        case 'subscribe':
+          return json(HarnessEventBus.view(bus.subscribe(harness, r.source, r.once, r.authority)));
+        case 'unsubscribe':
+          return json(bus.unsubscribe(Number(r.id), harness));
+        case 'list_subscriptions':
+          return json(bus.list(harness).map(HarnessEventBus.view) satisfies SubscriptionView[]);
+        case 'publish':
+          return json(bus.publish(r.source, r.payload, { chain }));
+        case 'list_wakes':
+          return json(queue.list({ harness }).map(view));
+        default:
+          return { refused: `${PROTOCOL_SERVICE}: unknown request` };
+      }
+    } catch (e) {
+      return e instanceof SubscriptionError
+        ? { refused: e.message }
+        : { error: `${PROTOCOL_SERVICE}: ${(e as Error).message}` };
+    }
+  };
+  return {
+    bus,
+    ...(server ? { server } : {}),
+    serve,
+    async close() {
+      await server?.close();
+      bus.close();
+    },
+  };
+}

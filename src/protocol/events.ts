@@ -1,0 +1,215 @@
+/**
+ * Harnesses as event subscription targets. The agent daemon's bus routes an event to an agent
+ * (`SubscribeEventMsg.target_agent`); berm adds a second kind of target, a harness, addressed as
+ * `harness:<name>` in the same field. A subscription is persisted (SQLite, WAL) so it survives a
+ * restart; `publish` enqueues one notify trigger per subscription whose source matches exactly,
+ * each carrying the record the runtime hands to the harness's `on_notify`
+ * (`{id, source, payload, now, attempt}`), one chain level below the publisher.
+ *
+ * The bus lives on the thread that owns the queue (one writer of the database). Deliveries go
+ * through the queue, so the chain depth and the chain's gas budget bound a loop such as
+ * send -> done -> notify -> send: past the limit the queue refuses the notify, and the bus
+ * reports the refusal (`onRefused`).
+ */
+import { createRequire } from 'node:module';
+import type { Authority, SubscriptionView } from './door.js';
+
+// better-sqlite3 ships no type declarations; the small surface used here is typed locally.
+interface Statement {
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+}
+interface Db {
+  prepare(sql: string): Statement;
+  exec(sql: string): void;
+  pragma(sql: string): unknown;
+  close(): void;
+}
+const Sqlite = createRequire(import.meta.url)('better-sqlite3') as new (file: string) => Db;
+
+/** Prefix of a harness target in `target_agent`. */
+export const HARNESS_TARGET_PREFIX = 'harness:';
+
+/** One persisted subscription. */
+export interface Subscription {
+  id: number;
+  source: string;
+  harness: string;
+  once: boolean;
+  /** who subscribed (the invocation's authority), handed to the notified invocation */
+  authority: Authority;
+  createdAt: number;
+}
+
+/** The harness named by a `harness:<name>` target, or null for any other target. */
+export function targetHarness(target: string): string | null {
+  if (!target.startsWith(HARNESS_TARGET_PREFIX)) return null;
+  const name = target.slice(HARNESS_TARGET_PREFIX.length);
+  return /^[a-z0-9_-]+$/i.test(name) ? name : null;
+}
+
+/** The chain a publish happened in, as the queue knows it (opaque to the bus). */
+export type ChainRef = unknown;
+
+/** How the bus reaches the queue: enqueue `harness`'s on_notify with `record` in `chain`'s child. */
+export type Deliver = (
+  harness: string,
+  record: { id: string; source: string; payload: string },
+  context: { chain?: ChainRef; authority: Authority },
+) => Promise<{ refused?: string }>;
+
+/** Options of {@link HarnessEventBus}. */
+export interface EventBusOptions {
+  /** the SQLite file holding subscriptions (":memory:" for none) */
+  database: string;
+  /** enqueue a notify trigger (the queue's notify) */
+  deliver: Deliver;
+  /** called when the queue refuses a delivery (chain depth, gas, unknown harness, no on_notify) */
+  onRefused?: (harness: string, source: string, reason: string) => void;
+  /** most subscriptions one harness may hold (default 1,000) */
+  maxPerHarness?: number;
+}
+
+/** Thrown when a subscription is refused (bad source, too many). */
+export class SubscriptionError extends Error {
+  override name = 'SubscriptionError';
+}
+
+interface Row {
+  id: number;
+  source: string;
+  harness: string;
+  once: number;
+  authority: string;
+  created_at: number;
+}
+
+/** The bus towards harnesses (see the module comment). */
+export class HarnessEventBus {
+  private readonly db: Db;
+  private readonly maxPerHarness: number;
+  /** deliveries started, refused by the queue */
+  readonly counts = { delivered: 0, refused: 0 };
+
+  constructor(private readonly options: EventBusOptions) {
+    this.db = new Sqlite(options.database);
+    this.db.pragma('journal_mode = WAL');
+    this.db.exec(`CREATE TABLE IF NOT EXISTS harness_subscriptions (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      source TEXT NOT NULL,
+      harness TEXT NOT NULL,
+      once INTEGER NOT NULL,
+      authority TEXT NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS harness_subscriptions_source ON harness_subscriptions(source);`);
+    this.maxPerHarness = options.maxPerHarness ?? 1_000;
+  }
+
+  private static toSub(r: Row): Subscription {
+    return {
+      id: r.id,
+      source: r.source,
+      harness: r.harness,
+      once: r.once !== 0,
+      authority: JSON.parse(r.authority) as Authority,
+      createdAt: r.created_at,
+    };
+  }
+
+  /** The wire view of a subscription (target_agent `harness:<name>`). */
+  static view(s: Subscription): SubscriptionView {
+    return { id: s.id, source: s.source, target_agent: HARNESS_TARGET_PREFIX + s.harness, once: s.once };
+  }
+
+  /**
+   * Subscribe `harness` to `source`.
+   * @throws SubscriptionError for an empty or over-long source, or past the per-harness maximum
+   */
+  subscribe(harness: string, source: string, once: boolean, authority: Authority = {}): Subscription {
+    if (source === '' || source.length > 1024) {
+      throw new SubscriptionError(`source must be 1..1024 characters, got ${source.length}`);
+    }
+    const n = (
+      this.db.prepare('SELECT COUNT(*) AS n FROM harness_subscriptions WHERE harness = ?').get(harness) as {
+        n: number;
+      }
+    ).n;
+    if (n >= this.maxPerHarness) {
+      throw new SubscriptionError(
+        `harness ${harness} holds ${n} subscriptions; the limit is ${this.maxPerHarness}`,
+      );
+    }
+    const createdAt = Date.now();
+    const info = this.db
+      .prepare(
+        'INSERT INTO harness_subscriptions (source, harness, once, authority, created_at) VALUES (?, ?, ?, ?, ?)',
+      )
+      .run(source, harness, once ? 1 : 0, JSON.stringify(authority), createdAt);
+    return { id: Number(info.lastInsertRowid), source, harness, once, authority, createdAt };
+  }
+
+  /** Remove subscription `id` (only if it targets `harness`, when given). True when removed. */
+  unsubscribe(id: number, harness?: string): boolean {
+    const r =
+      harness === undefined
+        ? this.db.prepare('DELETE FROM harness_subscriptions WHERE id = ?').run(id)
+        : this.db.prepare('DELETE FROM harness_subscriptions WHERE id = ? AND harness = ?').run(id, harness);
+    return r.changes > 0;
+  }
+
+  /** Subscriptions, of one harness when given, in id order. */
+  list(harness?: string): Subscription[] {
+    const rows = (
+      harness === undefined
+        ? this.db.prepare('SELECT * FROM harness_subscriptions ORDER BY id').all()
+        : this.db.prepare('SELECT * FROM harness_subscriptions WHERE harness = ? ORDER BY id').all(harness)
+    ) as Row[];
+    return rows.map(HarnessEventBus.toSub);
+  }
+
+  /**
+   * Publish an event: enqueue one notify per subscription of `source` (exact match); a `once`
+   * subscription is removed as its delivery is enqueued.
+   * @param context the publisher's chain (deliveries run one level deeper) and authority
+   * @returns how many deliveries were enqueued
+   */
+  publish(source: string, payload: string, context: { chain?: ChainRef } = {}): number {
+    const rows = this.db
+      .prepare('SELECT * FROM harness_subscriptions WHERE source = ? ORDER BY id')
+      .all(source) as Row[];
+    for (const row of rows) {
+      const s = HarnessEventBus.toSub(row);
+      if (s.once) this.unsubscribe(s.id);
+      this.counts.delivered++;
+      void this.options
+        .deliver(
+          s.harness,
+          { id: String(s.id), source, payload },
+          {
+            ...(context.chain !== undefined ? { chain: context.chain } : {}),
+            authority: s.authority,
+          },
+        )
+        .then(
+          (r) => {
+            if (r.refused !== undefined) {
+              this.counts.refused++;
+              this.options.onRefused?.(s.harness, source, r.refused);
+            }
+          },
+          (e: unknown) => {
+            this.counts.refused++;
+            this.options.onRefused?.(s.harness, source, e instanceof Error ? e.message : String(e));
+          },
+        );
+    }
+    return rows.length;
+  }
+
+  /** Close the database. */
+  close(): void {
+    this.db.close();
+  }
+}

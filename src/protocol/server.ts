@@ -1,0 +1,239 @@
+/**
+ * berm's protocol endpoint: the agent-daemon side of the door. The agent daemon (or any trusted
+ * client of it, e.g. a user asking for "foo tomorrow at 08:00") connects to bermd over a Unix
+ * socket or loopback TCP and speaks the same framing and messages as the daemon itself
+ * (./frame.ts, ./schema.ts). The endpoint serves what berm owns:
+ *
+ * - `ClientMessage.berm.schedule_wake` {at_ms | delay_ms, harness, entry, payload, id}: arms a wake
+ *   of the harness's `on_wake` (entry empty or `on_wake`; the due-set behind the endpoint decides
+ *   which other entries it serves) in the same due-set a guest's protocol:schedule and the HTTP
+ *   API's POST /wakes use. Answers `berm.wake`.
+ * - `berm.cancel_wake` {id} -> `berm.cancelled`; `berm.list_wakes` {harness?} -> `berm.wake_list`.
+ * - `subscribe_event` whose target_agent is `harness:<name>` -> `subscription_info` (persisted);
+ *   `unsubscribe_event` -> `pong`; `list_subscriptions` -> `subscription_list` (harness targets).
+ * - `publish_event` -> delivered to the subscribed harnesses' on_notify (a fresh chain) -> `pong`.
+ * - `ping` -> `pong`.
+ * Anything else answers an ErrorMsg (code 501) saying it belongs to the agent daemon.
+ *
+ * Trust: whoever can connect may schedule any harness, so the endpoint listens only on a Unix
+ * socket (created mode 0600) or a loopback TCP address; anything else is refused at listen time.
+ */
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import { endpointText, parseEndpoint, type Endpoint } from './client.js';
+import type { WakeView } from './door.js';
+import { HarnessEventBus, SubscriptionError, targetHarness } from './events.js';
+import { FrameReader, frame } from './frame.js';
+import { decodeClient, encodeServer, member, type Plain } from './schema.js';
+
+/** The due-set as the endpoint reaches it (any harness, any entry: the caller is trusted). */
+export interface ServerWakes {
+  /** @returns the armed wake, or why it is refused (unknown harness, no on_wake, no such tool...) */
+  arm(w: {
+    harness: string;
+    entry: string;
+    atMs: number;
+    payload: string;
+    id?: string;
+  }): WakeView | { refused: string } | Promise<WakeView | { refused: string }>;
+  cancel(id: string): boolean | Promise<boolean>;
+  list(harness?: string): WakeView[] | Promise<WakeView[]>;
+}
+
+/** Options of {@link ProtocolServer.listen}. */
+export interface ProtocolServerOptions {
+  /** `unix:/path`, `/path` or `127.0.0.1:port` (port 0: any free one) */
+  endpoint: string;
+  wakes: ServerWakes;
+  events?: HarnessEventBus;
+  /** one line per request served (op, outcome) */
+  log?: (line: string) => void;
+  /** clock, ms since the epoch */
+  now?: () => number;
+}
+
+/** The endpoint (see the module comment). */
+export class ProtocolServer {
+  private readonly sockets = new Set<net.Socket>();
+
+  private constructor(
+    private readonly server: net.Server,
+    private readonly options: ProtocolServerOptions,
+  ) {}
+
+  /**
+   * Listen on `options.endpoint`.
+   * @throws Error for a non-loopback TCP address, or when the listen fails (address in use...)
+   */
+  static async listen(options: ProtocolServerOptions): Promise<ProtocolServer> {
+    const ep: Endpoint = parseEndpoint(options.endpoint);
+    if ('host' in ep && !['127.0.0.1', '::1', 'localhost'].includes(ep.host)) {
+      throw new Error(
+        `berm's protocol endpoint listens on a Unix socket or loopback only, not ${endpointText(ep)}: anyone who connects may schedule any harness`,
+      );
+    }
+    const server = net.createServer();
+    const s = new ProtocolServer(server, options);
+    server.on('connection', (c) => s.serve(c));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      if ('path' in ep) {
+        fs.rmSync(ep.path, { force: true });
+        server.listen(ep.path, () => {
+          fs.chmodSync(ep.path, 0o600);
+          resolve();
+        });
+      } else server.listen(ep.port, ep.host, resolve);
+    });
+    return s;
+  }
+
+  /** Where it listens (`unix:/path` or `host:port`). */
+  get endpoint(): string {
+    const a = this.server.address();
+    if (typeof a === 'string') return `unix:${a}`;
+    return `${a!.address}:${a!.port}`;
+  }
+
+  /** Stop listening and drop every connection. */
+  async close(): Promise<void> {
+    for (const c of this.sockets) c.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private serve(socket: net.Socket): void {
+    this.sockets.add(socket);
+    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('error', () => undefined);
+    const reader = new FrameReader();
+    let pending: Promise<void> = Promise.resolve();
+    socket.on('data', (chunk: Buffer) => {
+      let frames: Uint8Array[];
+      try {
+        frames = reader.push(chunk);
+      } catch {
+        socket.destroy();
+        return;
+      }
+      // answers go out in request order even when one is slower than the next
+      for (const f of frames) {
+        const reply = this.answer(f);
+        pending = pending.then(async () => {
+          if (!socket.destroyed) socket.write(frame(await reply));
+        });
+      }
+    });
+  }
+
+  /** The encoded ServerMessage answering one encoded ClientMessage. Never rejects. */
+  async answer(request: Uint8Array): Promise<Uint8Array> {
+    const err = (code: number, message: string) => encodeServer('error', { code, message });
+    let op = '(undecodable)';
+    const log = (outcome: string) => this.options.log?.(`protocol endpoint: ${op} ${outcome}`);
+    try {
+      const m = member(decodeClient(request));
+      if (!m) {
+        log('refused: empty');
+        return err(400, 'empty client message');
+      }
+      op = m.name;
+      let body = m.body;
+      if (op === 'berm') {
+        const inner = member(body);
+        if (!inner) return err(400, 'empty berm message');
+        op = inner.name;
+        body = inner.body;
+      }
+      const reply = await this.dispatch(op, body);
+      log(reply.ok ? 'ok' : `error: ${reply.error}`);
+      return reply.ok ? reply.bytes : err(reply.code, reply.error);
+    } catch (e) {
+      log(`error: ${(e as Error).message}`);
+      return err(400, (e as Error).message);
+    }
+  }
+
+  private async dispatch(
+    op: string,
+    b: Plain,
+  ): Promise<{ ok: true; bytes: Uint8Array } | { ok: false; code: number; error: string }> {
+    const str = (k: string) => (typeof b[k] === 'string' ? (b[k] as string) : '');
+    const ok = (bytes: Uint8Array) => ({ ok: true as const, bytes });
+    const fail = (code: number, error: string) => ({ ok: false as const, code, error });
+    const events = this.options.events;
+    switch (op) {
+      case 'ping':
+        return ok(encodeServer('pong', {}));
+      case 'schedule_wake': {
+        const harness = str('harness');
+        if (harness === '') return fail(400, 'schedule_wake: harness is required');
+        const now = (this.options.now ?? Date.now)();
+        const at = Number(b.at_ms ?? 0);
+        const atMs = at > 0 ? at : now + Number(b.delay_ms ?? 0);
+        if (!Number.isSafeInteger(atMs))
+          return fail(400, `schedule_wake: instant ${atMs} is not a safe integer`);
+        const w = await this.options.wakes.arm({
+          harness,
+          entry: str('entry') === '' ? 'on_wake' : str('entry'),
+          atMs,
+          payload: str('payload'),
+          ...(str('id') !== '' ? { id: str('id') } : {}),
+        });
+        if ('refused' in w) return fail(422, `schedule_wake: ${w.refused}`);
+        return ok(encodeServer('berm', { wake: w }));
+      }
+      case 'cancel_wake': {
+        const id = str('id');
+        return ok(
+          encodeServer('berm', { cancelled: { id, cancelled: await this.options.wakes.cancel(id) } }),
+        );
+      }
+      case 'list_wakes': {
+        const h = str('harness');
+        return ok(
+          encodeServer('berm', {
+            wake_list: { wakes: await this.options.wakes.list(h === '' ? undefined : h) },
+          }),
+        );
+      }
+      case 'subscribe_event': {
+        if (!events) return fail(501, 'subscribe_event: this endpoint has no event bus');
+        const harness = targetHarness(str('target_agent'));
+        if (!harness) {
+          return fail(
+            400,
+            `subscribe_event: berm's endpoint subscribes harnesses (target_agent "harness:<name>"); subscribe agents at the agent daemon`,
+          );
+        }
+        try {
+          const s = events.subscribe(harness, str('source'), b.once === true);
+          return ok(encodeServer('subscription_info', HarnessEventBus.view(s)));
+        } catch (e) {
+          if (e instanceof SubscriptionError) return fail(400, `subscribe_event: ${e.message}`);
+          throw e;
+        }
+      }
+      case 'unsubscribe_event': {
+        if (!events) return fail(501, 'unsubscribe_event: this endpoint has no event bus');
+        const id = Number(b.id ?? 0);
+        return events.unsubscribe(id) ? ok(encodeServer('pong', {})) : fail(404, `no subscription ${id}`);
+      }
+      case 'list_subscriptions':
+        if (!events) return fail(501, 'list_subscriptions: this endpoint has no event bus');
+        return ok(
+          encodeServer('subscription_list', { subscriptions: events.list().map(HarnessEventBus.view) }),
+        );
+      case 'publish_event': {
+        if (!events) return fail(501, 'publish_event: this endpoint has no event bus');
+        if (str('source') === '') return fail(400, 'publish_event: source is empty');
+        events.publish(str('source'), str('payload'));
+        return ok(encodeServer('pong', {}));
+      }
+      default:
+        return fail(
+          501,
+          `${op} is the agent daemon's; berm's endpoint serves ping, schedule_wake, cancel_wake, list_wakes and the harness event bus`,
+        );
+    }
+  }
+}

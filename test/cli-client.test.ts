@@ -1,0 +1,180 @@
+// The CLI's daemon client without a daemon: argument and option parsing of the client verbs,
+// --host and token resolution, telling `inspect FILE` from `inspect NAME`, the SSE parser (against
+// the examples of the WHATWG server-sent events section), delays and due times, and the refusal
+// when nothing listens. End to end against a real bermd: test/cli-client-daemon.test.ts.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { SseParser, parseHost, resolveTarget } from '../src/cli/commands/daemon-client.js';
+import { HARNESS_NAME, inspectsDaemon, listText, shortDigest } from '../src/cli/commands/daemon-verbs.js';
+import { parseAt, parseDelay, wakesText } from '../src/cli/commands/wake-client.js';
+import type { Io } from '../src/cli/context.js';
+import { runCli } from '../src/cli/program.js';
+
+const TMP = mkdtempSync(join(tmpdir(), 'berm-cli-client-'));
+t.teardown(() => rmSync(TMP, { recursive: true, force: true }));
+
+function captureIo(): Io & { stdout: string; stderr: string } {
+  const io = {
+    stdout: '',
+    stderr: '',
+    out: (s: string) => void (io.stdout += s),
+    err: (s: string) => void (io.stderr += s),
+    readStdin: async () => '',
+    stderrIsTTY: false,
+    progressStream: process.stderr,
+  };
+  return io;
+}
+
+t.test('--host', async (t) => {
+  t.equal(parseHost('http://127.0.0.1:7777'), 'http://127.0.0.1:7777');
+  t.equal(parseHost('http://127.0.0.1:7777/'), 'http://127.0.0.1:7777');
+  t.equal(parseHost('127.0.0.1:9000'), 'http://127.0.0.1:9000', 'a bare host:port is http');
+  t.equal(parseHost('https://bermd.example'), 'https://bermd.example');
+  t.equal(parseHost('[::1]:7777'), 'http://[::1]:7777');
+  t.throws(() => parseHost('ftp://x'), { message: /only http and https/ });
+  t.throws(() => parseHost('http://x/api'), { message: /just scheme, host and port/ });
+  t.throws(() => parseHost('http://u:p@x'), { message: /just scheme, host and port/ });
+  t.throws(() => parseHost('http://'), { message: /not a URL/ });
+});
+
+t.test('target and token resolution', async (t) => {
+  t.same(resolveTarget({}, {}), { base: 'http://127.0.0.1:7777', token: null, tokenSource: null });
+  t.same(resolveTarget({}, { BERM_HOST: '127.0.0.1:1234', BERM_TOKEN: ' tok \n' }), {
+    base: 'http://127.0.0.1:1234',
+    token: 'tok',
+    tokenSource: 'BERM_TOKEN',
+  });
+  const file = join(TMP, 'token');
+  writeFileSync(file, 'from-file\nsecond line ignored\n');
+  t.match(resolveTarget({ host: 'http://h:1', tokenFile: file }, { BERM_TOKEN: 'env', BERM_HOST: 'x:2' }), {
+    base: 'http://h:1',
+    token: 'from-file',
+    tokenSource: `--token-file ${file}`,
+  });
+  writeFileSync(join(TMP, 'empty'), '\n');
+  t.throws(() => resolveTarget({ tokenFile: join(TMP, 'empty') }, {}), { message: /first line is empty/ });
+  t.throws(() => resolveTarget({ tokenFile: join(TMP, 'missing') }, {}), { message: /ENOENT/ });
+});
+
+t.test('inspect: a file or a deployed name', async (t) => {
+  const here = join(TMP, 'echo');
+  writeFileSync(here, 'x');
+  t.equal(inspectsDaemon('echo', false), true, 'a name with no such file asks the daemon');
+  t.equal(inspectsDaemon('build/echo.elf', false), false, 'a path is local');
+  t.equal(inspectsDaemon('echo.elf', false), false, 'a dot is never in a harness name');
+  t.equal(inspectsDaemon('Echo', false), false, 'not a harness name: local (and "no such file")');
+  t.equal(inspectsDaemon(here, true), false, 'a path is a file even with --host');
+  t.equal(inspectsDaemon('echo', true), true, '--host makes a name a deployment');
+  const cwd = process.cwd();
+  process.chdir(TMP);
+  try {
+    t.equal(inspectsDaemon('echo', false), false, 'a file of that name wins without --host');
+    t.equal(inspectsDaemon('echo', true), true, 'and the deployment wins with --host');
+  } finally {
+    process.chdir(cwd);
+  }
+  t.ok(HARNESS_NAME.test('a-b_1'));
+  t.notOk(HARNESS_NAME.test('a.b'));
+  t.notOk(HARNESS_NAME.test('x'.repeat(65)));
+});
+
+t.test('SSE parsing (WHATWG HTML 9.2 examples)', async (t) => {
+  const got: [string, string][] = [];
+  const p = new SseParser((e, d) => got.push([e, d]));
+  // split across chunks at awkward places, CRLF and CR line ends, a comment, no space after colon
+  p.push(': comment\r\nevent: log\r\ndata: first line\r\n\r');
+  p.push('\nevent:log\ndata:YHOO\ndata: +2\ndata: 10\n\n');
+  p.push('data\n\nevent: result\rdata: {"status":200,');
+  p.push('"done":"ok"}\r\r');
+  p.push('data: trailing');
+  p.end();
+  t.same(got, [
+    ['log', 'first line'],
+    ['log', 'YHOO\n+2\n10'],
+    ['message', ''],
+    ['result', '{"status":200,"done":"ok"}'],
+    ['message', 'trailing'],
+  ]);
+});
+
+t.test('delays, due times and listings', async (t) => {
+  t.equal(parseDelay('1500'), 1500);
+  t.equal(parseDelay('250ms'), 250);
+  t.equal(parseDelay('30s'), 30_000);
+  t.equal(parseDelay('1.5m'), 90_000);
+  t.equal(parseDelay('2h'), 7_200_000);
+  t.equal(parseDelay('1d'), 86_400_000);
+  t.throws(() => parseDelay('-1s'), { message: /expected a delay/ });
+  t.throws(() => parseDelay('soon'), { message: /expected a delay/ });
+  t.equal(parseAt('1796103015238'), 1796103015238);
+  t.equal(parseAt('2026-12-01T08:00:00Z'), Date.UTC(2026, 11, 1, 8));
+  t.throws(() => parseAt('tomorrow'), { message: /ISO date-time/ });
+  t.throws(() => parseAt('2026-13-45T99:00:00Z'), { message: /not a date-time/ });
+  t.equal(shortDigest('sha256:' + 'ab'.repeat(32)), 'abababababab');
+  t.equal(shortDigest('0123456789abcdef'), '0123456789ab');
+  t.equal(listText([]), 'no harnesses deployed\n');
+  t.equal(
+    listText([
+      { name: 'echo', digest: '8c9c56f636bbf589', tools: [{ name: 'echo' }, { name: 'echo_len' }] },
+      { name: 'a', digest: 'sha256:0011223344556677', tools: [] },
+    ]),
+    'NAME  DIGEST        TOOLS\necho  8c9c56f636bb  echo, echo_len\na     001122334455  \n',
+  );
+  t.equal(wakesText([]), 'no wakes pending\n');
+  t.equal(
+    wakesText(
+      [{ id: 'w1', harness: 'echo', due_at: Date.UTC(2026, 11, 1, 8), payload: 'p' }],
+      Date.UTC(2026, 11, 1, 7, 59),
+    ),
+    'ID  HARNESS  DUE                       IN       PAYLOAD\nw1  echo     2026-12-01T08:00:00.000Z  60s      "p"\n',
+  );
+});
+
+/** A port nothing listens on: bind one, note it, close it. */
+async function deadPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+t.test('usage errors and an unreachable daemon', async (t) => {
+  const port = await deadPort();
+  const host = `http://127.0.0.1:${port}`;
+  for (const argv of [
+    ['ls', '--host', host],
+    ['rm', 'echo', '--host', host],
+    ['invoke', 'echo', 'echo', '{}', '--host', host],
+    ['inspect', 'echo', '--host', host],
+    ['wake', 'ls', '--host', host],
+    ['deploy', 'echo', join(TMP, 'echo'), '--host', host],
+  ]) {
+    const io = captureIo();
+    const code = await runCli(argv, { io });
+    t.equal(code, 2, argv.join(' '));
+    t.match(io.stderr, `cannot reach bermd at ${host} (ECONNREFUSED): is bermd running at ${host}?`, argv[0]);
+  }
+  const json = captureIo();
+  t.equal(await runCli(['ls', '--host', host, '--json'], { io: json }), 2);
+  t.match(JSON.parse(json.stdout), { status: 'error', message: /is bermd running/ });
+
+  const cases: [string[], RegExp][] = [
+    [['deploy', 'Bad.Name', 'x'], /invalid harness name 'Bad\.Name'/],
+    [['deploy', 'ok', join(TMP, 'nonexistent')], /no such file \(nor a registry reference/],
+    [['wake', 'add', 'echo', '--host', host], /exactly one of --in DELAY and --at TIME/],
+    [['wake', 'add', 'echo', '--in', '5s', '--at', '1', '--host', host], /exactly one of --in/],
+    [['wake', 'add', 'echo', '--in', 'soon'], /expected a delay/],
+    [['invoke', 'echo'], /missing required argument 'tool'/],
+    [['ls', '--host', 'ftp://x'], /only http and https/],
+  ];
+  for (const [argv, re] of cases) {
+    const io = captureIo();
+    t.equal(await runCli(argv, { io }), 2, argv.join(' '));
+    t.match(io.stderr, re, argv.join(' '));
+  }
+});

@@ -1,0 +1,72 @@
+// bermd as a process: SIGTERM and SIGINT stop it gracefully (a request in flight gets its reply,
+// exit 0, state persisted); a refused boot exits 2 with the reason.
+import t from 'tap';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO, elf } from './helpers/daemon.js';
+import { TEST_CACHE } from './helpers/fixtures.js';
+
+const BERMD = join(REPO, 'bin/bermd.js');
+
+function start(
+  root: string,
+  extra: string[] = [],
+): Promise<{ proc: ChildProcess; url: string; stderr: () => string; exit: Promise<number | null> }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(
+      process.execPath,
+      [BERMD, '--addr', '127.0.0.1:0', '--root', root, '--cache-dir', TEST_CACHE, '--workers', '1', ...extra],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let err = '';
+    const exit = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+    proc.stderr!.on('data', (c: Buffer) => {
+      err += c.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(err);
+      if (m) resolve({ proc, url: m[1]!, stderr: () => err, exit });
+    });
+    void exit.then((code) => reject(new Error(`bermd exited ${code}:\n${err}`)));
+  });
+}
+
+for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+  t.test(`${sig}: drain, persist, exit 0`, { timeout: 120_000 }, async (t) => {
+    const root = mkdtempSync(join(tmpdir(), 'bermd-sig-'));
+    const b = await start(root);
+    const put = await fetch(`${b.url}/harnesses/echo`, {
+      method: 'PUT',
+      body: elf('fixtures/build/echo-gcc-O2.elf'),
+    });
+    t.equal(put.status, 200);
+    b.proc.kill(sig);
+    t.equal(await b.exit, 0, 'exit code 0');
+    t.match(b.stderr(), new RegExp(`${sig} received`));
+    t.match(b.stderr(), /stopped after \d+ ms; state persisted/);
+    await t.rejects(fetch(`${b.url}/health`), 'no longer listening');
+    const again = await start(root);
+    t.teardown(() => void again.proc.kill('SIGKILL'));
+    t.match(again.stderr(), /harness echo sha256 [0-9a-f]{64} capabilities: none/);
+    const r = await fetch(`${again.url}/harnesses/echo/tools/echo`, {
+      method: 'POST',
+      body: '{"after":"restart"}',
+    });
+    t.same(await r.json(), { done: '{"after":"restart"}' });
+  });
+}
+
+t.test('a refused boot exits 2 naming the reason', { timeout: 60_000 }, async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'bermd-sig-'));
+  const r = spawnSync(process.execPath, [BERMD, '--addr', '0.0.0.0:0', '--root', root], {
+    encoding: 'utf8',
+    env: { ...process.env, BERMD_TOKEN: '' },
+  });
+  t.equal(r.status, 2);
+  t.match(r.stderr, /refusing to start: refusing to listen on 0\.0\.0\.0 without a bearer token/);
+  const bad = spawnSync(process.execPath, [BERMD, '--addr', 'nonsense', '--root', root], {
+    encoding: 'utf8',
+  });
+  t.equal(bad.status, 2);
+  t.match(bad.stderr, /--addr: "nonsense" is not host:port/);
+});

@@ -1,0 +1,366 @@
+// bermd over real HTTP on 127.0.0.1: deploy, list, inspect, invoke (plain and SSE), undeploy,
+// metrics, health, tokens, grants from the declaration, and bad input. Expected values come from
+// the fixtures' specs (echo returns its arguments; hc_checksum is FNV-1a-64 computed here).
+import t from 'tap';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO, elf, testDaemon } from './helpers/daemon.js';
+
+const ECHO = elf('fixtures/build/echo-gcc-O2.elf');
+const HOSTCALLS = elf('fixtures/build/hostcalls-gcc-O2.elf');
+const MISBEHAVE = elf('fixtures/build/misbehave-gcc-O2.elf');
+const TEXT = elf('fixtures/build/text-gcc-O2.elf');
+const PROBE = elf('examples/probe.elf');
+const OS = elf('examples/os.elf');
+const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+
+function fnv1a64(s: string): string {
+  let h = 0xcbf29ce484222325n;
+  for (const b of Buffer.from(s)) h = BigInt.asUintN(64, (h ^ BigInt(b)) * 0x100000001b3n);
+  return h.toString(16).padStart(16, '0');
+}
+
+/** Send `head` on a socket (then `trickle` every 100 ms while open); resolves with all bytes read. */
+function rawHttp(port: number, head: string, trickle?: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const s = connect(port, '127.0.0.1');
+    let out = '';
+    s.on('data', (c) => (out += c.toString()));
+    s.on('error', reject);
+    s.write(head);
+    const tick = trickle === undefined ? null : setInterval(() => s.writable && s.write(trickle), 100);
+    s.on('close', () => {
+      if (tick) clearInterval(tick);
+      resolve(out);
+    });
+  });
+}
+
+t.test('deploy, list, inspect, invoke, undeploy over HTTP', async (t) => {
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+
+  const health = await d.req('/health');
+  t.equal(health.status, 200);
+  t.same(await health.json(), { status: 'ok' });
+
+  const put = await d.req('/harnesses/echo', { method: 'PUT', body: ECHO });
+  t.equal(put.status, 200);
+  const info = (await put.json()) as Record<string, unknown>;
+  t.equal(info.name, 'echo');
+  t.equal(info.digest, sha(ECHO), 'digest is the sha256 of the uploaded bytes');
+  t.equal(info.usage, 'Echo tools: return what you send.');
+  t.same(
+    (info.tools as { name: string }[]).map((x) => x.name),
+    ['echo', 'echo_len'],
+  );
+  t.same(info.deps, []);
+  t.same(info.granted, { capabilities: [] }, 'undeclared: no capabilities');
+
+  t.equal((await d.req('/harnesses/mis', { method: 'PUT', body: MISBEHAVE })).status, 200);
+  const list = (await (await d.req('/harnesses')).json()) as { harnesses: { name: string }[] };
+  t.same(
+    list.harnesses.map((h) => h.name),
+    ['echo', 'mis'],
+  );
+  const inspect = (await (await d.req('/harnesses/echo')).json()) as Record<string, unknown>;
+  t.same(inspect, info, 'GET returns what PUT returned');
+
+  const args = '{"a":[1,2,3],"s":"héllo"}';
+  const r = await d.req('/harnesses/echo/tools/echo', { method: 'POST', body: args });
+  t.equal(r.status, 200);
+  t.same(await r.json(), { done: args }, 'echo returns its arguments');
+  const len = await d.req('/harnesses/echo/tools/echo_len', { method: 'POST', body: '{}' });
+  t.same(await len.json(), { done: '2' });
+
+  const failed = await d.req('/harnesses/mis/tools/always_fails', { method: 'POST', body: '{}' });
+  t.equal(failed.status, 200);
+  const fj = (await failed.json()) as { failed?: string };
+  t.type(fj.failed, 'string', 'berm.fail gives {"failed": ...}');
+
+  const del = await d.req('/harnesses/echo', { method: 'DELETE' });
+  t.equal(del.status, 204);
+  t.equal((await d.req('/harnesses/echo')).status, 404);
+  const gone = await d.req('/harnesses/echo/tools/echo', { method: 'POST', body: '{}' });
+  t.equal(gone.status, 404);
+  t.match(((await gone.json()) as { error: string }).error, /no harness named echo/);
+  t.equal((await d.req('/harnesses/echo', { method: 'DELETE' })).status, 404);
+});
+
+t.test('a trap is a 500 naming the trap, pc and symbol', async (t) => {
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal((await d.req('/harnesses/probe', { method: 'PUT', body: PROBE })).status, 200);
+  const r = await d.req('/harnesses/probe/tools/trap', { method: 'POST', body: '{}' });
+  t.equal(r.status, 500);
+  const j = (await r.json()) as { error: string; trap: string; pc: number; symbol: string };
+  t.equal(j.trap, 'MemoryFault');
+  t.ok(j.pc > 0, 'guest pc given');
+  t.match(j.symbol, /^berm_tool_trap\+0x[0-9a-f]+$/);
+  t.match(j.error, /MemoryFault/);
+});
+
+t.test('SSE streams berm.log lines, then the whole result', async (t) => {
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal((await d.req('/harnesses/hc', { method: 'PUT', body: HOSTCALLS })).status, 200);
+  const args = JSON.stringify({ pad: 'x'.repeat(150) });
+  const r = await d.req('/harnesses/hc/tools/hc_checksum', {
+    method: 'POST',
+    body: args,
+    headers: { accept: 'text/event-stream' },
+  });
+  t.equal(r.status, 200);
+  t.match(r.headers.get('content-type'), /^text\/event-stream/);
+  const text = await r.text();
+  const events = text
+    .split('\n\n')
+    .filter((e) => e !== '')
+    .map((e) => {
+      const lines = e.split('\n');
+      return {
+        event: lines.find((l) => l.startsWith('event: '))!.slice(7),
+        data: lines
+          .filter((l) => l.startsWith('data: '))
+          .map((l) => l.slice(6))
+          .join('\n'),
+      };
+    });
+  const logs = events.filter((e) => e.event === 'log').map((e) => e.data);
+  const n = Buffer.byteLength(args);
+  t.same(logs, [
+    'hc_checksum: start',
+    ...Array.from({ length: Math.floor(n / 64) }, () => 'hc_checksum: 64 bytes'),
+    'hc_checksum: done',
+  ]);
+  const last = events[events.length - 1]!;
+  t.equal(last.event, 'result', 'the result comes last, in one event');
+  const result = JSON.parse(last.data) as Record<string, unknown>;
+  delete result.chain; // the runtime's chain id, when it reports one
+  t.same(result, { status: 200, done: JSON.stringify({ len: n, fnv: fnv1a64(args) }) });
+});
+
+t.test('bad input: each a clear refusal, nothing lost', async (t) => {
+  const d = await testDaemon(
+    { maxImageBytes: '1M', maxBodyBytes: '64K', bodyTimeoutMs: '400' },
+    { BERMD_DRAIN_TIMEOUT_MS: '1234' },
+  );
+  t.teardown(() => d.stop());
+  // the boot log gives every setting with its source
+  t.ok(d.logs.some((l) => /max-image-bytes +1048576 +\(flag --max-image-bytes\)/.test(l)));
+  t.ok(d.logs.some((l) => /drain-timeout-ms +1234 +\(env BERMD_DRAIN_TIMEOUT_MS\)/.test(l)));
+  t.ok(d.logs.some((l) => /addr +127\.0\.0\.1:0 +\(flag --addr\)/.test(l)));
+  t.equal((await d.req('/harnesses/text', { method: 'PUT', body: TEXT })).status, 200);
+
+  const notElf = await d.req('/harnesses/x', { method: 'PUT', body: 'hello, not an ELF' });
+  t.equal(notElf.status, 400);
+  t.match(((await notElf.json()) as { error: string }).error, /ELF: .*magic/);
+
+  const x86 = Buffer.from(ECHO);
+  x86.writeUInt16LE(62, 18); // e_machine = EM_X86_64
+  const notRv = await d.req('/harnesses/x', { method: 'PUT', body: x86 });
+  t.equal(notRv.status, 400);
+  const nr = (await notRv.json()) as { error: string; code: string };
+  t.equal(nr.code, 'not-riscv');
+
+  const noManifest = await d.req('/harnesses/x', { method: 'PUT', body: elf('test/data/edge.elf') });
+  t.equal(noManifest.status, 400);
+  t.match(((await noManifest.json()) as { error: string }).error, /manifest: no \.berm\.abi section/);
+  t.equal((await d.req('/harnesses/x', { method: 'PUT', body: '' })).status, 400, 'empty body');
+
+  const big = await d.req('/harnesses/x', { method: 'PUT', body: Buffer.alloc(2 << 20) });
+  t.equal(big.status, 413);
+  t.match(((await big.json()) as { error: string }).error, /over the limit of 1048576/);
+  const bigArgs = await d.req('/harnesses/text/tools/stats', {
+    method: 'POST',
+    body: JSON.stringify({ values: [], pad: 'x'.repeat(70_000) }),
+  });
+  t.equal(bigArgs.status, 413);
+
+  for (const bad of ['a.b', 'A', 'a%2Fb', 'x%00']) {
+    const r = await d.req(`/harnesses/${bad}`, { method: 'PUT', body: ECHO });
+    t.equal(r.status, 400, `name ${bad} refused`);
+    t.match(((await r.json()) as { error: string }).error, /invalid harness name/);
+  }
+  // fetch resolves '..' before sending: speak HTTP on a socket to send it as is
+  for (const bad of ['..', '%2e%2e', '..%2f..%2fetc']) {
+    const raw = await rawHttp(
+      d.address.port,
+      `GET /harnesses/${bad} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    );
+    t.match(raw, /^HTTP\/1\.1 400 /, `name ${bad} refused`);
+    t.match(raw, /invalid harness name/);
+  }
+  const slash = await d.req('/harnesses/a/b', { method: 'PUT', body: ECHO });
+  t.equal(slash.status, 404, 'a/b is no route');
+
+  const unknownTool = await d.req('/harnesses/text/tools/nope', { method: 'POST', body: '{}' });
+  t.equal(unknownTool.status, 404);
+  t.match(
+    ((await unknownTool.json()) as { error: string }).error,
+    /no tool named nope \(tools: format, number, stats\)/,
+  );
+  const unknownHarness = await d.req('/harnesses/nope/tools/x', { method: 'POST', body: '{}' });
+  t.equal(unknownHarness.status, 404);
+
+  const notJson = await d.req('/harnesses/text/tools/stats', { method: 'POST', body: '{"values": [1,' });
+  t.equal(notJson.status, 400);
+  t.match(((await notJson.json()) as { error: string }).error, /not valid JSON/);
+  const missing = await d.req('/harnesses/text/tools/stats', { method: 'POST', body: '{}' });
+  t.equal(missing.status, 400);
+  t.match(
+    ((await missing.json()) as { error: string }).error,
+    /\/values: must have required property 'values'/,
+  );
+  const wrongType = await d.req('/harnesses/text/tools/stats', {
+    method: 'POST',
+    body: '{"values":[1,"x"]}',
+  });
+  t.equal(wrongType.status, 400);
+  t.match(((await wrongType.json()) as { error: string }).error, /\/values\/1: must be number/);
+
+  // a body that trickles in: refused with 408 once the body deadline passes
+  const slow = await rawHttp(
+    d.address.port,
+    'POST /harnesses/text/tools/stats HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"val',
+    ' ',
+  );
+  t.match(slow, /^HTTP\/1\.1 408 /);
+  t.match(slow, /request body timed out/);
+
+  // nothing was lost: the good harness still answers
+  const ok = await d.req('/harnesses/text/tools/stats', { method: 'POST', body: '{"values":[2,1]}' });
+  t.equal(ok.status, 200);
+  t.match(((await ok.json()) as { done: string }).done, /"median":1\.500/);
+  t.same(
+    ((await (await d.req('/harnesses')).json()) as { harnesses: { name: string }[] }).harnesses.map(
+      (h) => h.name,
+    ),
+    ['text'],
+  );
+});
+
+t.test('bearer token: /health open, everything else 401 without the right token', async (t) => {
+  const d = await testDaemon({}, { BERMD_TOKEN: 's3cret-token' });
+  t.teardown(() => d.stop());
+  t.equal((await d.req('/health', { token: null })).status, 200);
+  for (const token of [null, 'wrong', 's3cret-token-', '']) {
+    for (const path of ['/harnesses', '/metrics', '/wakes']) {
+      const r = await d.req(path, { token });
+      t.equal(r.status, 401, `${path} with token ${JSON.stringify(token)}`);
+      t.match(((await r.json()) as { error: string }).error, /bearer token/);
+    }
+    const put = await d.req('/harnesses/echo', { method: 'PUT', body: ECHO, token });
+    t.equal(put.status, 401);
+    const mcp = await d.req('/mcp', { method: 'POST', body: '{}', token });
+    t.equal(mcp.status, 401);
+  }
+  t.equal((await d.req('/harnesses')).status, 200, 'right token accepted');
+  t.same(
+    ((await (await d.req('/harnesses')).json()) as { harnesses: unknown[] }).harnesses,
+    [],
+    'nothing deployed',
+  );
+});
+
+t.test('no token on a non-loopback address: refused at boot', async (t) => {
+  await t.rejects(
+    testDaemon({ addr: '0.0.0.0:0' }),
+    /refusing to listen on 0\.0\.0\.0 without a bearer token/,
+  );
+});
+
+t.test('grants come only from the declaration; a sha256 mismatch refuses the deploy', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'bermd-decl-'));
+  const file = join(dir, 'decl.toml');
+  writeFileSync(
+    file,
+    `[[harnesses]]\nname = "os"\nsource = "os.elf"\nsha256 = "${sha(OS)}"\ncapabilities = ["fs"]\nroot = "${REPO}"\n` +
+      `[[harnesses]]\nname = "pinned"\nsource = "x.elf"\nsha256 = "${'0'.repeat(64)}"\n`,
+  );
+  const d = await testDaemon({ config: file });
+  t.teardown(() => d.stop());
+  const put = await d.req('/harnesses/os', { method: 'PUT', body: OS });
+  t.equal(put.status, 200);
+  t.same(((await put.json()) as { granted: unknown }).granted, { capabilities: ['fs'], root: REPO });
+  const read = await d.req('/harnesses/os/tools/read', {
+    method: 'POST',
+    body: '{"path":"package.json","limit":9}',
+  });
+  t.same(await read.json(), { done: '{\n  "name' });
+  // exec is in the manifest's request but not granted: its ecall is not linked
+  const exec = await d.req('/harnesses/os/tools/exec', { method: 'POST', body: '{"command":"true"}' });
+  t.equal(exec.status, 500);
+  t.match(((await exec.json()) as { error: string }).error, /UnknownHostCall/);
+  // the same bytes under another name: undeclared, no capabilities
+  const other = await d.req('/harnesses/os2', { method: 'PUT', body: OS });
+  t.same(((await other.json()) as { granted: unknown }).granted, { capabilities: [] });
+  const mismatch = await d.req('/harnesses/pinned', { method: 'PUT', body: ECHO });
+  t.equal(mismatch.status, 403);
+  t.match(((await mismatch.json()) as { error: string }).error, new RegExp(`hashes to sha256 ${sha(ECHO)}`));
+  t.equal((await d.req('/harnesses/pinned')).status, 404, 'nothing published');
+  t.ok(
+    d.logs.some((l) => l.includes(`harness os`) || l.includes('declared os')),
+    'boot log names declared harnesses',
+  );
+});
+
+t.test('boot refuses an fs root that does not exist, naming the fix', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'bermd-decl-'));
+  const file = join(dir, 'decl.toml');
+  writeFileSync(
+    file,
+    `[[harnesses]]\nname = "os"\nsource = "os.elf"\nsha256 = "${sha(OS)}"\ncapabilities = ["fs"]\nroot = "missing-dir"\n`,
+  );
+  await t.rejects(testDaemon({ config: file }), {
+    message: new RegExp(`root ${join(dir, 'missing-dir')} is not an existing directory.*mkdir -p`),
+  });
+});
+
+t.test('deployments survive a restart; re-deploying the same bytes is free', async (t) => {
+  const d = await testDaemon();
+  t.equal((await d.req('/harnesses/echo', { method: 'PUT', body: ECHO })).status, 200);
+  const first = (await (await d.req('/harnesses/echo')).json()) as { deployed_at: number };
+  const again = await d.req('/harnesses/echo', { method: 'PUT', body: ECHO });
+  t.equal(((await again.json()) as { deployed_at: number }).deployed_at, first.deployed_at, 'no new deploy');
+  t.equal(d.logs.filter((l) => l.startsWith('deployed echo')).length, 1, 'logged once');
+  await d.stop();
+  const d2 = await testDaemon({}, {}, d.root);
+  t.teardown(() => d2.stop());
+  t.ok(
+    d2.logs.some((l) => l.includes(`harness echo sha256 ${sha(ECHO)} capabilities: none`)),
+    'boot log',
+  );
+  const r = await d2.req('/harnesses/echo/tools/echo', { method: 'POST', body: '{"k":1}' });
+  t.same(await r.json(), { done: '{"k":1}' });
+});
+
+t.test('metrics in Prometheus text', async (t) => {
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  await d.req('/harnesses/echo', { method: 'PUT', body: ECHO });
+  for (let i = 0; i < 3; i++) await d.req('/harnesses/echo/tools/echo', { method: 'POST', body: '{}' });
+  const r = await d.req('/metrics');
+  t.equal(r.status, 200);
+  t.match(r.headers.get('content-type'), /^text\/plain/);
+  const text = await r.text();
+  t.match(text, /^berm_invocations_total\{trigger="call",outcome="ok"\} 3$/m);
+  t.match(text, /^berm_invocation_seconds_count\{trigger="call"\} 3$/m);
+  t.match(text, /^berm_deployments 1$/m);
+  for (const m of [
+    'berm_queue_depth',
+    'berm_in_flight',
+    'berm_wakes_pending',
+    'berm_spills_total',
+    'berm_translations_total',
+  ]) {
+    t.match(text, new RegExp(`^${m} \\d+$`, 'm'), m);
+  }
+  t.match(
+    text,
+    /^berm_http_requests_total\{route="\/harnesses\/\{name\}\/tools\/\{tool\}",status="200"\} 3$/m,
+  );
+});

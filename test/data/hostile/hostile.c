@@ -1,0 +1,66 @@
+/*
+ * hostile: test harness for the host's bounds (test/hostile.test.ts). Not an example to copy.
+ *   spin {}        -> loops for ever without a host call (stopped by fuel or the deadline)
+ *   flood {n}      -> writes n log lines of 64 bytes, then returns "done"
+ *   rdtime {}      -> two rdtime reads 1000 iterations apart, as "first second"
+ *   match {s}      -> returns s; its schema holds the pattern ^(a|a)*$, which a backtracking
+ *                     engine takes exponential time to reject on "aaaa...b"
+ *   exec {command} -> runs the command through berm.exec.run and returns the reply's JSON
+ */
+#include <berm.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../../guest-sdk/examples/json.h"
+
+BERM_USAGE("Hostile behaviours: spinning, log floods, clock reads, a catastrophic pattern.");
+
+BERM_TOOL(spin, "Loop for ever without a host call.") {
+  volatile uint64_t v = 1;
+  for (;;) v = v * 3 + 1;
+}
+
+BERM_TOOL(flood, "Write n log lines.",
+          "{\"type\":\"object\",\"required\":[\"n\"],\"additionalProperties\":false,\"properties\":{\"n\":{\"type\":\"integer\"}}}") {
+  const char *args = berm_args(NULL);
+  uint64_t n = 0;
+  if (json_uint(args, "n", &n) != 1) return berm_fail_str("n must be an integer");
+  static const char line[] = "flood flood flood flood flood flood flood flood flood flood flood";
+  for (uint64_t i = 0; i < n; i++) berm_log(line, 64);
+  berm_done_str("done");
+}
+
+static uint64_t rdtime(void) {
+  uint64_t t;
+  __asm__ volatile("rdtime %0" : "=r"(t));
+  return t;
+}
+
+BERM_TOOL(rdtime, "Two rdtime reads, 1000 iterations apart.") {
+  uint64_t a = rdtime();
+  volatile uint64_t v = 0;
+  for (int i = 0; i < 1000; i++) v += (uint64_t)i;
+  uint64_t b = rdtime();
+  char out[64];
+  snprintf(out, sizeof out, "%llu %llu", (unsigned long long)a, (unsigned long long)b);
+  berm_done_str(out);
+}
+
+BERM_TOOL(match, "Return s (its schema has a pattern that backtracks badly).",
+          "{\"type\":\"object\",\"required\":[\"s\"],\"properties\":{\"s\":{\"type\":\"string\","
+          "\"pattern\":\"^(a|a)*$\"}}}") {
+  const char *args = berm_args(NULL);
+  char *s;
+  if (json_string(args, "s", &s, NULL) != 1) return berm_fail_str("s must be a string");
+  berm_done_str(s);
+}
+
+BERM_TOOL(exec, "Run a command through berm.exec.run.",
+          "{\"type\":\"object\",\"required\":[\"command\"],\"properties\":{\"command\":{\"type\":\"string\"}}}") {
+  const char *args = berm_args(NULL);
+  char *command;
+  if (json_string(args, "command", &command, NULL) != 1) return berm_fail_str("command must be a string");
+  berm_reply r = berm_exec_run(command, "", NULL);
+  if (!r.ok) return berm_fail(r.data, r.len);
+  berm_done(r.data, r.len);
+}

@@ -1,0 +1,449 @@
+// A hostile review's findings, each a regression test: the host must neither hang, nor crash, nor
+// let a name or a byte cross a boundary. Cases that hung the host before their fix run in a child
+// process with a time limit, so that a regression fails the test instead of wedging the suite.
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import t from 'tap';
+import { CAPABILITIES } from '../src/capabilities/index.js';
+import { shutdownBridge } from '../src/capabilities/common/sync.js';
+import { compileGlob } from '../src/capabilities/fs/glob.js';
+import { Engine } from '../src/engine/engine.js';
+import { Harness, HarnessError } from '../src/harness/harness.js';
+import { ElfError, readElf } from '../src/elf/reader.js';
+import { buildElf } from './helpers/elf-builder.js';
+import { F, ctx, dec, okText, scratch } from './helpers/cap-util.js';
+import { TEST_CACHE } from './helpers/fixtures.js';
+
+const REPO = path.resolve(import.meta.dirname, '..');
+const HOSTILE = path.join(REPO, 'test', 'data', 'hostile.elf');
+const REGISTER = path.join(REPO, 'scripts', 'ts', 'register.mjs');
+const fsc = CAPABILITIES.fs!.calls;
+const execc = CAPABILITIES.exec!.calls;
+
+t.teardown(shutdownBridge);
+
+/** Run an ES module snippet (which may import the sources by absolute path) in a child node. */
+function isolated(
+  code: string,
+  timeoutMs: number,
+): { status: number | null; stdout: string; stderr: string; timedOut: boolean } {
+  const r = spawnSync(
+    process.execPath,
+    ['--stack-size=4000', `--import=${REGISTER}`, '--input-type=module', '-e', code],
+    { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL' },
+  );
+  return {
+    status: r.status,
+    stdout: r.stdout ?? '',
+    stderr: r.stderr ?? '',
+    timedOut: r.error !== undefined && (r.error as NodeJS.ErrnoException).code === 'ETIMEDOUT',
+  };
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/** `node bin/berm.js ...args`, killed after `killMs`. */
+function berm(args: string[], env: Record<string, string> = {}, killMs = 120_000): Promise<Run> {
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--stack-size=4000', path.join(REPO, 'bin', 'berm.js'), ...args], {
+      cwd: REPO,
+      env: { ...process.env, BERM_CACHE_DIR: TEST_CACHE, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), killMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, ms: performance.now() - t0 });
+    });
+  });
+}
+
+const sha = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+
+t.test('glob: a pattern that backtracks in a RegExp is matched in linear time', async (t) => {
+  const s = scratch();
+  t.teardown(s.cleanup);
+  fs.mkdirSync(path.join(s.root, 'redos'));
+  fs.writeFileSync(path.join(s.root, 'redos', 'a'.repeat(200)), '');
+  fs.writeFileSync(path.join(s.root, 'redos', 'aab'), '');
+  const code = `
+    const { CAPABILITIES } = await import(${JSON.stringify(path.join(REPO, 'src/capabilities/index.ts'))});
+    const enc = (x) => new TextEncoder().encode(x);
+    const r = CAPABILITIES.fs.calls['berm.fs.glob']([enc('redos/*a*a*a*a*a*a*a*a*a*a*b')], { harness: 't', grant: { root: ${JSON.stringify(s.root)} }, depth: 0 });
+    process.stdout.write(new TextDecoder().decode(r.fields[0]));
+    process.exit(0);`;
+  const r = isolated(code, 60_000);
+  t.notOk(r.timedOut, 'finished within 60 s');
+  t.equal(r.status, 0, r.stderr);
+  t.equal(r.stdout, '', 'no name ends in b after ten a');
+  t.equal(okText(fsc['berm.fs.glob']!(F('redos/*a*b'), ctx({ root: s.root }))), 'redos/aab');
+});
+
+t.test('glob: **/**/… over a deep tree finishes', async (t) => {
+  const s = scratch();
+  t.teardown(s.cleanup);
+  let dir = s.root;
+  for (let i = 0; i < 60; i++) {
+    dir = path.join(dir, 'd');
+    fs.mkdirSync(dir);
+  }
+  fs.writeFileSync(path.join(dir, 'x'), '');
+  const pattern = '**/'.repeat(30) + 'y';
+  const code = `
+    const { CAPABILITIES } = await import(${JSON.stringify(path.join(REPO, 'src/capabilities/index.ts'))});
+    const enc = (x) => new TextEncoder().encode(x);
+    const c = { harness: 't', grant: { root: ${JSON.stringify(s.root)} }, depth: 0 };
+    const a = CAPABILITIES.fs.calls['berm.fs.glob']([enc(${JSON.stringify(pattern)})], c);
+    const b = CAPABILITIES.fs.calls['berm.fs.glob']([enc('**/**/**/x')], c);
+    process.stdout.write(JSON.stringify([a, b].map((r) => new TextDecoder().decode(r.fields[0]))));
+    process.exit(0);`;
+  const r = isolated(code, 60_000);
+  t.notOk(r.timedOut, 'finished within 60 s');
+  t.equal(r.status, 0, r.stderr);
+  t.same(JSON.parse(r.stdout || '[]'), ['', 'd/'.repeat(60) + 'x']);
+});
+
+t.test('glob matcher agrees with a RegExp translation on patterns that cannot blow up', async (t) => {
+  // The reference: the RegExp translation the fs capability used before (correct, but exponential
+  // on some patterns); the random patterns here keep it fast.
+  const ref = (g: string): RegExp => {
+    let re = '';
+    for (let i = 0; i < g.length; i++) {
+      const c = g[i]!;
+      if (c === '*') {
+        const atStart = i === 0 || g[i - 1] === '/';
+        if (g[i + 1] === '*' && atStart && (i + 2 === g.length || g[i + 2] === '/')) {
+          if (i + 2 === g.length) {
+            re += '.*';
+            i += 1;
+          } else {
+            re += '(?:[^/]*/)*';
+            i += 2;
+          }
+        } else re += '[^/]*';
+      } else if (c === '?') re += '[^/]';
+      else if (c === '{') re += '(?:';
+      else if (c === '}') re += ')';
+      else if (c === ',') re += '|';
+      else re += c.replace(/[.+^${}()|\\]/g, (m) => '\\' + m);
+    }
+    return new RegExp(`^${re}$`);
+  };
+  let seed = 7;
+  const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
+  const atoms = ['a', 'b', '/', '*', '?', '**/', '.'];
+  const chars = ['a', 'b', '/', '.'];
+  let checked = 0;
+  for (let i = 0; i < 400; i++) {
+    let g = '';
+    for (let k = 1 + rnd(6); k > 0; k--) g += atoms[rnd(atoms.length)];
+    if (rnd(4) === 0) g = `{${g},b${g}}`;
+    if (rnd(5) === 0) g += '**';
+    const m = compileGlob(g);
+    const re = ref(g);
+    for (let j = 0; j < 20; j++) {
+      let p = '';
+      for (let k = rnd(8); k > 0; k--) p += chars[rnd(chars.length)];
+      if (m.test(p) !== re.test(p)) t.fail(`${g} on ${JSON.stringify(p)}: ${m.test(p)} vs ${re.test(p)}`);
+      checked++;
+    }
+  }
+  t.equal(checked, 8000);
+  t.ok(
+    compileGlob('[a-c]x').test('bx') &&
+      !compileGlob('[!a-c]x').test('bx') &&
+      !compileGlob('a[/]b').test('a/b'),
+  );
+});
+
+t.test('glob does not follow a symlink in its literal prefix (rootlink -> /)', async (t) => {
+  const s = scratch();
+  t.teardown(s.cleanup);
+  fs.symlinkSync('/', path.join(s.root, 'rootlink'));
+  fs.symlinkSync(s.outside, path.join(s.root, 'outlink'));
+  const c = ctx({ root: s.root });
+  t.equal(okText(fsc['berm.fs.glob']!(F('rootlink/**'), c)), '');
+  t.equal(okText(fsc['berm.fs.glob']!(F('rootlink/etc/*'), c)), '');
+  t.equal(okText(fsc['berm.fs.glob']!(F('outlink/*'), c)), '');
+  t.equal(okText(fsc['berm.fs.grep']!(F('SECRET', 'outlink/**'), c)), '');
+  t.equal(
+    okText(fsc['berm.fs.glob']!(F('*link'), c)),
+    'outlink\nrootlink',
+    'the links themselves are listed',
+  );
+});
+
+t.test('write under a racing swap of a directory for a symlink creates nothing outside', async (t) => {
+  const s = scratch();
+  t.teardown(s.cleanup);
+  const d = path.join(s.root, 'd');
+  fs.mkdirSync(d);
+  const before = fs.readdirSync(s.outside).sort();
+  // The swapper flips root/d between a real directory and a symlink to the outside directory,
+  // atomically (renameat2 RENAME_EXCHANGE), so root/d always exists as one or the other.
+  fs.symlinkSync(s.outside, path.join(s.root, 'd.link'));
+  const swapper = spawn(
+    'python3',
+    [
+      '-c',
+      `import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = sys.argv[1].encode(), sys.argv[2].encode()
+end = time.time() + 60
+while time.time() < end:
+    libc.renameat2(-100, a, -100, b, 2)
+    t = time.perf_counter() + 0.00002
+    while time.perf_counter() < t: pass`,
+      d,
+      path.join(s.root, 'd.link'),
+    ],
+    { stdio: 'ignore' },
+  );
+  t.teardown(() => swapper.kill('SIGKILL'));
+  await new Promise((r) => setTimeout(r, 200));
+  const c = ctx({ root: s.root });
+  const end = Date.now() + 15_000;
+  let tries = 0;
+  let written = 0;
+  for (; tries < 5000 && Date.now() < end; tries++) {
+    const r = fsc['berm.fs.write']!(F(tries % 2 ? `d/x${tries}/f` : `d/f${tries}`, 'PWNED'), c);
+    if ('fields' in r) written++;
+  }
+  swapper.kill('SIGKILL');
+  await new Promise((r) => swapper.once('exit', r));
+  t.ok(tries > 100, `${tries} tries, ${written} written`);
+  t.same(fs.readdirSync(s.outside).sort(), before, 'nothing was created outside the root');
+});
+
+t.test('a file with more than one hard link is neither read nor overwritten', async (t) => {
+  const s = scratch();
+  t.teardown(s.cleanup);
+  fs.linkSync(s.secret, path.join(s.root, 'hard.txt'));
+  const c = ctx({ root: s.root });
+  t.match(fsc['berm.fs.read']!(F('hard.txt', '0', '0'), c), { refused: /has 2 hard links/ });
+  t.match(fsc['berm.fs.write']!(F('hard.txt', 'PWNED'), c), { refused: /has 2 hard links/ });
+  t.equal(fs.readFileSync(s.secret, 'utf8'), 'TOP SECRET\n');
+  fs.writeFileSync(path.join(s.root, 'single.txt'), 'one');
+  t.equal(okText(fsc['berm.fs.read']!(F('single.txt', '0', '0'), c)), 'one');
+});
+
+t.test('exec: output of exactly the cap, then more, is cut at once', async (t) => {
+  const s = scratch();
+  t.teardown(s.cleanup);
+  const c = ctx({ root: s.root }, { limits: { execTimeoutMs: 30_000 } });
+  const t0 = Date.now();
+  const r = execc['berm.exec.run']!(
+    F('head -c 1048576 /dev/zero; sleep 1; echo more; sleep 100', '', 'PATH', '/usr/bin:/bin'),
+    c,
+  );
+  const ms = Date.now() - t0;
+  const out = JSON.parse(okText(r)) as { stdout: string; truncated: boolean; signal: string };
+  t.equal(out.stdout.length, 1048576);
+  t.equal(out.truncated, true);
+  t.equal(out.signal, 'SIGKILL');
+  t.ok(ms < 20_000, `cut after ${ms} ms, not at the 30 s timeout`);
+  const exact = JSON.parse(
+    okText(execc['berm.exec.run']!(F('head -c 1048576 /dev/zero', '', 'PATH', '/usr/bin:/bin'), c)),
+  );
+  t.equal(exact.truncated, false, 'exactly the cap is not truncated');
+  t.equal(exact.exit_code, 0);
+});
+
+t.test('a parameter schema with a catastrophic pattern cannot hang validation', async (t) => {
+  const code = `
+    const { Engine } = await import(${JSON.stringify(path.join(REPO, 'src/engine/engine.ts'))});
+    const { Harness } = await import(${JSON.stringify(path.join(REPO, 'src/harness/harness.ts'))});
+    const h = await Harness.load(new Engine({ cacheDir: ${JSON.stringify(TEST_CACHE)} }), ${JSON.stringify(HOSTILE)});
+    const t0 = performance.now();
+    let out;
+    try { h.invoke('match', JSON.stringify({ s: 'a'.repeat(40) + 'b' })); out = 'accepted'; }
+    catch (e) { out = e.name + ': ' + e.message; }
+    const ok = h.invoke('match', JSON.stringify({ s: 'aaaa' }));
+    process.stdout.write(JSON.stringify({ out, ok: ok.result, ms: performance.now() - t0 }));
+    process.exit(0);`;
+  const r = isolated(code, 90_000);
+  t.notOk(r.timedOut, 'finished within 90 s');
+  t.equal(r.status, 0, r.stderr);
+  const got = JSON.parse(r.stdout || '{}') as { out: string; ok: string };
+  t.match(got.out, /^HarnessError: arguments do not match the parameters of match: \/s must match pattern/);
+  t.equal(got.ok, 'aaaa');
+});
+
+/** The hostile ELF with the manifest's text changed by `edit` (same length or shorter). */
+function withManifest(edit: (m: string) => string): Uint8Array {
+  const b = new Uint8Array(fs.readFileSync(HOSTILE));
+  const text = Buffer.from(b);
+  const start = text.indexOf('{"abi_version');
+  const end = text.indexOf(0, start);
+  const edited = Buffer.from(edit(text.subarray(start, end).toString()));
+  if (edited.length > end - start) throw new Error('edited manifest is longer');
+  b.fill(0, start, end);
+  b.set(edited, start);
+  return b;
+}
+
+t.test(
+  'a parameter schema the linear engine cannot run, or not a JSON Schema, is refused at load',
+  async (t) => {
+    const engine = new Engine({ cacheDir: TEST_CACHE });
+    const backref = withManifest((m) => m.replace('^(a|a)*$', '^(a)\\\\1$'));
+    await t.rejects(Harness.load(engine, backref), {
+      name: 'HarnessError',
+      message:
+        /tool match declares an invalid parameters schema: .*linear time.*; fix: write its patterns without backreferences/,
+    });
+    const invalid = withManifest((m) => m.replace('"type":"integer"', '"type":"integr"'));
+    await t.rejects(Harness.load(engine, invalid), {
+      name: 'HarnessError',
+      message: /tool flood declares an invalid parameters schema: .*; fix: correct the schema/,
+    });
+  },
+);
+
+t.test('schema errors name the offending property', async (t) => {
+  const h = await Harness.load(new Engine({ cacheDir: TEST_CACHE }), HOSTILE);
+  t.throws(() => h.invoke('flood', '{"n":1,"colour":"blue"}'), {
+    name: 'HarnessError',
+    message: /\/ has a property not in the schema: "colour"/,
+  });
+  t.throws(() => h.invoke('flood', '{}'), { message: /\/ lacks the required property "n"/ });
+  t.throws(() => h.invoke('flood', '{"n":"x"}'), { message: /\/n must be integer/ });
+});
+
+t.test('a log flood is cut per call and the drop is reported', async (t) => {
+  const h = await Harness.load(new Engine({ cacheDir: TEST_CACHE }), HOSTILE);
+  const seen: string[] = [];
+  const r = h.invoke('flood', '{"n":100000}', { onLog: (l) => seen.push(l) });
+  t.equal(r.status, 'ok');
+  t.equal(seen.length, 1001, '1000 lines and the note');
+  t.equal(r.logs.length, 1001);
+  t.equal(seen[1000], '[berm: 99000 more log line(s) dropped; the limit is 1000 per call]');
+  const cli = await berm(['call', '--verbose', HOSTILE, 'flood', '{"n":100000}']);
+  t.equal(cli.code, 0, cli.stderr.slice(-500));
+  const logLines = cli.stderr.split('\n').filter((l) => l.startsWith('[log] '));
+  t.equal(logLines.length, 1001);
+  t.equal(logLines[1000], '[log] [berm: 99000 more log line(s) dropped; the limit is 1000 per call]');
+});
+
+t.test('rdtime gives a coarse clock that starts with the instance', async (t) => {
+  const h = await Harness.load(new Engine({ cacheDir: TEST_CACHE }), HOSTILE);
+  const r = h.invoke('rdtime', '{}');
+  t.equal(r.status, 'ok');
+  const [a, b] = (r.status === 'ok' ? r.result : '').split(' ').map(BigInt);
+  t.equal(a! % 1_000_000n, 0n, 'whole milliseconds');
+  t.equal(b! % 1_000_000n, 0n, 'whole milliseconds');
+  t.ok(a! < 10_000_000_000n, `counts from the instance's start, not the host's (${a})`);
+  t.ok(b! >= a!);
+});
+
+t.test("the CLI's timeout bounds host calls; call has a default timeout", async (t) => {
+  const s = scratch();
+  t.teardown(s.cleanup);
+  const toml = path.join(s.base, 'h.toml');
+  fs.writeFileSync(
+    toml,
+    `[[harnesses]]\nname = "h"\nsource = "${HOSTILE}"\nsha256 = "${sha(HOSTILE)}"\ncapabilities = ["exec"]\nroot = "root"\n`,
+  );
+  const r = await berm(['call', '--config', toml, '--timeout', '1500', 'h', 'exec', '{"command":"sleep 8"}']);
+  t.ok(r.ms < 7_500, `ended after ${r.ms.toFixed(0)} ms`);
+  t.equal(r.code, 1, r.stderr);
+  t.match(r.stdout, /berm.exec.run: timed out after \d+ ms \(the tool call's deadline\)/);
+  // No flag: $BERM_TIMEOUT (else 60 s) stops a spinning guest.
+  const spin = await berm(['call', HOSTILE, 'spin'], { BERM_TIMEOUT: '1000' });
+  t.equal(spin.code, 3, spin.stderr);
+  t.match(spin.stderr, /Interrupted/);
+  const bad = await berm(['call', HOSTILE, 'spin'], { BERM_TIMEOUT: 'soon' });
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /\$BERM_TIMEOUT must be a positive number of milliseconds/);
+  const help = await berm(['--help']);
+  t.match(help.stdout, /default: \$BERM_TIMEOUT, else 60000/);
+  t.match(help.stdout, /\$XDG_CACHE_HOME\/berm/);
+});
+
+/** buildElf's output with `extra` SHT_RELA headers all over one 64 KiB region appended. */
+function relocationBomb(extra: number): Uint8Array {
+  const e = buildElf();
+  const v = e.view;
+  const shoff = Number(v.getBigUint64(40, true));
+  const shnum = v.getUint16(60, true);
+  let symtab = -1;
+  for (let i = 0; i < shnum; i++) if (v.getUint32(shoff + i * 64 + 4, true) === 2) symtab = i;
+  const region = (e.bytes.length + 7) & ~7;
+  const newShoff = region + 65536;
+  const out = new Uint8Array(newShoff + (shnum + extra) * 64);
+  out.set(e.bytes);
+  out.set(e.bytes.subarray(shoff, shoff + shnum * 64), newShoff);
+  const ov = new DataView(out.buffer);
+  for (let i = 0; i < extra; i++) {
+    const o = newShoff + (shnum + i) * 64;
+    ov.setUint32(o + 4, 4, true); // SHT_RELA
+    ov.setBigUint64(o + 24, BigInt(region), true);
+    ov.setBigUint64(o + 32, 65536n, true);
+    ov.setUint32(o + 40, symtab, true);
+    ov.setBigUint64(o + 56, 24n, true);
+  }
+  ov.setBigUint64(40, BigInt(newShoff), true);
+  ov.setUint16(60, shnum + extra, true);
+  return out;
+}
+
+t.test('overlapping relocation tables are refused, bounded by the file size', async (t) => {
+  t.throws(() => readElf(relocationBomb(200)), { name: 'ElfError', code: 'bad-section', message: /overlap/ });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-bomb-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const bomb = path.join(dir, 'bomb.elf');
+  fs.writeFileSync(bomb, relocationBomb(65_000));
+  t.ok(fs.statSync(bomb).size > 4_000_000);
+  const r = await berm(['inspect', bomb], {}, 120_000);
+  t.equal(r.code, 2, r.stderr.slice(0, 500));
+  t.match(r.stderr, /relocation tables overlap|tables overlap/);
+});
+
+t.test('truncated ELF errors say how to fix it', async (t) => {
+  const e = buildElf();
+  t.throws(() => readElf(e.bytes.subarray(0, 40)), {
+    name: 'ElfError',
+    message: /truncated.*; the file is incomplete or damaged .*: rebuild the harness or copy it again/,
+  });
+  t.ok(new ElfError('truncated', 'x').message.endsWith('copy it again'));
+});
+
+t.test('non-regular inputs exit 2 at once: /dev/zero, a FIFO, a directory', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-fifo-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const fifo = path.join(dir, 'pipe.elf');
+  t.equal(spawnSync('mkfifo', [fifo]).status, 0);
+  for (const [args, why] of [
+    [['inspect', '/dev/zero'], /\/dev\/zero: is a character device; name a regular file/],
+    [['call', fifo, 'x'], /pipe\.elf: is a FIFO \(named pipe\); name a regular file/],
+    [['compile', dir], /is a directory/],
+  ] as [string[], RegExp][]) {
+    const r = await berm(args, {}, 60_000);
+    t.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    t.match(r.stderr, why);
+    t.ok(r.ms < 30_000, `${args.join(' ')} took ${r.ms.toFixed(0)} ms`);
+  }
+});
+
+t.test('an over-limit result is the HarnessError the docs promise, not a HostCallError', async (t) => {
+  const h = await Harness.load(new Engine({ cacheDir: TEST_CACHE }), HOSTILE);
+  t.throws(() => h.invoke('match', '{"s":"aaaaaaaa"}', { limits: { maxResultBytes: 4 } }), {
+    name: 'HarnessError',
+    message: /result of 8 bytes is over the limit of 4/,
+  });
+  void HarnessError;
+  void dec;
+});

@@ -1,0 +1,211 @@
+// berm's protocol endpoint (the agent-daemon side of the door) and the harness event bus, over
+// real sockets with the door's own client speaking as the agent daemon would: schedule, cancel and
+// list wakes, subscribe harnesses, publish, refusals; subscriptions persist across a reopen of
+// their SQLite file; the endpoint refuses non-loopback addresses and creates its socket 0600.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import t from 'tap';
+import {
+  AgentClient,
+  decodeServer,
+  encodeClient,
+  parseEndpoint,
+  type Envelope,
+  type Plain,
+  type WakeView,
+} from '../src/protocol/index.js';
+import { HarnessEventBus, targetHarness } from '../src/protocol/events.js';
+import { ProtocolServer, type ServerWakes } from '../src/protocol/server.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-endpoint-'));
+t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** A due-set stand-in recording what the endpoint asks (the queue's own is tested with the queue). */
+class Wakes implements ServerWakes {
+  readonly pending = new Map<string, WakeView>();
+  private n = 0;
+  arm(w: { harness: string; entry: string; atMs: number; payload: string; id?: string }) {
+    if (w.harness === 'ghost') return { refused: 'no harness named ghost is deployed' };
+    const v = {
+      id: w.id ?? `w${++this.n}`,
+      harness: w.harness,
+      entry: w.entry,
+      at_ms: w.atMs,
+      payload: w.payload,
+    };
+    this.pending.set(v.id, v);
+    return v;
+  }
+  cancel(id: string) {
+    return this.pending.delete(id);
+  }
+  list(harness?: string) {
+    return [...this.pending.values()].filter((w) => harness === undefined || w.harness === harness);
+  }
+}
+
+t.test('the event bus: persisted harness subscriptions, exact-source delivery, once, refusals', async (t) => {
+  const db = path.join(dir, 'subs.sqlite');
+  const delivered: { harness: string; record: Plain; chain?: unknown }[] = [];
+  const refusals: string[] = [];
+  const bus = new HarnessEventBus({
+    database: db,
+    deliver: async (harness, record, ctx) => {
+      delivered.push({ harness, record, ...(ctx.chain !== undefined ? { chain: ctx.chain } : {}) });
+      return harness === 'deep' ? { refused: 'chain depth 5 exceeds the limit of 4' } : {};
+    },
+    onRefused: (h, s, why) => refusals.push(`${h} ${s} ${why}`),
+    maxPerHarness: 3,
+  });
+  const a = bus.subscribe('remind', 'agent:assistant:done', false, { agent: 'A' });
+  bus.subscribe('remind', 'tick', true);
+  bus.subscribe('deep', 'agent:assistant:done', false);
+  t.same(HarnessEventBus.view(a), {
+    id: a.id,
+    source: 'agent:assistant:done',
+    target_agent: 'harness:remind',
+    once: false,
+  });
+  t.equal(bus.publish('agent:assistant:done', 'p1', { chain: 'C1' }), 2);
+  t.equal(bus.publish('agent:assistant', 'no prefix match'), 0, 'sources match exactly');
+  t.equal(bus.publish('tick', 'once'), 1);
+  t.equal(bus.publish('tick', 'again'), 0, 'a once subscription is gone after its delivery');
+  await new Promise((r) => setImmediate(r));
+  t.same(
+    delivered.map((d) => [d.harness, d.record.source, d.record.payload, d.chain ?? null]),
+    [
+      ['remind', 'agent:assistant:done', 'p1', 'C1'],
+      ['deep', 'agent:assistant:done', 'p1', 'C1'],
+      ['remind', 'tick', 'once', null],
+    ],
+  );
+  t.same(refusals, ['deep agent:assistant:done chain depth 5 exceeds the limit of 4']);
+  t.same(bus.counts, { delivered: 3, refused: 1 });
+  bus.subscribe('remind', 'x', false);
+  bus.subscribe('remind', 'y', false);
+  t.throws(() => bus.subscribe('remind', 'z', false), /harness remind holds 3 subscriptions; the limit is 3/);
+  t.throws(() => bus.subscribe('other', '', false), /source must be 1..1024 characters/);
+  t.notOk(bus.unsubscribe(a.id, 'deep'), 'a harness removes only its own');
+  t.ok(bus.unsubscribe(a.id, 'remind'));
+  bus.close();
+  const again = new HarnessEventBus({ database: db, deliver: async () => ({}) });
+  t.same(
+    again.list().map((s) => [s.harness, s.source, s.once]),
+    [
+      ['deep', 'agent:assistant:done', false],
+      ['remind', 'x', false],
+      ['remind', 'y', false],
+    ],
+    'subscriptions survive a reopen',
+  );
+  again.close();
+  t.equal(targetHarness('harness:remind'), 'remind');
+  t.equal(targetHarness('01JD3R7WQ4K8N5V2X9T6B1C0MZ'), null);
+  t.equal(targetHarness('harness:../x'), null);
+});
+
+t.test('the endpoint over a Unix socket: schedule, cancel, list, events, refusals', async (t) => {
+  const wakes = new Wakes();
+  const delivered: string[] = [];
+  const bus = new HarnessEventBus({
+    database: ':memory:',
+    deliver: async (h, r) => {
+      delivered.push(`${h}:${r.source}:${r.payload}`);
+      return {};
+    },
+  });
+  const lines: string[] = [];
+  const sock = path.join(dir, 'bermd-protocol.sock');
+  const server = await ProtocolServer.listen({
+    endpoint: `unix:${sock}`,
+    wakes,
+    events: bus,
+    log: (l) => lines.push(l),
+    now: () => 1_000_000,
+  });
+  t.teardown(async () => {
+    await server.close();
+    bus.close();
+  });
+  t.equal(fs.statSync(sock).mode & 0o777, 0o600, 'the socket is private to its owner');
+  const c = new AgentClient(parseEndpoint(server.endpoint));
+  t.teardown(() => c.close());
+  const ask = async (member: string, body: unknown): Promise<Envelope> =>
+    decodeServer((await c.call(encodeClient(member, body), { timeoutMs: 5_000 }))[0]!);
+
+  // "foo tomorrow at 08:00": the client resolves the instant and names the harness and entry
+  const tomorrow8 = Date.UTC(2026, 11, 2, 8, 0, 0);
+  const w = await ask('berm', { schedule_wake: { at_ms: tomorrow8, harness: 'remind', payload: 'foo' } });
+  t.same(w.berm, {
+    msg: 'wake',
+    wake: { id: 'w1', harness: 'remind', entry: 'on_wake', at_ms: String(tomorrow8), payload: 'foo' },
+  });
+  const rel = await ask('berm', {
+    schedule_wake: {
+      delay_ms: 5000,
+      harness: 'remind',
+      entry: 'remind',
+      payload: '{"text":"x"}',
+      id: 'mine',
+    },
+  });
+  t.match(
+    rel.berm,
+    { wake: { id: 'mine', entry: 'remind', at_ms: '1005000' } },
+    'relative, and a tool as the entry',
+  );
+  t.match(await ask('berm', { schedule_wake: { harness: 'ghost' } }), {
+    msg: 'error',
+    error: { code: 422, message: /no harness named ghost/ },
+  });
+  t.match(await ask('berm', { schedule_wake: { payload: 'x' } }), {
+    error: { code: 400, message: /harness is required/ },
+  });
+  const list = await ask('berm', { list_wakes: {} });
+  t.same(
+    ((list.berm as Plain).wake_list as { wakes: Plain[] }).wakes.map((x) => x.id),
+    ['w1', 'mine'],
+  );
+  t.same((await ask('berm', { cancel_wake: { id: 'w1' } })).berm, {
+    msg: 'cancelled',
+    cancelled: { id: 'w1', cancelled: true },
+  });
+  const again = (await ask('berm', { cancel_wake: { id: 'w1' } })).berm as { cancelled: Plain };
+  t.equal(again.cancelled.id, 'w1');
+  t.notOk(again.cancelled.cancelled, 'nothing left to cancel');
+
+  const sub = await ask('subscribe_event', {
+    source: 'agent:assistant:done',
+    target_agent: 'harness:remind',
+  });
+  t.match(sub.subscription_info, { source: 'agent:assistant:done', target_agent: 'harness:remind' });
+  t.match(await ask('subscribe_event', { source: 's', target_agent: '01JD3R7WQ4K8N5V2X9T6B1C0MZ' }), {
+    error: { code: 400, message: /subscribes harnesses \(target_agent "harness:<name>"\)/ },
+  });
+  t.equal((await ask('publish_event', { source: 'agent:assistant:done', payload: 'done!' })).msg, 'pong');
+  await new Promise((r) => setImmediate(r));
+  t.same(delivered, ['remind:agent:assistant:done:done!']);
+  const subs = await ask('list_subscriptions', {});
+  t.equal((subs.subscription_list as { subscriptions: Plain[] }).subscriptions.length, 1);
+  t.equal((await ask('unsubscribe_event', { id: (sub.subscription_info as Plain).id })).msg, 'pong');
+  t.match(await ask('unsubscribe_event', { id: 99 }), { error: { code: 404 } });
+  t.match(await ask('send', { content: 'x' }), {
+    error: { code: 501, message: /send is the agent daemon's/ },
+  });
+  t.equal((await ask('ping', {})).msg, 'pong');
+  const raw = await c.call(new Uint8Array(0), { timeoutMs: 5_000 });
+  t.match(decodeServer(raw[0]!), { error: { code: 400, message: 'empty client message' } });
+  t.ok(lines.some((l) => l === 'protocol endpoint: schedule_wake ok'));
+});
+
+t.test('the endpoint listens on loopback or a Unix socket only', async (t) => {
+  const wakes = new Wakes();
+  await t.rejects(ProtocolServer.listen({ endpoint: '0.0.0.0:0', wakes }), /Unix socket or loopback only/);
+  const s = await ProtocolServer.listen({ endpoint: '127.0.0.1:0', wakes });
+  t.match(s.endpoint, /^127\.0\.0\.1:\d+$/);
+  const c = new AgentClient(parseEndpoint(s.endpoint));
+  t.equal(decodeServer((await c.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
+  c.close();
+  await s.close();
+});
