@@ -14,6 +14,7 @@ import { registerInspect } from './commands/inspect.js';
 import { registerNew } from './commands/new.js';
 import { registerPushPull } from './commands/push-pull.js';
 import { registerDaemonVerbs } from './commands/daemon-verbs.js';
+import { registerRun } from './commands/run.js';
 import { registerWakeClient } from './commands/wake-client.js';
 import {
   DEFAULT_CALL_TIMEOUT_MS,
@@ -126,6 +127,7 @@ export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
   registerPushPull(program, ctx);
   registerDaemonVerbs(program, ctx);
   registerWakeClient(program, ctx);
+  registerRun(program, ctx);
   options.extend?.(program, ctx);
   return { program, ctx, exitCode: () => code };
 }

@@ -26,7 +26,7 @@ export function configCallExtension(io: Io = processIo()): CallExtension {
       // loaded here, not with the CLI: a plain `call` needs neither TOML, ajv nor the capabilities
       const { CALL_DEADLINE } = await import('../../capabilities/index.js');
       const { DeclarationError, loadDeclarations } = await import('../../config/declarations.js');
-      const { Runtime, RuntimeError } = await import('../../config/runtime.js');
+      const { Runtime, RuntimeError } = await import('../../runtime/declared.js');
       try {
         const decls = loadDeclarations(file);
         // The whole call, host calls included, ends by one deadline: capabilities clamp their own
