@@ -76,7 +76,7 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
         return { when: Float64Array.from(r.when), seq: Float64Array.from(r.seq) };
       }
       case 'claim':
-        return sql.claim(p, a[0] as number, a[1] as string, a[2] as number);
+        return sql.claim(p, a[0] as number, a[1] as string, a[2] as number, a[3] as string[] | null);
       case 'claimedBy':
         return sql.claimedBy(p, a[0] as string);
       case 'reclaim':

@@ -320,25 +320,31 @@ export async function index(db: Queryable, afterSeq: number): Promise<{ when: nu
  * Claim the pending arming `seq` for `owner` under a lease of `leaseMs` (database clock): in one
  * statement, take the row unless another daemon holds it (`FOR UPDATE SKIP LOCKED`), move it to
  * berm_claims with attempt + 1.
+ * @param harnesses when given, only a wake of one of these harnesses is claimed (a daemon does
+ *   not take a wake of a harness it has not deployed yet: another daemon runs it, or this one
+ *   once the deployment arrives and the wake is re-announced)
  * @returns the claimed record, or null when the arming is gone (claimed elsewhere, cancelled,
- *   replaced) or locked by a daemon claiming it right now
+ *   replaced), locked by a daemon claiming it right now, or of another harness
  */
 export async function claim(
   db: Queryable,
   seq: number,
   owner: string,
   leaseMs: number,
+  harnesses: readonly string[] | null = null,
 ): Promise<PgWake | null> {
   const r = await db.query<WakeRow>(
     `WITH w AS (
-       DELETE FROM berm_wakes WHERE seq = (SELECT seq FROM berm_wakes WHERE seq = $1 FOR UPDATE SKIP LOCKED)
+       DELETE FROM berm_wakes WHERE seq = (
+         SELECT seq FROM berm_wakes WHERE seq = $1 AND ($4::text[] IS NULL OR harness = ANY($4))
+         FOR UPDATE SKIP LOCKED)
        RETURNING *)
      INSERT INTO berm_claims (seq, ${COLS}, attempt, owner, lease_until)
        SELECT seq, ${COLS}, attempt + 1, $2, berm_now_ms() + $3 FROM w
      ON CONFLICT (id, seq) DO UPDATE
        SET attempt = EXCLUDED.attempt, owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
      RETURNING *`,
-    [seq, owner, leaseMs],
+    [seq, owner, leaseMs, harnesses],
   );
   return r.rows[0] ? wake(r.rows[0]) : null;
 }
@@ -428,18 +434,20 @@ export async function leaseWork(
 }
 
 /**
- * Give every pending wake due before `dueBefore` a fresh seq and notify, so every daemon's index
- * takes it again (after a daemon lost the database mid-claim it may have dropped its copy).
+ * Give every pending wake due before `dueBefore` (of `harness`, when given) a fresh seq and
+ * notify, so every daemon's index takes it again: after a daemon lost the database mid-claim it
+ * may have dropped its copy; after a harness is deployed, daemons that skipped its wakes take them.
  * @returns how many were re-announced
  */
-export async function reannounce(db: Queryable, dueBefore: number): Promise<number> {
+export async function reannounce(db: Queryable, dueBefore: number, harness?: string): Promise<number> {
   const r = await db.query<{ seq: string }>(
     `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x)
      UPDATE berm_wakes SET seq = nextval(pg_get_serial_sequence('berm_wakes', 'seq'))
-     WHERE seq IN (SELECT w.seq FROM berm_wakes w, l WHERE w.when_ms < $1 ORDER BY w.when_ms
-                   FOR UPDATE OF w SKIP LOCKED)
+     WHERE seq IN (SELECT w.seq FROM berm_wakes w, l WHERE w.when_ms < $1
+                     AND ($2::text IS NULL OR w.harness = $2)
+                   ORDER BY w.when_ms FOR UPDATE OF w SKIP LOCKED)
      RETURNING seq`,
-    [dueBefore],
+    [dueBefore, harness ?? null],
   );
   const n = r.rowCount ?? 0;
   if (n > 0) {

@@ -85,6 +85,9 @@ export interface ClusterRuntime {
   /** pick up wakes armed elsewhere (seq above the highest seen) */
   rescan(): number;
   harness(name: string): { sha256: string; capabilities: string[] } | undefined;
+  harnesses(): { name: string }[];
+  on(event: 'deploy', listener: (d: { name: string }) => void): unknown;
+  off(event: 'deploy', listener: (d: { name: string }) => void): unknown;
   deploy(
     name: string,
     elf: Uint8Array,
@@ -123,6 +126,8 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   /** journal records and finished claims not yet written (the database was away) */
   private unwrittenJournal: JournalRecord[] = [];
   private unwrittenFinish: [string, number][] = [];
+  /** the harnesses this process can run (claims are limited to them), when known */
+  private runnable: (() => string[]) | null = null;
   /** names whose next remove() is the local echo of a remote undeploy (already removed there) */
   private readonly echoRemoves = new Set<string>();
 
@@ -189,25 +194,44 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   }
 
   /**
-   * Keep a runtime in step with the other daemons: wakes armed elsewhere are rescanned, and a
-   * deployment made or removed elsewhere is deployed (compiled here, not persisted again) or
-   * undeployed here. Changes of one name are applied in order.
+   * Keep a runtime in step with the other daemons: wakes armed elsewhere are rescanned; this
+   * process claims only wakes of harnesses it has deployed (a wake of a harness still on its way
+   * here is left to a daemon that has it, and re-announced when it arrives); and (unless
+   * `deployments: false`) a deployment made or removed elsewhere is deployed (compiled here, not
+   * persisted again) or undeployed here, changes of one name in order.
    * @returns a function that detaches
    */
-  attach(rt: ClusterRuntime): () => void {
+  attach(rt: ClusterRuntime, options: { deployments?: boolean } = {}): () => void {
     let chain = Promise.resolve();
+    this.runnable = () => rt.harnesses().map((h) => h.name);
     const onWakes = () => rt.rescan();
+    const onDeploy = (d: { name: string }) => void this.announce(d.name);
+    rt.on('deploy', onDeploy);
     const onDeployment = (c: DeploymentChange) => {
       chain = chain
         .then(() => this.applyDeployment(rt, c))
         .catch((e: unknown) => this.log(`deployment ${c.name} from ${c.by}: ${(e as Error).message}`));
     };
     this.on('wakes', onWakes);
-    this.on('deployment', onDeployment);
+    if (options.deployments ?? true) this.on('deployment', onDeployment);
     return () => {
+      this.runnable = null;
+      rt.off('deploy', onDeploy);
       this.off('wakes', onWakes);
       this.off('deployment', onDeployment);
     };
+  }
+
+  /**
+   * A harness was deployed here: overdue wakes of it that every daemon skipped (none had it) get
+   * a fresh seq, so this daemon's index takes them.
+   */
+  private async announce(harness: string): Promise<void> {
+    try {
+      await sql.reannounce(this.pool, Date.now(), harness);
+    } catch (e) {
+      this.markDown((e as Error).message);
+    }
   }
 
   private async applyDeployment(rt: ClusterRuntime, c: DeploymentChange): Promise<void> {
@@ -386,7 +410,13 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       },
       claim: (seq: number) => {
         try {
-          const w = this.call<WakeRecord | null>('claim', seq, this.owner, leaseMs());
+          const w = this.call<WakeRecord | null>(
+            'claim',
+            seq,
+            this.owner,
+            leaseMs(),
+            this.runnable?.() ?? null,
+          );
           if (w) adjust(-1);
           return w;
         } catch {
