@@ -161,6 +161,8 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       connectionString: url,
       max: 2,
       connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      // the store never keeps a process alive on its own (its owner decides when to exit)
+      allowExitOnIdle: true,
     });
     pool.on('error', () => {});
     const store = new PgStore(url, pool, options);
@@ -318,6 +320,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       }
     });
     await c.connect();
+    (c as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
     await c.query(`LISTEN ${sql.WAKES_CHANNEL}; LISTEN ${sql.DEPLOYMENTS_CHANNEL}`);
     this.listener = c;
     // notifications may have been missed while not listening: look for new armings
