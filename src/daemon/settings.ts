@@ -29,7 +29,10 @@ export interface Settings {
 }
 
 /** Flag values as commander hands them over (strings; undefined when absent). */
-export type Flags = Partial<Record<keyof Settings, string>>;
+export type Flags = Partial<Record<keyof Settings, string>> & {
+  /** `--limit key=value` of the queue's limits (repeatable) */
+  limit?: string[];
+};
 
 interface Spec<T> {
   flag: string;
