@@ -5,6 +5,7 @@ import t from 'tap';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AgentClient, decodeServer, encodeClient, parseEndpoint } from '../src/protocol/index.js';
 import { elf, testDaemon } from './helpers/daemon.js';
 
 const QG = elf('test/data/queue-guest.elf');
@@ -138,3 +139,32 @@ t.test(
     await t.rejects(testDaemon({ limit: ['nonsense=1'] }), /unknown limit "nonsense"/);
   },
 );
+
+t.test('the protocol endpoint arms wakes in the same due-set as POST /wakes', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'bermd-proto-'));
+  const sock = join(dir, 'berm.sock');
+  const d = await testDaemon({ protocolEndpoint: `unix:${sock}` });
+  t.teardown(() => d.stop());
+  t.ok(d.logs.some((l) => l === `protocol endpoint on unix:${sock}`));
+  t.equal((await d.req('/harnesses/qg', { method: 'PUT', body: QG })).status, 200);
+  const c = new AgentClient(parseEndpoint(`unix:${sock}`));
+  t.teardown(() => c.close());
+  const at = Date.now() + 3_600_000;
+  const reply = decodeServer(
+    (
+      await c.call(
+        encodeClient('berm', { schedule_wake: { at_ms: at, harness: 'qg', payload: 'p', id: 'via-proto' } }),
+        { timeoutMs: 10_000 },
+      )
+    )[0]!,
+  );
+  t.match(reply.berm, { wake: { id: 'via-proto', harness: 'qg', entry: 'on_wake', payload: 'p' } });
+  const list = (await (await d.req('/wakes')).json()) as {
+    wakes: { id: string; due_at: number; armed_by: string }[];
+  };
+  t.same(
+    list.wakes.map((w) => [w.id, w.due_at, w.armed_by]),
+    [['via-proto', at, 'protocol']],
+  );
+  t.equal((await d.req('/wakes/via-proto', { method: 'DELETE' })).status, 204);
+});

@@ -33,6 +33,8 @@ export interface BackendContext {
   cacheDir: string;
   /** worker threads for guests and translations */
   workers: number;
+  /** berm's protocol endpoint to listen on, or null */
+  protocolEndpoint: string | null;
   /** the queue's limits given by the operator, and where each came from */
   limits: Partial<RuntimeLimits>;
   limitSources: Partial<Record<keyof RuntimeLimits, LimitSource>>;
@@ -138,6 +140,7 @@ export async function startDaemon(
   show('body-timeout-ms', settings.bodyTimeoutMs);
   show('drain-timeout-ms', settings.drainMs);
   show('workers', settings.workers);
+  show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
 
   const backend = await makeBackend({
     root,
@@ -145,6 +148,7 @@ export async function startDaemon(
     workers: settings.workers.value,
     limits: limits.limits,
     limitSources: limits.sources,
+    protocolEndpoint: settings.protocolEndpoint.value,
     grants,
     log,
   });

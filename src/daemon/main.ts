@@ -25,6 +25,10 @@ const program = new Command('bermd')
     (v: string, prev: string[]) => [...prev, v],
     [] as string[],
   )
+  .option(
+    '--protocol-endpoint <where>',
+    "berm's protocol endpoint for the agent daemon: unix:/path or 127.0.0.1:port (env BERMD_PROTOCOL_ENDPOINT)",
+  )
   .option('--workers <n>', 'worker threads for guests and translations (default: the core count)')
   .allowExcessArguments(false);
 program.parse(process.argv);
@@ -40,6 +44,7 @@ const flags: Flags = {
   bodyTimeoutMs: o.bodyTimeout,
   drainMs: o.drainTimeout,
   workers: o.workers,
+  protocolEndpoint: o.protocolEndpoint,
 };
 const log = (line: string): void => void process.stderr.write(`bermd: ${line}\n`);
 

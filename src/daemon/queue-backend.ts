@@ -63,7 +63,14 @@ export function toInvokeOutcome(o: Outcome): InvokeOutcome {
 
 /** A Backend on a running {@link BermRuntime}. */
 export class QueueBackend implements Backend {
+  private readonly closers: (() => Promise<void>)[] = [];
+
   constructor(readonly runtime: BermRuntime) {}
+
+  /** Run `f` when the backend closes, before the runtime does (attached services). */
+  onClose(f: () => Promise<void>): void {
+    this.closers.push(f);
+  }
 
   /**
    * Create the runtime with its state (due-set, journal, storage keys) directly under `root`.
@@ -183,6 +190,7 @@ export class QueueBackend implements Backend {
   }
 
   async close(drainMs: number): Promise<void> {
+    for (const f of this.closers.splice(0)) await f();
     await this.runtime.close(drainMs);
   }
 }
