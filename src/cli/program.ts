@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { registerCache } from './commands/cache.js';
 import { registerCall, type CallExtension } from './commands/call.js';
+import { registerCheck } from './commands/check.js';
 import { registerCompile } from './commands/compile.js';
 import { registerDisasm } from './commands/disasm.js';
 import { registerExec } from './commands/exec.js';
@@ -118,6 +119,7 @@ export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
 
   registerInspect(program, ctx);
   registerCall(program, ctx, options.callExtensions ?? []);
+  registerCheck(program, ctx);
   registerExec(program, ctx);
   registerCompile(program, ctx);
   registerDisasm(program, ctx);
