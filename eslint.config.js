@@ -4,7 +4,17 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.tap/**', 'fixtures/**', 'guest-sdk/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'dist.*/**',
+      'node_modules/**',
+      'coverage/**',
+      '.tap/**',
+      'fixtures/**',
+      'guest-sdk/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   { languageOptions: { globals: { ...globals.node } } },

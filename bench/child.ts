@@ -6,6 +6,7 @@
  * First call JSON: {"raw": symbol, "args": [..]} or {"tool": name, "args": "json text"}.
  */
 import { readFileSync } from 'node:fs';
+import { builtIsCurrent } from '../bin/launch.js';
 
 type FirstCall = { raw: string; args: number[] } | { tool: string; args: string };
 
@@ -20,10 +21,17 @@ function gc(): void {
   if (g) for (let i = 0; i < 3; i++) g();
 }
 
+/** The compiled modules when dist/ is a build of the current sources (what the CLI runs), else the sources. */
+const FROM = builtIsCurrent() ? '../dist' : '../src';
+
 async function compile(elf: string, cacheDir: string, memorySize: number, first: FirstCall): Promise<object> {
   const t0 = performance.now();
-  const { Engine, Linker, basicHostFunctions } = await import('../src/engine/engine.js');
-  const { Harness } = await import('../src/harness/harness.js');
+  const { Engine, Linker, basicHostFunctions } = (await import(
+    `${FROM}/engine/engine.js`
+  )) as typeof import('../src/engine/engine.js');
+  const { Harness } = (await import(
+    `${FROM}/harness/harness.js`
+  )) as typeof import('../src/harness/harness.js');
   const t1 = performance.now();
   const engine = new Engine({ cacheDir, memorySize });
   let result: string;
@@ -44,7 +52,7 @@ async function compile(elf: string, cacheDir: string, memorySize: number, first:
     result = r.status === 'ok' ? r.result : `failed: ${r.message}`;
   }
   const t2 = performance.now();
-  return { importMs: t1 - t0, firstCallMs: t2 - t1, info, result };
+  return { importMs: t1 - t0, firstCallMs: t2 - t1, info, result, from: FROM };
 }
 
 async function memory(elf: string, cacheDir: string, memorySize: number, n: number): Promise<object> {

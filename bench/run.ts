@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { Engine, Linker, basicHostFunctions, type GuestModule } from '../src/engine/engine.js';
 import { readElf } from '../src/elf/reader.js';
 import { Harness } from '../src/harness/harness.js';
+import { builtIsCurrent } from '../bin/launch.js';
 import {
   fmt,
   geomean,
@@ -178,6 +179,45 @@ function benchCompile(): void {
       'new process: import engine+harness modules (TS loader)',
     );
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Process start: the CLI making one tool call from the warm cache, start to exit, against
+//    `node -e 0` measured in the same run (interleaved, medians), and `berm --version`.
+// ---------------------------------------------------------------------------------------------
+function benchStartup(): void {
+  const n = QUICK ? 5 : 21;
+  const elf = join(FIX, 'echo-gcc-O2.elf');
+  const berm = join(ROOT, 'bin', 'berm.js');
+  const call = [berm, '--cache-dir', CACHE, 'call', elf, 'echo', '{"x":1}'];
+  const version = [berm, '--version'];
+  const built = builtIsCurrent();
+  progress(`process start: node -e 0, berm call, berm --version x${n} (${built ? 'dist/' : 'TS sources'})`);
+  const time = (args: string[], expect?: string): number => {
+    const t0 = hr();
+    const r = spawnSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const ms = hr() - t0;
+    if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+    if (expect !== undefined && r.stdout.trim() !== expect)
+      throw new Error(`${args.join(' ')} printed ${r.stdout}`);
+    return ms;
+  };
+  time(call, '{"x":1}'); // fills the cache
+  const node: number[] = [];
+  const calls: number[] = [];
+  const versions: number[] = [];
+  for (let i = 0; i < n; i++) {
+    node.push(time(['-e', '0']));
+    calls.push(time(['--stack-size=4000', ...call], '{"x":1}'));
+    versions.push(time(['--stack-size=4000', ...version]));
+  }
+  const [base, c, v] = [median(node), median(calls), median(versions)];
+  const from = built ? 'compiled dist/' : 'TS sources (dist/ absent or stale: npm run build)';
+  fig('startup.node_e0_ms', base, 'ms', 'node -e 0, process start to exit (same run, interleaved)');
+  fig('startup.cli_call_ms', c, 'ms', `berm call echo, warm cache, start to exit (${from})`);
+  fig('startup.cli_call_vs_node', c / base, 'x', 'berm call / node -e 0 (target <= 2)');
+  fig('startup.cli_version_ms', v, 'ms', 'berm --version, start to exit');
+  fig('startup.cli_version_vs_node', v / base, 'x', 'berm --version / node -e 0');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,6 +540,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   invoke64: () => benchInvocation(64 * MiB),
   invoke1: () => benchInvocation(MiB),
   hostcall: benchHostCall,
+  startup: async () => benchStartup(),
   speed: benchSpeed,
 };
 

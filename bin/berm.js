@@ -1,9 +1,14 @@
 #!/usr/bin/env -S node --stack-size=4000
-// Entry point of the berm CLI: runs the TypeScript sources through a small esbuild-based loader
-// (scripts/ts/hooks.mjs), so a clone works without a build step.
-const register = new URL('../scripts/ts/register.mjs', import.meta.url).href;
-// Worker threads (the capability bridge runs exec, http and grep jobs in one) do not inherit hooks
-// registered at run time, only the process's execArgv: hand them the loader that way.
-process.execArgv.push(`--import=${register}`);
-await import(register);
-await import('../src/cli/main.ts');
+// Entry point of the berm CLI: the compiled JavaScript in dist/ when it is current, else the
+// TypeScript sources through the loader (bin/launch.js). `berm --version` alone is answered here,
+// without loading the program (what commander would print: the package version and a newline).
+import { readFileSync } from 'node:fs';
+
+const argv = process.argv.slice(2);
+if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  process.stdout.write(`${pkg.version}\n`);
+} else {
+  const { launch } = await import('./launch.js');
+  await launch('cli/main');
+}

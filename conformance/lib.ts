@@ -177,14 +177,18 @@ export function runQemu(elf: string): Uint8Array {
 }
 
 const engines = new Map<number, Engine>();
-/** One engine per Binaryen optimisation level (the default level is 2, what production uses). */
+/**
+ * One engine per level: 0 is the baseline tier (Wasm written directly, no Binaryen), 1..3 the
+ * optimising tier at that Binaryen level (2 is what production uses).
+ */
 export function getEngine(optimizeLevel = 2): Engine {
   let e = engines.get(optimizeLevel);
   if (!e) {
     e = new Engine({
       cacheDir: join(tmpdir(), 'berm-conformance-cache'),
       memorySize: MEMORY_SIZE,
-      optimizeLevel,
+      optimizeLevel: Math.max(1, optimizeLevel),
+      tier: optimizeLevel === 0 ? 'baseline' : 'optimized',
     });
     engines.set(optimizeLevel, e);
   }

@@ -40,7 +40,7 @@ async function differential(t: Test, tests: TestCase[], optimizeLevel = 2): Prom
     t.same(
       r.divergences.map(show),
       [],
-      `tests ${i}..${i + chunk.length - 1} agree with qemu (O${optimizeLevel})`,
+      `tests ${i}..${i + chunk.length - 1} agree with qemu (${optimizeLevel === 0 ? 'baseline tier' : `optimising tier, O${optimizeLevel}`})`,
     );
   }
 }
@@ -56,37 +56,45 @@ t.test('named spec cases (values from the spec, cross-checked against qemu)', as
 
 t.test('every instruction and compressed form over interesting operands', async (t) => {
   await differential(t, unitTests(1));
+  await differential(t, unitTests(1), 0);
 });
 
-t.test('reserved encodings, ebreak and CSR writes trap at their own address', async (t) => {
-  const cases = trapTests();
-  const built = build(render([...cases.map((c) => c.test), ECALL_TEST]), []);
-  try {
-    const mod = await getEngine().compile(built.guestElf);
-    programs++;
-    decodedNames(mod, cases.length + 1).forEach((n) => coverage.add(n));
-    const start = (i: number) => mod.image.symbols.find((s) => s.name === `t_${i}`)!.value;
-    cases.forEach((c, i) => {
-      const inst = new Linker(getEngine()).instantiate(mod);
-      let err: unknown = null;
+for (const level of [2, 0]) {
+  t.test(
+    `reserved encodings, ebreak and CSR writes trap at their own address (${level === 0 ? 'baseline' : 'optimising'} tier)`,
+    async (t) => {
+      const cases = trapTests();
+      const built = build(render([...cases.map((c) => c.test), ECALL_TEST]), []);
       try {
-        inst.call(`t_${i}`);
-      } catch (e) {
-        err = e;
+        const mod = await getEngine(level).compile(built.guestElf);
+        programs++;
+        decodedNames(mod, cases.length + 1).forEach((n) => coverage.add(n));
+        const start = (i: number) => mod.image.symbols.find((s) => s.name === `t_${i}`)!.value;
+        cases.forEach((c, i) => {
+          const inst = new Linker(getEngine(level)).instantiate(mod);
+          let err: unknown = null;
+          try {
+            inst.call(`t_${i}`);
+          } catch (e) {
+            err = e;
+          }
+          t.ok(err instanceof Trap, `${c.test.name}: traps`);
+          const trap = err as Trap & { bits?: number };
+          t.equal(trap.constructor.name, c.trap, `${c.test.name}: ${c.trap}`);
+          t.equal(trap.pc, start(i) + c.offset, `${c.test.name}: trap.pc is the instruction's address`);
+          if (c.bits !== undefined) t.equal(trap.bits, c.bits, `${c.test.name}: trap.bits`);
+        });
+        const k = cases.length;
+        const inst = new Linker(getEngine(level))
+          .define(4242n, (c) => [c.args[0] + c.args[1], 7n])
+          .instantiate(mod);
+        t.same(inst.call(`t_${k}`), [42n, 7n], 'ecall reaches the host function registered under a7');
+      } finally {
+        built.cleanup();
       }
-      t.ok(err instanceof Trap, `${c.test.name}: traps`);
-      const trap = err as Trap & { bits?: number };
-      t.equal(trap.constructor.name, c.trap, `${c.test.name}: ${c.trap}`);
-      t.equal(trap.pc, start(i) + c.offset, `${c.test.name}: trap.pc is the instruction's address`);
-      if (c.bits !== undefined) t.equal(trap.bits, c.bits, `${c.test.name}: trap.bits`);
-    });
-    const k = cases.length;
-    const inst = new Linker(getEngine()).define(4242n, (c) => [c.args[0] + c.args[1], 7n]).instantiate(mod);
-    t.same(inst.call(`t_${k}`), [42n, 7n], 'ecall reaches the host function registered under a7');
-  } finally {
-    built.cleanup();
-  }
-});
+    },
+  );
+}
 
 t.test('random programs (CI seed set)', async (t) => {
   await differential(

@@ -20,6 +20,8 @@ const LAYER: Record<string, number> = {
   config: 8,
   protocol: 9,
   cli: 10,
+  // the library entry (`import ... from 'berm'`): re-exports the engine and harness layers
+  'index.ts': 15,
   // the top: nothing imports the daemon, and the daemon never imports the CLI (checked below)
   daemon: 20,
 };

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { InputFileError, readRegularFile } from '../util/read-file.js';
 import { InvalidArgumentError } from 'commander';
 import { defaultCacheDir } from '../cache/cache.js';
-import { Engine, type CompileInfo } from '../engine/engine.js';
+import { Engine, type CompileInfo, type Tier } from '../engine/engine.js';
 import { Trap } from '../engine/traps.js';
 import { ElfError } from '../elf/reader.js';
 import { HarnessError } from '../harness/harness.js';
@@ -189,14 +189,15 @@ const CACHE_FIX =
   'choose a writable directory with --cache-dir or $BERM_CACHE_DIR (default $XDG_CACHE_HOME/berm, else ~/.cache/berm), or run with --no-cache';
 
 /**
- * An engine configured by the global options.
+ * An engine configured by the global options. `tier`: see EngineConfig.tier (`berm compile`
+ * writes the optimised tier; running commands start on the baseline tier when it is not cached).
  * @throws CliError (exit 2) for a bad memory size, or a cache directory that cannot be created or
  *   written (a file, a place under /proc, a read-only disk): failing is better than silently
  *   caching nothing.
  */
-export function engineFor(opts: GlobalOptions): Engine {
+export function engineFor(opts: GlobalOptions, tier?: Tier): Engine {
   try {
-    const engine = new Engine({ cacheDir: cacheDirOf(opts), memorySize: opts.memory });
+    const engine = new Engine({ cacheDir: cacheDirOf(opts), memorySize: opts.memory, tier });
     const problem = engine.cache?.problem();
     if (problem) throw new CliError(`cache directory ${problem}; ${CACHE_FIX}`);
     return engine;
@@ -233,7 +234,7 @@ export function describeCompile(info: CompileInfo): string {
     const t = info.translate;
     parts.push(`build ${ms(t.build)}, optimize ${ms(t.optimize)}, emit ${ms(t.emit)}`);
   }
-  parts.push(`V8 compile ${ms(info.wasmCompileMs)}`);
+  parts.push(`V8 compile ${ms(info.wasmCompileMs)}`, `${info.tier} tier`);
   return parts.join('; ');
 }
 

@@ -19,6 +19,7 @@ import {
   type TranslateOptions,
 } from '../translate/abi.js';
 import { Slot } from './instance.js';
+import { BackgroundOptimizer } from './optimizer.js';
 
 export { Instance, type InstantiateOptions } from './instance.js';
 export { basicHostFunctions, Linker } from './linker.js';
@@ -35,10 +36,25 @@ export interface EngineConfig {
   cacheDir?: string | null;
   /** disposed instances whose memory is kept for reuse, per module (default 4; 0 disables reuse) */
   poolSize?: number;
+  /**
+   * Which translation `compile()` returns (default 'auto'):
+   * - 'auto': the optimised tier when the cache has it; otherwise the baseline tier (written
+   *   directly, no Binaryen, tens of milliseconds), while a worker thread optimises the image in
+   *   the background, stores it in the cache and swaps it into the returned module for later
+   *   instances (`GuestModule.optimized` settles then);
+   * - 'optimized': the optimising tier only, translated in the foreground (`berm compile`, CI);
+   * - 'baseline': the baseline tier only.
+   */
+  tier?: Tier;
 }
+
+/** Translation tiers; see {@link EngineConfig.tier}. */
+export type Tier = 'auto' | 'optimized' | 'baseline';
 
 /** How a module was obtained, with timings in milliseconds. */
 export interface CompileInfo {
+  /** the tier of the module compile() returned */
+  tier: 'baseline' | 'optimized';
   cached: boolean;
   key: string;
   wasmBytes: number;
@@ -78,6 +94,10 @@ export class Engine {
   readonly cache: WasmCache | null;
   readonly interruptHandle = new InterruptHandle();
   readonly poolSize: number;
+  readonly tier: Tier;
+  private optimizer: BackgroundOptimizer | null = null;
+  /** background optimisations in flight, by optimised-tier cache key */
+  private readonly inFlight = new Map<string, Promise<Uint8Array | null>>();
 
   /** @throws RangeError on an invalid memory size, stack size or optimisation level. */
   constructor(config: EngineConfig = {}) {
@@ -89,62 +109,114 @@ export class Engine {
     };
     checkOptions(this.options);
     this.poolSize = config.poolSize ?? 4;
+    this.tier = config.tier ?? 'auto';
+    if (!['auto', 'optimized', 'baseline'].includes(this.tier)) {
+      throw new RangeError(`tier ${String(this.tier)}: must be auto, optimized or baseline`);
+    }
     const dir = config.cacheDir === undefined ? defaultCacheDir() : config.cacheDir;
     this.cache = dir === null ? null : new WasmCache(dir);
   }
 
-  /** Cache key of an ELF under this engine's options. */
-  keyFor(elf: Uint8Array): string {
+  /**
+   * Cache key of an ELF under this engine's options, for one tier: the baseline tier's key names
+   * no optimisation level, the optimised tier's names Binaryen's.
+   */
+  keyFor(elf: Uint8Array, tier: 'baseline' | 'optimized' = 'optimized'): string {
+    return this.keyOf(cacheKey([elf]), tier);
+  }
+
+  private keyOf(elfDigest: string, tier: 'baseline' | 'optimized'): string {
     const o = this.options;
+    const how = tier === 'baseline' ? 'baseline' : `optimized-O${o.optimizeLevel}`;
     return cacheKey([
-      elf,
+      elfDigest,
       `berm-translator-${TRANSLATOR_VERSION}-${translatorDigest()}`,
-      `${o.memorySize}/${o.stackSize}/${o.optimizeLevel}`,
+      `${o.memorySize}/${o.stackSize}/${how}`,
     ]);
   }
 
   /**
-   * Compile an ELF (bytes or a file path) to a module, from the cache when possible.
-   * @throws ElfError for malformed input (with the fix in its message); Error when the image does
-   *   not fit the configured memory.
+   * Compile an ELF (bytes or a file path) to a module, from the cache when possible, in the
+   * engine's tier (see {@link EngineConfig.tier}).
+   * @throws ElfError for malformed input (with the fix in its message); LayoutError when the image
+   *   does not fit the configured memory; TranslateError when translation fails or V8 refuses
+   *   the result (naming the guest function where it can).
    */
   async compile(source: Uint8Array | string): Promise<GuestModule> {
     const t0 = performance.now();
     const bytes = typeof source === 'string' ? new Uint8Array(readFileSync(source)) : source;
     const image = readElf(bytes);
     const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
-    const key = this.keyFor(bytes);
-    let wasm = this.cache?.get(key) ?? null;
+    const digest = cacheKey([bytes]);
+    const optKey = this.keyOf(digest, 'optimized');
+    if (this.tier !== 'baseline') {
+      const hit = this.cache?.get(optKey) ?? null;
+      if (hit !== null || this.tier === 'optimized') {
+        return this.finish(bytes, image, layout, t0, optKey, 'optimized', hit, async () => {
+          const { translate } = await import('../translate/module.js');
+          return translate(image, this.options);
+        });
+      }
+    }
+    const baseKey = this.keyOf(digest, 'baseline');
+    const mod = await this.finish(
+      bytes,
+      image,
+      layout,
+      t0,
+      baseKey,
+      'baseline',
+      this.cache?.get(baseKey) ?? null,
+      async () => {
+        const { translateBaseline } = await import('../translate/baseline.js');
+        return translateBaseline(image, this.options);
+      },
+    );
+    if (this.tier === 'auto') mod.optimized = this.upgradeLater(mod, bytes, optKey);
+    return mod;
+  }
+
+  /** Use the cached `wasm`, or translate and cache it; compile it with V8. */
+  private async finish(
+    bytes: Uint8Array,
+    image: ElfImage,
+    layout: GuestLayout,
+    t0: number,
+    key: string,
+    tier: 'baseline' | 'optimized',
+    wasm: Uint8Array | null,
+    translate: () => Promise<{
+      wasm: Uint8Array;
+      timings: { build: number; optimize: number; emit: number };
+    }>,
+  ): Promise<GuestModule> {
     const cached = wasm !== null;
     let timings: CompileInfo['translate'];
     if (wasm === null) {
-      const { translate } = await import('../translate/module.js');
       let t;
       try {
-        t = translate(image, this.options);
+        t = await translate();
       } catch (e) {
         if (e instanceof TranslateError) throw e;
         throw new TranslateError(`translation failed: ${e instanceof Error ? e.message : String(e)}`);
       }
       wasm = t.wasm;
       timings = t.timings;
-      this.cache?.put(key, wasm);
     }
     const c0 = performance.now();
     let compiled: WebAssembly.Module;
     try {
       compiled = new WebAssembly.Module(wasm);
     } catch (e) {
-      if (cached) {
-        // a cache entry that V8 refuses is as good as corrupt: rebuild it
-        this.cache?.delete(key);
-        return this.compile(bytes);
-      }
       this.cache?.delete(key);
+      // a cache entry that V8 refuses is as good as corrupt: rebuild it
+      if (cached) return this.compile(bytes);
       throw refusedByV8(image, e);
     }
     const c1 = performance.now();
+    if (!cached) this.cache?.put(key, wasm);
     return new GuestModule(this, image, layout, compiled, {
+      tier,
       cached,
       key,
       wasmBytes: wasm.length,
@@ -152,6 +224,47 @@ export class Engine {
       translate: timings,
       wasmCompileMs: c1 - c0,
     });
+  }
+
+  /**
+   * Optimise in the background, cache the result and swap it into `mod` for later instances.
+   * @returns a promise of true once swapped in, false when the optimising tier failed (the
+   *   baseline module stays; the failure is not cached, so a later compile tries again).
+   */
+  private upgradeLater(mod: GuestModule, bytes: Uint8Array, key: string): PromiseLike<boolean> {
+    let job = this.inFlight.get(key);
+    if (!job) {
+      this.optimizer ??= new BackgroundOptimizer();
+      job = this.optimizer
+        .optimize(bytes, this.options)
+        .then(
+          ({ wasm }) => {
+            this.cache?.put(key, wasm);
+            return wasm;
+          },
+          () => null,
+        )
+        .finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, job);
+    }
+    const upgraded = job.then(async (wasm) => {
+      if (wasm === null) return false;
+      try {
+        mod.upgrade(await WebAssembly.compile(wasm), key, wasm.length);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    // waiting on it keeps the worker (and so the process) alive; nobody waiting does not
+    const optimizer = this.optimizer!;
+    return { then: (ok, err) => optimizer.hold(upgraded).then(ok, err) };
+  }
+
+  /** Stop the background optimiser (pending upgrades settle as false). */
+  async close(): Promise<void> {
+    await this.optimizer?.close();
+    this.optimizer = null;
   }
 }
 
@@ -177,7 +290,7 @@ export class GuestModule {
     readonly engine: Engine,
     readonly image: ElfImage,
     readonly layout: GuestLayout,
-    readonly wasm: WebAssembly.Module,
+    public wasm: WebAssembly.Module,
     readonly info: CompileInfo,
   ) {
     this.exportNames = new Set(
@@ -187,7 +300,23 @@ export class GuestModule {
     );
   }
 
-  private readonly pool: Slot[] = [];
+  private pool: Slot[] = [];
+
+  /**
+   * With the 'auto' tier: settles true once the optimised tier replaced the baseline module for
+   * instances created from then on, false if optimisation failed. Resolved true for a module
+   * compiled in its final tier. Awaiting it keeps the process alive until then.
+   */
+  optimized: PromiseLike<boolean> = Promise.resolve(true);
+
+  /** @internal the optimised tier is ready: new instances use `wasm`; pooled ones are dropped */
+  upgrade(wasm: WebAssembly.Module, key: string, wasmBytes: number): void {
+    this.wasm = wasm;
+    this.pool = [];
+    this.info.tier = 'optimized';
+    this.info.key = key;
+    this.info.wasmBytes = wasmBytes;
+  }
 
   /** @internal a reset slot from the pool, or a new one */
   takeSlot(): Slot {

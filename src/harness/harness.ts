@@ -5,12 +5,14 @@
  * berm.done (ABI 1); berm.fail gives a Failed result, distinct from a trap.
  */
 import * as v8 from 'node:v8';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { Engine, GuestModule, Linker, type InstantiateOptions } from '../engine/engine.js';
 import { HostCallError } from '../engine/traps.js';
 import type { HostCall, HostFunction } from '../engine/host.js';
 import { decodeFields, stageReply, type WireReply } from '../wire/fields.js';
 import { parseManifest, type Manifest, type ToolDecl } from './manifest.js';
+import { quickAccepts, simpleSchema } from './quick-schema.js';
 
 /** Prefix of tool exports (upstream ABI). */
 export const TOOL_PREFIX = 'berm_tool_';
@@ -226,18 +228,47 @@ export class Harness {
     for (const [name, fn] of CORE) linker.define(name, fn);
     return linker;
   }
-  private static readonly ajv = new Ajv({
-    strict: false,
-    allErrors: true,
-    unicodeRegExp: false,
-    code: { regExp: linearRegExp },
-  });
+  private static ajvInstance: Ajv | null = null;
+  /** ajv, loaded on first need: a harness whose schemas are simple and whose arguments plainly match never loads it */
+  private static ajv(): Ajv {
+    if (Harness.ajvInstance === null) {
+      const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+      Harness.ajvInstance = new Ajv({
+        strict: false,
+        allErrors: true,
+        unicodeRegExp: false,
+        code: { regExp: linearRegExp },
+      });
+    }
+    return Harness.ajvInstance;
+  }
+
+  /**
+   * Compile a tool's parameters schema with ajv.
+   * @throws HarnessError naming the tool, the problem and the fix
+   */
+  private static compileSchema(t: ToolDecl): ValidateFunction {
+    try {
+      return Harness.ajv().compile(t.parameters);
+    } catch (e) {
+      const linear = /linear time/.test((e as Error).message);
+      throw new HarnessError(
+        `tool ${t.name} declares an invalid parameters schema: ${(e as Error).message}; fix: ` +
+          (linear
+            ? 'write its patterns without backreferences, lookaround, \\p{...} or the u/i flags (they are matched by a linear-time engine)'
+            : 'correct the schema in the harness manifest (it must be a valid JSON Schema)'),
+      );
+    }
+  }
 
   private constructor(
     readonly module: GuestModule,
     readonly manifest: Manifest,
-    /** each tool's compiled parameters schema, by tool name */
-    private readonly validators: ReadonlyMap<string, ValidateFunction>,
+    /**
+     * each tool's compiled parameters schema, by tool name; a simple schema (src/harness/quick-schema.ts)
+     * is compiled only when arguments do not plainly match it
+     */
+    private readonly validators: Map<string, ValidateFunction>,
   ) {}
 
   /**
@@ -266,19 +297,11 @@ export class Harness {
     for (const e of exported) {
       if (!declared.has(e)) throw new HarnessError(`${e} is exported but not declared in .berm.abi`);
     }
+    // A simple schema is well formed by construction (no pattern, nothing ajv could refuse): it
+    // is compiled later, if ever. Any other schema is compiled now, so a bad one refuses the harness.
     const validators = new Map<string, ValidateFunction>();
     for (const t of manifest.tools) {
-      try {
-        validators.set(t.name, Harness.ajv.compile(t.parameters));
-      } catch (e) {
-        const linear = /linear time/.test((e as Error).message);
-        throw new HarnessError(
-          `tool ${t.name} declares an invalid parameters schema: ${(e as Error).message}; fix: ` +
-            (linear
-              ? 'write its patterns without backreferences, lookaround, \\p{...} or the u/i flags (they are matched by a linear-time engine)'
-              : 'correct the schema in the harness manifest (it must be a valid JSON Schema)'),
-        );
-      }
+      if (!simpleSchema(t.parameters)) validators.set(t.name, Harness.compileSchema(t));
     }
     return new Harness(module, manifest, validators);
   }
@@ -371,7 +394,12 @@ export class Harness {
     } catch (e) {
       throw new HarnessError(`arguments are not valid JSON: ${(e as Error).message}`);
     }
-    const v = this.validators.get(decl.name)!;
+    if (quickAccepts(decl.parameters, json)) return;
+    let v = this.validators.get(decl.name);
+    if (v === undefined) {
+      v = Harness.compileSchema(decl);
+      this.validators.set(decl.name, v);
+    }
     if (!v(json)) {
       const why = (v.errors ?? []).map(describeArgError).join('; ');
       throw new HarnessError(`arguments do not match the parameters of ${decl.name}: ${why}`);

@@ -1,9 +1,12 @@
 /**
  * The `.berm.abi` manifest (upstream berm ABI): one JSON object
  * `{"abi_version": 0|1, "tools": [{"name", "description", "parameters"}], "usage": "...", "deps": [...]}`
- * validated with ajv. `deps` exists only in ABI 1.
+ * validated against the schema below. A manifest that plainly conforms is accepted by a direct
+ * check; anything else goes to ajv (loaded then, not on the warm path), whose verdict and messages
+ * count. `deps` exists only in ABI 1.
  */
-import { Ajv } from 'ajv';
+import { createRequire } from 'node:module';
+import type { ValidateFunction } from 'ajv';
 
 /** One declared tool. */
 export interface ToolDecl {
@@ -49,8 +52,38 @@ const schema = {
   then: { not: { required: ['deps'] } },
 };
 
-const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
-const validate = ajv.compile(schema);
+let compiled: ValidateFunction | null = null;
+function validate(json: unknown): ValidateFunction {
+  if (compiled === null) {
+    const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+    const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
+    compiled = ajv.compile(schema);
+  }
+  compiled(json);
+  return compiled;
+}
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const own = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+const isObject = (x: unknown): x is Record<string, unknown> =>
+  typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** True only when `json` conforms to `schema` (checked directly, no ajv); false means "ask ajv". */
+function plainlyValid(json: unknown): boolean {
+  if (!isObject(json) || (json.abi_version !== 0 && json.abi_version !== 1)) return false;
+  if (own(json, 'usage') && typeof json.usage !== 'string') return false;
+  if (!Array.isArray(json.tools)) return false;
+  for (const t of json.tools as unknown[]) {
+    if (!isObject(t) || typeof t.name !== 'string' || t.name.length > 128 || !NAME.test(t.name)) return false;
+    if (own(t, 'description') && typeof t.description !== 'string') return false;
+    if (own(t, 'parameters') && !isObject(t.parameters)) return false;
+  }
+  if (own(json, 'deps')) {
+    if (json.abi_version === 0 || !Array.isArray(json.deps)) return false;
+    if (!(json.deps as unknown[]).every((d) => typeof d === 'string')) return false;
+  }
+  return true;
+}
 
 /**
  * Parse and validate manifest bytes.
@@ -81,9 +114,12 @@ export function parseManifest(bytes: Uint8Array | null): Manifest {
       throw new ManifestError(`unknown abi_version ${JSON.stringify(v)}: this runtime reads ABI 0 and 1`);
     }
   }
-  if (!validate(json)) {
-    const why = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
-    throw new ManifestError(`.berm.abi does not match the manifest schema: ${why}`);
+  if (!plainlyValid(json)) {
+    const v = validate(json);
+    if (v.errors) {
+      const why = v.errors.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
+      throw new ManifestError(`.berm.abi does not match the manifest schema: ${why}`);
+    }
   }
   const raw = json as {
     abi_version: 0 | 1;

@@ -3,8 +3,16 @@
  * up to a bound, connection failures turned into {@link OciError} `unreachable`. Redirects are not
  * followed here (the registry client decides which ones to follow and what headers survive).
  */
-import { Agent, request, type Dispatcher } from 'undici';
+import { createRequire } from 'node:module';
+import type { Agent, Dispatcher } from 'undici';
 import { OciError } from './errors.js';
+
+type Undici = typeof import('undici');
+let undiciModule: Undici | null = null;
+/** undici, loaded on the first request (CLI commands that talk to no server never load it). */
+function undici(): Undici {
+  return (undiciModule ??= createRequire(import.meta.url)('undici') as Undici);
+}
 
 /** A response with its body read. */
 export interface HttpResponse {
@@ -25,7 +33,7 @@ export interface ExchangeOptions {
 
 /** A dispatcher with bounded waits: 30 s to connect, 120 s for headers and between body chunks. */
 export function newAgent(): Agent {
-  return new Agent({ connectTimeout: 30_000, headersTimeout: 120_000, bodyTimeout: 120_000 });
+  return new (undici().Agent)({ connectTimeout: 30_000, headersTimeout: 120_000, bodyTimeout: 120_000 });
 }
 
 /** The first value of a header, or undefined. */
@@ -53,7 +61,7 @@ export async function httpExchange(
   const maxBytes = opts.maxBytes ?? 4 * 1024 * 1024;
   let res: Dispatcher.ResponseData;
   try {
-    res = await request(url, {
+    res = await undici().request(url, {
       dispatcher,
       method: opts.method,
       headers: opts.headers,

@@ -163,16 +163,32 @@ export function checkOptions(opts: TranslateOptions): void {
 let digest: string | null = null;
 
 /**
+ * The digest of the sources a build compiled: scripts/build.mjs rewrites this line of the
+ * compiled abi.js with {@link sourceDigest} of src/translate, so a built berm never reads its
+ * sources at run time. null when running from the TypeScript sources.
+ */
+const BUILT_DIGEST: string | null = null;
+
+/**
  * A digest of the code that decides what a translation contains (this folder, the decoder, the
  * relocation-target rules), so a changed translator never reads a stale cache entry even when
- * TRANSLATOR_VERSION was not bumped. Computed once per process from the installed sources.
+ * TRANSLATOR_VERSION was not bumped: fixed by the build, or computed once per process from the
+ * sources when running from them.
  */
 export function translatorDigest(): string {
-  if (digest !== null) return digest;
+  digest ??= BUILT_DIGEST ?? sourceDigest(dirname(fileURLToPath(import.meta.url)));
+  return digest;
+}
+
+/**
+ * sha256 (first 16 hex digits) over TRANSLATOR_VERSION and the name and bytes of every .ts/.js
+ * file (not .d.ts) of `translateDir` and of its sibling folders riscv/ and elf/, in name order.
+ * A missing folder is skipped.
+ */
+export function sourceDigest(translateDir: string): string {
   const h = createHash('sha256');
   h.update(`v${TRANSLATOR_VERSION}`);
-  const here = dirname(fileURLToPath(import.meta.url));
-  const dirs = [here, join(here, '..', 'riscv'), join(here, '..', 'elf')];
+  const dirs = [translateDir, join(translateDir, '..', 'riscv'), join(translateDir, '..', 'elf')];
   for (const dir of dirs) {
     let names: string[] = [];
     try {
@@ -187,6 +203,5 @@ export function translatorDigest(): string {
       h.update(readFileSync(join(dir, n)));
     }
   }
-  digest = h.digest('hex').slice(0, 16);
-  return digest;
+  return h.digest('hex').slice(0, 16);
 }

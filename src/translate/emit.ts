@@ -5,12 +5,12 @@
  * Instruction semantics follow the RISC-V unprivileged spec (RV64I, M, A, Zicsr); the section is
  * named where Wasm's own behaviour differs.
  */
-import binaryen from 'binaryen';
+import type binaryen from 'binaryen';
+import type { ExprBuilder, Ref, Types } from './builder.js';
+import { Op, uleb, type ByteModule } from './bytes.js';
 import type { Instr } from '../riscv/instr.js';
 import { TrapKind } from './abi.js';
 import type { BasicBlock, FunctionCfg, Target } from './cfg.js';
-
-type Ref = binaryen.ExpressionRef;
 
 /** Names of module-level items the function bodies refer to. */
 export const Names = {
@@ -40,7 +40,14 @@ export function functionName(address: number): string {
 
 /** Context shared by every function of one module. */
 export interface EmitContext {
-  m: binaryen.Module;
+  m: ExprBuilder;
+  /** the value types of `m` */
+  types: Types;
+  /**
+   * How control flow is structured: Binaryen's Relooper (the optimising tier; Binaryen's passes
+   * clean up after it), or a direct structure written by ByteModule (the baseline tier).
+   */
+  structure: { kind: 'relooper'; relooper: () => binaryen.Relooper } | { kind: 'direct'; bytes: ByteModule };
   /** guest address of Wasm address 0 */
   base: number;
   /** memory size in bytes */
@@ -72,15 +79,15 @@ const REG_LOCAL: (number | null)[] = (() => {
 const L_E = 29; // effective address minus base
 const L_T = 30; // scratch
 const L_T2 = 31;
-const L_PAIR = 32; // (i64, i64) call results
-const L_LABEL = 33; // Relooper label helper
-const VAR_TYPES = (pair: binaryen.Type): binaryen.Type[] => [
-  ...new Array(20).fill(binaryen.i64),
-  binaryen.i64,
-  binaryen.i64,
-  binaryen.i64,
+const L_LABEL = 32; // i32: the Relooper's label helper, the direct structure's next block
+const L_PAIR = 33; // (i64, i64) call results; last, as ByteModule expands it into two locals
+const VAR_TYPES = (t: Types, pair: binaryen.Type): binaryen.Type[] => [
+  ...new Array(20).fill(t.i64),
+  t.i64,
+  t.i64,
+  t.i64,
+  t.i32,
   pair,
-  binaryen.i32,
 ];
 
 const I64_MIN = -(2n ** 63n);
@@ -92,25 +99,27 @@ const I64_MIN = -(2n ** 63n);
 export function emitFunction(ctx: EmitContext, cfg: FunctionCfg): void {
   const fe = new FunctionEmitter(ctx, cfg);
   const body = fe.body();
-  ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, VAR_TYPES(ctx.pair), body);
+  ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, VAR_TYPES(ctx.types, ctx.pair), body);
 }
 
 class FunctionEmitter {
-  private readonly m: binaryen.Module;
+  private readonly m: ExprBuilder;
+  private readonly t: Types;
   constructor(
     private readonly ctx: EmitContext,
     private readonly cfg: FunctionCfg,
   ) {
     this.m = ctx.m;
+    this.t = ctx.types;
   }
 
   // ---- registers ----
   private get(r: number): Ref {
     const m = this.m;
     if (r === 0) return m.i64.const(0n);
-    if (r === 3) return m.global.get(Names.gp, binaryen.i64);
-    if (r === 4) return m.global.get(Names.tp, binaryen.i64);
-    return m.local.get(REG_LOCAL[r]!, binaryen.i64);
+    if (r === 3) return m.global.get(Names.gp, this.t.i64);
+    if (r === 4) return m.global.get(Names.tp, this.t.i64);
+    return m.local.get(REG_LOCAL[r]!, this.t.i64);
   }
   private set(r: number, v: Ref): Ref {
     const m = this.m;
@@ -137,17 +146,17 @@ class FunctionEmitter {
   private trap(kind: TrapKind, pc: number, value: Ref): Ref {
     const m = this.m;
     return m.block(null, [
-      m.call(Names.trap, [this.c32(kind), this.c32(pc), value], binaryen.none),
+      m.call(Names.trap, [this.c32(kind), this.c32(pc), value], this.t.none),
       m.unreachable(),
     ]);
   }
   private fuel(cost: number, pc: number): Ref {
     const m = this.m;
     return m.block(null, [
-      m.global.set(Names.fuel, m.i32.sub(m.global.get(Names.fuel, binaryen.i32), this.c32(cost))),
+      m.global.set(Names.fuel, m.i32.sub(m.global.get(Names.fuel, this.t.i32), this.c32(cost))),
       m.if(
-        m.i32.lt_s(m.global.get(Names.fuel, binaryen.i32), this.c32(0)),
-        m.global.set(Names.fuel, m.call(Names.poll, [this.c32(pc)], binaryen.i32)),
+        m.i32.lt_s(m.global.get(Names.fuel, this.t.i32), this.c32(0)),
+        m.global.set(Names.fuel, m.call(Names.poll, [this.c32(pc)], this.t.i32)),
       ),
     ]);
   }
@@ -160,26 +169,26 @@ class FunctionEmitter {
     return m.block(null, [
       m.local.set(L_E, m.i64.add(this.get(rs1), this.c64(imm - ctx.base))),
       m.if(
-        m.i64.gt_u(m.local.get(L_E, binaryen.i64), this.c64(ctx.size - width)),
-        this.trap(TrapKind.MemoryFault, pc, m.i64.add(m.local.get(L_E, binaryen.i64), this.c64(ctx.base))),
+        m.i64.gt_u(m.local.get(L_E, this.t.i64), this.c64(ctx.size - width)),
+        this.trap(TrapKind.MemoryFault, pc, m.i64.add(m.local.get(L_E, this.t.i64), this.c64(ctx.base))),
       ),
     ]);
   }
   /** Record a store of `width` bytes at L_E in the dirty extents (see EmitContext.dirtySplit). */
   private track(width: number): Ref {
     const m = this.m;
-    const e = () => m.i32.wrap(m.local.get(L_E, binaryen.i64));
+    const e = () => m.i32.wrap(m.local.get(L_E, this.t.i64));
     return m.if(
       m.i32.ge_u(e(), this.c32(this.ctx.dirtySplit)),
-      m.if(m.i32.lt_u(e(), m.global.get(Names.dirtyLo, binaryen.i32)), m.global.set(Names.dirtyLo, e())),
+      m.if(m.i32.lt_u(e(), m.global.get(Names.dirtyLo, this.t.i32)), m.global.set(Names.dirtyLo, e())),
       m.if(
-        m.i32.gt_u(m.i32.add(e(), this.c32(width)), m.global.get(Names.dirtyHi, binaryen.i32)),
+        m.i32.gt_u(m.i32.add(e(), this.c32(width)), m.global.get(Names.dirtyHi, this.t.i32)),
         m.global.set(Names.dirtyHi, m.i32.add(e(), this.c32(width))),
       ),
     );
   }
   private ea(): Ref {
-    return this.m.i32.wrap(this.m.local.get(L_E, binaryen.i64));
+    return this.m.i32.wrap(this.m.local.get(L_E, this.t.i64));
   }
   private load(op: string, ea: Ref): Ref {
     const m = this.m;
@@ -203,9 +212,10 @@ class FunctionEmitter {
 
   // ---- body ----
   body(): Ref {
+    if (this.ctx.structure.kind === 'direct') return this.directBody(this.ctx.structure.bytes);
     const m = this.m;
     const cfg = this.cfg;
-    const r = new binaryen.Relooper(m);
+    const r = (this.ctx.structure as { relooper: () => binaryen.Relooper }).relooper();
     const rb = new Map<number, number>();
     const isSwitch = (b: BasicBlock) => b.term.kind === 'indirect-jump' && cfg.localTargets.length > 0;
     for (const b of cfg.blocks.values()) {
@@ -287,6 +297,122 @@ class FunctionEmitter {
     const entry = rb.get(cfg.start)!;
     const body = r.renderAndDispose(entry, L_LABEL);
     return m.block(null, [body, m.unreachable()]);
+  }
+
+  /**
+   * The baseline tier's control flow, written without a Relooper: the blocks in address order
+   * (entry first) as the cases of a loop over a block index in L_LABEL.
+   *
+   *     loop $top
+   *       block $c[n-1] ... block $c[0]
+   *         local.get L_LABEL ; br_table $c[0] ... $c[n-1]
+   *       end  code[0]
+   *       end  code[1] ...
+   *     end
+   *
+   * From inside code[k], a forward edge to block j > k is `br j-k-1` (falling through when j is
+   * k+1), a back edge sets L_LABEL = j and branches to $top (`br n-1-k`), after the same fuel
+   * charge as the optimising tier. Tail calls and traps are written where the edge is.
+   */
+  private directBody(bm: ByteModule): Ref {
+    const cfg = this.cfg;
+    const blocks = [...cfg.blocks.values()].sort((a, b) => a.start - b.start);
+    const entry = blocks.findIndex((b) => b.start === cfg.start);
+    if (entry > 0) blocks.unshift(...blocks.splice(entry, 1));
+    const index = new Map(blocks.map((b, k) => [b.start, k]));
+    const n = blocks.length;
+    const none = this.t.none;
+    const parts: (Ref | number[])[] = [[Op.loop, 0x40]];
+    for (let k = 0; k < n; k++) parts.push([Op.block, 0x40]);
+    const table: number[] = [Op.local_get];
+    uleb(table, L_LABEL);
+    table.push(Op.br_table);
+    uleb(table, n);
+    for (let k = 0; k <= n; k++) uleb(table, k === n ? 0 : k);
+    parts.push(table, [Op.end]);
+
+    const br = (depth: number): number[] => {
+      const out: number[] = [Op.br];
+      uleb(out, depth);
+      return out;
+    };
+    // control leaving code[k] for `t`, nested `extra` structures deep; `last`: may fall through
+    const jump = (k: number, t: Target, pc: number, extra: number, last: boolean): (Ref | number[])[] => {
+      if (t.kind === 'function') return [this.tailCall(t.address)];
+      if (t.kind === 'invalid') return [this.trap(TrapKind.BadIndirectTarget, pc, this.c64(t.address))];
+      const j = index.get(t.address)!;
+      if (j > k) return last && extra === 0 && j === k + 1 ? [] : [br(j - k - 1 + extra)];
+      return [this.m.local.set(L_LABEL, this.c32(j)), br(n - 1 - k + extra)];
+    };
+    const toAddress = (k: number, next: number, from: number, extra: number, last: boolean) => {
+      if (index.has(next)) return jump(k, { kind: 'local', address: next }, from, extra, last);
+      if (this.ctx.functionEntries.has(next)) return [this.tailCall(next)];
+      return [this.trap(TrapKind.FellOffFunction, from, this.c64(next))];
+    };
+    const edge = (from: BasicBlock, to: number): Ref =>
+      to <= from.start
+        ? this.fuel(Math.max(1, Math.ceil((from.end - to) / 2)), from.pcs[from.pcs.length - 1] ?? from.start)
+        : this.m.nop();
+
+    for (let k = 0; k < n; k++) {
+      const b = blocks[k];
+      const code: (Ref | number[])[] = [this.blockCode(b)];
+      const t = b.term;
+      const lastPc = b.pcs[b.pcs.length - 1] ?? b.start;
+      switch (t.kind) {
+        case 'fall':
+          code.push(edge(b, t.next), ...toAddress(k, t.next, lastPc, 0, true));
+          break;
+        case 'branch': {
+          const takenAddr = t.taken.kind === 'local' ? t.taken.address : Number.MAX_SAFE_INTEGER;
+          const sameAsNext = t.taken.kind === 'local' && t.taken.address === t.next && index.has(t.next);
+          if (!sameAsNext) {
+            code.push(
+              this.condition(t.instr),
+              [Op.if, 0x40],
+              edge(b, takenAddr),
+              ...jump(k, t.taken, t.pc, 1, false),
+              [Op.end],
+            );
+          }
+          code.push(edge(b, t.next), ...toAddress(k, t.next, t.pc, 0, true));
+          break;
+        }
+        case 'jump': {
+          const addr = t.target.kind === 'local' ? t.target.address : Number.MAX_SAFE_INTEGER;
+          code.push(edge(b, addr), ...jump(k, t.target, t.pc, 0, true));
+          break;
+        }
+        case 'indirect-jump': {
+          if (!(t.kind === 'indirect-jump' && cfg.localTargets.length > 0)) break;
+          // blockCode left L_T2 = target - lowest in range: a br_table over its halves
+          const targets = cfg.localTargets;
+          const lo = targets[0];
+          const q = targets.length;
+          const span = (targets[q - 1] - lo) / 2 + 1;
+          const slot = new Map(targets.map((a, i) => [(a - lo) / 2, i]));
+          const head: number[] = [Op.block, 0x40];
+          for (let i = 0; i < q; i++) head.push(Op.block, 0x40);
+          code.push(head, this.switchIndex());
+          const sel: number[] = [Op.br_table];
+          uleb(sel, span);
+          for (let x = 0; x < span; x++) uleb(sel, slot.get(x) ?? q);
+          uleb(sel, q);
+          code.push(sel);
+          targets.forEach((a, i) => {
+            code.push([Op.end], edge(b, a), ...jump(k, { kind: 'local', address: a }, t.pc, q - i, false));
+          });
+          code.push([Op.end], this.indirectTail(t.pc));
+          break;
+        }
+        default:
+          break; // return and fell-off end inside the block code
+      }
+      parts.push(bm.seq(none, code));
+      if (k < n - 1) parts.push([Op.end]);
+    }
+    parts.push([Op.end]); // loop
+    return bm.seq(none, [...parts, this.m.unreachable()]);
   }
 
   /** The straight-line code of a block, including its terminator's own effects. */
@@ -378,7 +504,7 @@ class FunctionEmitter {
       m.local.set(L_T, m.i64.and(m.i64.add(this.get(ins.rs1), this.c64(ins.imm)), this.c64(-2))),
       link,
       this.takeResults(
-        m.call(Names.dispatch, [this.c32(pc), m.local.get(L_T, binaryen.i64), ...this.args()], this.ctx.pair),
+        m.call(Names.dispatch, [this.c32(pc), m.local.get(L_T, this.t.i64), ...this.args()], this.ctx.pair),
       ),
     ]);
   }
@@ -387,7 +513,7 @@ class FunctionEmitter {
   private indirectTail(pc: number): Ref {
     return this.m.return_call(
       Names.dispatch,
-      [this.c32(pc), this.m.local.get(L_T, binaryen.i64), ...this.args()],
+      [this.c32(pc), this.m.local.get(L_T, this.t.i64), ...this.args()],
       this.ctx.pair,
     );
   }
@@ -406,15 +532,15 @@ class FunctionEmitter {
     const hi = targets[targets.length - 1];
     return m.block(null, [
       setT,
-      m.local.set(L_T2, m.i64.sub(m.local.get(L_T, binaryen.i64), this.c64(lo))),
-      m.if(m.i64.gt_u(m.local.get(L_T2, binaryen.i64), this.c64(hi - lo)), this.indirectTail(pc)),
+      m.local.set(L_T2, m.i64.sub(m.local.get(L_T, this.t.i64), this.c64(lo))),
+      m.if(m.i64.gt_u(m.local.get(L_T2, this.t.i64), this.c64(hi - lo)), this.indirectTail(pc)),
     ]);
   }
 
   /** The br_table index of a switch block, valid after indirectJump's code ran. */
   private switchIndex(): Ref {
     const m = this.m;
-    return m.i32.wrap(m.i64.shr_u(m.local.get(L_T2, binaryen.i64), this.c64(1)));
+    return m.i32.wrap(m.i64.shr_u(m.local.get(L_T2, this.t.i64), this.c64(1)));
   }
 
   private condition(ins: Instr): Ref {
@@ -543,11 +669,11 @@ class FunctionEmitter {
       case 'mul':
         return this.set(rd, m.i64.mul(a(), b()));
       case 'mulh':
-        return this.set(rd, m.call(Names.mulh, [a(), b()], binaryen.i64));
+        return this.set(rd, m.call(Names.mulh, [a(), b()], this.t.i64));
       case 'mulhsu':
-        return this.set(rd, m.call(Names.mulhsu, [a(), b()], binaryen.i64));
+        return this.set(rd, m.call(Names.mulhsu, [a(), b()], this.t.i64));
       case 'mulhu':
-        return this.set(rd, m.call(Names.mulhu, [a(), b()], binaryen.i64));
+        return this.set(rd, m.call(Names.mulhu, [a(), b()], this.t.i64));
       case 'mulw':
         return setw(m.i32.mul(this.w(rs1), this.w(rs2)));
       case 'div':
@@ -566,7 +692,7 @@ class FunctionEmitter {
       case 'csrrci':
         // A read with rs1/uimm = 0 writes nothing: only the user counters are readable here.
         if (rs1 === 0 && (imm === 0xc00 || imm === 0xc01 || imm === 0xc02)) {
-          return this.set(rd, m.call(Names.csr, [this.c32(imm), this.c32(pc)], binaryen.i64));
+          return this.set(rd, m.call(Names.csr, [this.c32(imm), this.c32(pc)], this.t.i64));
         }
         return this.trap(TrapKind.IllegalInstruction, pc, this.c64(ins.bits));
       default:
@@ -602,8 +728,8 @@ class FunctionEmitter {
   /** RV64M division: x/0 = all ones, x%0 = x, INT64_MIN/-1 = INT64_MIN, INT64_MIN%-1 = 0 (spec "Division Operations"). */
   private div64(ins: Instr): Ref {
     const m = this.m;
-    const x = () => m.local.get(L_T, binaryen.i64);
-    const y = () => m.local.get(L_T2, binaryen.i64);
+    const x = () => m.local.get(L_T, this.t.i64);
+    const y = () => m.local.get(L_T2, this.t.i64);
     const isZero = m.i64.eqz(y());
     let v: Ref;
     switch (ins.op) {
@@ -638,8 +764,8 @@ class FunctionEmitter {
   /** RV64M word division: results are sign-extended 32-bit values, with the same special cases. */
   private div32(ins: Instr): Ref {
     const m = this.m;
-    const x = () => m.i32.wrap(m.local.get(L_T, binaryen.i64));
-    const y = () => m.i32.wrap(m.local.get(L_T2, binaryen.i64));
+    const x = () => m.i32.wrap(m.local.get(L_T, this.t.i64));
+    const y = () => m.i32.wrap(m.local.get(L_T2, this.t.i64));
     const isZero = m.i32.eqz(y());
     let v: Ref;
     switch (ins.op) {
@@ -683,16 +809,12 @@ class FunctionEmitter {
     const addr = m.block(null, [
       this.address(ins.rs1, 0, width, pc),
       m.if(
-        m.i64.ne(m.i64.and(m.local.get(L_E, binaryen.i64), this.c64(width - 1)), this.c64(0)),
-        this.trap(
-          TrapKind.MemoryFault,
-          pc,
-          m.i64.add(m.local.get(L_E, binaryen.i64), this.c64(this.ctx.base)),
-        ),
+        m.i64.ne(m.i64.and(m.local.get(L_E, this.t.i64), this.c64(width - 1)), this.c64(0)),
+        this.trap(TrapKind.MemoryFault, pc, m.i64.add(m.local.get(L_E, this.t.i64), this.c64(this.ctx.base))),
       ),
       this.track(width),
     ]);
-    const full = () => m.i64.add(m.local.get(L_E, binaryen.i64), this.c64(this.ctx.base));
+    const full = () => m.i64.add(m.local.get(L_E, this.t.i64), this.c64(this.ctx.base));
     const loadOld = () => (word ? m.i64.load32_s(0, 4, this.ea()) : m.i64.load(0, 8, this.ea()));
     const store = (v: Ref) => (word ? m.i64.store32(0, 4, this.ea(), v) : m.i64.store(0, 8, this.ea(), v));
     if (kind === 'lr') {
@@ -703,15 +825,15 @@ class FunctionEmitter {
         addr,
         m.local.set(L_T2, this.get(ins.rs2)),
         m.if(
-          m.i64.eq(m.global.get(Names.resv, binaryen.i64), full()),
-          m.block(null, [store(m.local.get(L_T2, binaryen.i64)), this.set(ins.rd, this.c64(0))]),
+          m.i64.eq(m.global.get(Names.resv, this.t.i64), full()),
+          m.block(null, [store(m.local.get(L_T2, this.t.i64)), this.set(ins.rd, this.c64(0))]),
           this.set(ins.rd, this.c64(1)),
         ),
         m.global.set(Names.resv, this.c64(-1)),
       ]);
     }
-    const old = () => m.local.get(L_T, binaryen.i64);
-    const src = () => m.local.get(L_T2, binaryen.i64);
+    const old = () => m.local.get(L_T, this.t.i64);
+    const src = () => m.local.get(L_T2, this.t.i64);
     const cmp = (signed: boolean, wantMin: boolean): Ref => {
       const [l, r] = word ? [m.i32.wrap(old()), m.i32.wrap(src())] : [old(), src()];
       const lt = word

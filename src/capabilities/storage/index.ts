@@ -1,5 +1,6 @@
 /**
- * The storage capability: a key-value store in SQLite via better-sqlite3
+ * The storage capability: a key-value store in SQLite via better-sqlite3 (or PostgreSQL when the
+ * database is a postgres:// URL: pg-kv.ts)
  * (synchronous, which suits a guest blocked in its ecall).
  *   berm.get    (key)        -> one field, the value; zero fields when the key is absent
  *   berm.set    (key, value) -> zero fields
@@ -11,6 +12,7 @@
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
+import { runSync } from '../common/sync.js';
 import {
   arity,
   defineCapability,
@@ -22,6 +24,7 @@ import {
   type GrantEnv,
   type GrantProblem,
 } from '../types.js';
+import { isPostgresUrl, type KvJob } from './pg-kv.js';
 
 // better-sqlite3 ships no type declarations and @types/better-sqlite3 is not a dependency, so the
 // small surface used here is typed locally.
@@ -37,7 +40,32 @@ interface Database {
   transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
 }
 type DatabaseCtor = new (file: string, options?: { timeout?: number }) => Database;
-const Sqlite = createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor;
+let sqliteCtor: DatabaseCtor | null = null;
+/** better-sqlite3, loaded when a store is first opened (not with the capability registry). */
+function sqlite(): DatabaseCtor {
+  return (sqliteCtor ??= createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor);
+}
+
+// A `database` that is a postgres:// URL keeps the keys in PostgreSQL (several daemons share
+// them): each call goes through the synchronous bridge to the job module pg-kv.ts.
+const PG_JOB = new URL(`./pg-kv${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+/** Longest wait for PostgreSQL on one call, ms; past it the call is refused (the guest goes on). */
+export const STORAGE_PG_TIMEOUT_MS = 10_000;
+
+function pgCall(
+  name: string,
+  job: KvJob,
+): CapabilityReply | { value: Uint8Array | null | { quotaAfter: number } } {
+  const r = runSync<Uint8Array | null | { quotaAfter: number }>(PG_JOB, 'kv', job, STORAGE_PG_TIMEOUT_MS);
+  if (!r.ok) return { refused: `${name}: PostgreSQL: ${r.error}` };
+  return { value: r.value };
+}
+
+function pgUrl(ctx: CapabilityContext): string | null {
+  const db = ctx.grant.database;
+  return db !== undefined && isPostgresUrl(db) ? db : null;
+}
 
 /** Limits of the storage capability and their defaults (bytes, ms). */
 export const STORAGE_LIMITS = Object.freeze({
@@ -68,6 +96,7 @@ const stores = new Map<string, Store>();
 function open(file: string, busyTimeoutMs: number): Store {
   let s = stores.get(file);
   if (s) return s;
+  const Sqlite = sqlite();
   const db = new Sqlite(file, { timeout: busyTimeoutMs });
   if (file !== MEMORY_DATABASE) db.pragma('journal_mode = WAL');
   db.exec(
@@ -112,6 +141,12 @@ const buf = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)
 function get(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
   const bad = arity('berm.get', fields, 'key', 1) ?? checkKey('berm.get', fields[0]!, ctx);
   if (bad) return bad;
+  const url = pgUrl(ctx);
+  if (url !== null) {
+    const r = pgCall('berm.get', { url, op: 'get', harness: ctx.harness, key: fields[0]! });
+    if (!('value' in r)) return r;
+    return { fields: r.value instanceof Uint8Array ? [r.value] : [] };
+  }
   const row = storeOf(ctx).get.get(ctx.harness, buf(fields[0]!)) as { value: Buffer } | undefined;
   return { fields: row ? [new Uint8Array(row.value)] : [] };
 }
@@ -123,6 +158,24 @@ function set(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
   const limits = limitsOf(ctx, STORAGE_LIMITS);
   if (value.length > limits.storageMaxValue) {
     return { refused: `berm.set: value is ${value.length} bytes; the limit is ${limits.storageMaxValue}` };
+  }
+  const url = pgUrl(ctx);
+  if (url !== null) {
+    const r = pgCall('berm.set', {
+      url,
+      op: 'set',
+      harness: ctx.harness,
+      key,
+      value,
+      quota: limits.storageQuota,
+    });
+    if (!('value' in r)) return r;
+    if (r.value !== null && !(r.value instanceof Uint8Array)) {
+      return {
+        refused: `berm.set: ${ctx.harness} would store ${r.value.quotaAfter} bytes; the quota is ${limits.storageQuota}`,
+      };
+    }
+    return { fields: [] };
   }
   const s = storeOf(ctx);
   // Quota check and write in one transaction so two writers cannot both squeeze under it.
@@ -143,6 +196,11 @@ function set(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
 function del(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
   const bad = arity('berm.delete', fields, 'key', 1) ?? checkKey('berm.delete', fields[0]!, ctx);
   if (bad) return bad;
+  const url = pgUrl(ctx);
+  if (url !== null) {
+    const r = pgCall('berm.delete', { url, op: 'delete', harness: ctx.harness, key: fields[0]! });
+    return 'value' in r ? { fields: [] } : r;
+  }
   storeOf(ctx).del.run(ctx.harness, buf(fields[0]!));
   return { fields: [] };
 }
@@ -154,6 +212,7 @@ function del(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
  */
 function prepareDatabase(values: Record<string, unknown>, env: GrantEnv) {
   if (values.database === undefined) return { grant: {}, problems: [] };
+  if (isPostgresUrl(values.database as string)) return { grant: { database: values.database }, problems: [] };
   const database = path.resolve(env.dir, values.database as string);
   const problems: GrantProblem[] = [];
   if (env.checkFiles) {

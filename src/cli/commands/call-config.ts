@@ -4,9 +4,7 @@
  * declaration grants. berm.call from the harness reaches the other
  * declared harnesses named in its `callees`. Declaration problems exit 2 with file:line and the fix.
  */
-import { CALL_DEADLINE, type CapabilityLimits } from '../../capabilities/index.js';
-import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
-import { Runtime, RuntimeError } from '../../config/runtime.js';
+import type { CapabilityLimits } from '../../capabilities/index.js';
 import { CliError, describeCompile, engineFor, processIo, type Io } from '../context.js';
 import type { CallExtension } from './call.js';
 
@@ -25,6 +23,10 @@ export function configCallExtension(io: Io = processIo()): CallExtension {
     async call(opts, name, tool, args, invoke) {
       const file = opts.config;
       if (typeof file !== 'string') return undefined;
+      // loaded here, not with the CLI: a plain `call` needs neither TOML, ajv nor the capabilities
+      const { CALL_DEADLINE } = await import('../../capabilities/index.js');
+      const { DeclarationError, loadDeclarations } = await import('../../config/declarations.js');
+      const { Runtime, RuntimeError } = await import('../../config/runtime.js');
       try {
         const decls = loadDeclarations(file);
         // The whole call, host calls included, ends by one deadline: capabilities clamp their own

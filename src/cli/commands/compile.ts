@@ -3,7 +3,6 @@
  * terminal; one line per file otherwise; `--json` prints one JSON object for CI pipelines.
  * Every file is attempted; the exit code is the worst one (2 when some file is malformed).
  */
-import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import type { CompileInfo } from '../../engine/engine.js';
 import {
@@ -43,10 +42,12 @@ export function registerCompile(program: Command, ctx: CliContext): void {
       ctx.run(cmd, async () => {
         const g = ctx.globals(cmd);
         const { io } = ctx;
-        const engine = engineFor(g);
+        const engine = engineFor(g, 'optimized');
         const t0 = performance.now();
+        // the progress bar's module is loaded only when there is a terminal to draw on
+        const cliProgress = !g.json && io.stderrIsTTY ? (await import('cli-progress')).default : null;
         const multi =
-          !g.json && io.stderrIsTTY
+          cliProgress !== null
             ? new cliProgress.MultiBar(
                 {
                   stream: io.progressStream,

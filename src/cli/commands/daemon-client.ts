@@ -17,8 +17,16 @@
  * `Authorization: Bearer`.
  */
 import { readFileSync } from 'node:fs';
-import { Agent, request, type Dispatcher } from 'undici';
+import { createRequire } from 'node:module';
+import type { Dispatcher } from 'undici';
 import { CliError, ExitCode, type ExitCodeValue } from '../context.js';
+
+type Undici = typeof import('undici');
+let undiciModule: Undici | null = null;
+/** undici, loaded on the first request (CLI commands that talk to no server never load it). */
+function undici(): Undici {
+  return (undiciModule ??= createRequire(import.meta.url)('undici') as Undici);
+}
 
 /** Where bermd listens when neither --host nor BERM_HOST says otherwise. */
 export const DEFAULT_HOST = 'http://127.0.0.1:7777';
@@ -131,7 +139,11 @@ export class DaemonClient {
   constructor(readonly target: DaemonTarget) {
     // a deploy translates before it answers and a tool may run long: generous bounds, but never
     // an unbounded wait on a daemon that stopped answering
-    this.dispatcher = new Agent({ connectTimeout: 10_000, headersTimeout: 600_000, bodyTimeout: 600_000 });
+    this.dispatcher = new (undici().Agent)({
+      connectTimeout: 10_000,
+      headersTimeout: 600_000,
+      bodyTimeout: 600_000,
+    });
   }
 
   /** Release connections. */
@@ -161,7 +173,7 @@ export class DaemonClient {
   ): Promise<Answer> {
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(this.target.base + path, {
+      res = await undici().request(this.target.base + path, {
         dispatcher: this.dispatcher,
         method,
         headers: this.headers(extraHeaders),
@@ -266,7 +278,7 @@ export class DaemonClient {
       return this.outcome(await this.send('POST', path, args, { 'content-type': 'application/json' }), what);
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(this.target.base + path, {
+      res = await undici().request(this.target.base + path, {
         dispatcher: this.dispatcher,
         method: 'POST',
         headers: this.headers({ 'content-type': 'application/json', accept: 'text/event-stream' }),

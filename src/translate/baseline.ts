@@ -1,0 +1,26 @@
+/**
+ * The baseline tier: the image written straight to Wasm bytes by ByteModule, with no Binaryen and
+ * no optimisation, so a guest starts within tens of milliseconds; V8 compiles the module (Liftoff
+ * first, TurboFan for hot code). The optimising tier (module.ts) replaces it later.
+ */
+import type { ElfImage } from '../elf/types.js';
+import { checkOptions, computeLayout, type TranslateOptions } from './abi.js';
+import { ByteModule } from './bytes.js';
+import { buildImage, type Translation } from './image.js';
+
+/**
+ * Translate a parsed image to an unoptimised Wasm module. `opts.optimizeLevel` is ignored.
+ * @throws RangeError for bad options; LayoutError when the image does not fit the memory layout;
+ *   TranslateError naming the guest function whose translation failed.
+ */
+export function translateBaseline(image: ElfImage, opts: TranslateOptions): Translation {
+  checkOptions(opts);
+  const layout = computeLayout(image.imageStart, image.imageEnd, opts);
+  const t0 = performance.now();
+  const m = new ByteModule();
+  const { indirectTargets } = buildImage(m, m.types, { kind: 'direct', bytes: m }, image, layout, opts);
+  const t1 = performance.now();
+  const wasm = m.emitBinary();
+  const t2 = performance.now();
+  return { wasm, layout, indirectTargets, timings: { build: t1 - t0, optimize: 0, emit: t2 - t1 } };
+}

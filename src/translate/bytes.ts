@@ -1,0 +1,616 @@
+/**
+ * A Wasm binary writer with Binaryen's expression API ({@link ExprBuilder}): the baseline tier
+ * builds the same expressions as the optimising tier and gets Wasm bytes in one pass, without
+ * loading Binaryen (whose import alone takes ~0.5 s). Encodings follow the WebAssembly core
+ * specification 2.0 (binary format, chapter 5) plus the tail-call proposal (`return_call` 0x12)
+ * and multi-value block types.
+ *
+ * Expressions are numbers indexing a node table; a node is a byte sequence in which values >= 256
+ * stand for child nodes (`256 + ref`) and negative values for the LEB128 index of a function named
+ * in `fnNames` (`-1 - k`), resolved when the module is written (calls may precede the callee).
+ */
+import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
+
+/** Value and block types. Tuples get indices >= TUPLE_BASE into the tuple table. */
+const T_NONE = 0x40;
+const T_UNREACHABLE = 1;
+const T_I32 = 0x7f;
+const T_I64 = 0x7e;
+const T_F64 = 0x7c;
+const TUPLE_BASE = 0x1000;
+
+/** Opcodes (core spec 5.4). */
+export const Op = {
+  unreachable: 0x00,
+  nop: 0x01,
+  block: 0x02,
+  loop: 0x03,
+  if: 0x04,
+  else: 0x05,
+  end: 0x0b,
+  br: 0x0c,
+  br_if: 0x0d,
+  br_table: 0x0e,
+  return: 0x0f,
+  call: 0x10,
+  return_call: 0x12,
+  drop: 0x1a,
+  select: 0x1b,
+  local_get: 0x20,
+  local_set: 0x21,
+  local_tee: 0x22,
+  global_get: 0x23,
+  global_set: 0x24,
+  i32_const: 0x41,
+  i64_const: 0x42,
+} as const;
+
+/** Where encoders append bytes: a number[] or a {@link Bytes}. */
+interface Sink {
+  push(b: number): unknown;
+}
+
+/** A growable byte buffer. */
+class Bytes implements Sink {
+  buf = new Uint8Array(1 << 16);
+  length = 0;
+  push(b: number): void {
+    if (this.length === this.buf.length) this.ensure(1);
+    this.buf[this.length++] = b;
+  }
+  ensure(n: number): void {
+    if (this.length + n <= this.buf.length) return;
+    const b = new Uint8Array(Math.max(this.buf.length * 2, this.length + n));
+    b.set(this.buf.subarray(0, this.length));
+    this.buf = b;
+  }
+  append(src: Uint8Array | readonly number[]): void {
+    this.ensure(src.length);
+    if (src instanceof Uint8Array) this.buf.set(src, this.length);
+    else for (let i = 0; i < src.length; i++) this.buf[this.length + i] = src[i];
+    this.length += src.length;
+  }
+  bytes(): Uint8Array {
+    return this.buf.subarray(0, this.length);
+  }
+}
+
+/** Unsigned LEB128 of a non-negative integer below 2^53. */
+export function uleb(out: Sink, v: number): void {
+  do {
+    let b = v % 128;
+    v = Math.floor(v / 128);
+    if (v !== 0) b |= 0x80;
+    out.push(b);
+  } while (v !== 0);
+}
+
+/** Signed LEB128 of a 32-bit integer. */
+function sleb32(out: Sink, v: number): void {
+  v |= 0;
+  for (;;) {
+    const b = v & 0x7f;
+    v >>= 7;
+    if ((v === 0 && (b & 0x40) === 0) || (v === -1 && (b & 0x40) !== 0)) {
+      out.push(b);
+      return;
+    }
+    out.push(b | 0x80);
+  }
+}
+
+/** Signed LEB128 of a 64-bit integer. */
+function sleb64(out: Sink, v: bigint): void {
+  v = BigInt.asIntN(64, v);
+  if (v >= -0x80000000n && v <= 0x7fffffffn) return sleb32(out, Number(v));
+  for (;;) {
+    const b = Number(v & 0x7fn);
+    v >>= 7n;
+    if ((v === 0n && (b & 0x40) === 0) || (v === -1n && (b & 0x40) !== 0)) {
+      out.push(b);
+      return;
+    }
+    out.push(b | 0x80);
+  }
+}
+
+const utf8 = new TextEncoder();
+function name(out: Sink, s: string): void {
+  const b = utf8.encode(s);
+  uleb(out, b.length);
+  for (const x of b) out.push(x);
+}
+
+interface FuncDef {
+  name: string;
+  type: number;
+  locals: number[];
+  body: Ref;
+}
+
+/** The Wasm module being built; `emitBinary()` writes it. */
+export class ByteModule implements ExprBuilder {
+  /** node k: its sequence is buf[start[k] .. start[k] + len[k]), its result type type[k] */
+  private buf = new Int32Array(1 << 16);
+  private used = 0;
+  private start = new Int32Array(1 << 12);
+  private len = new Int32Array(1 << 12);
+  private type = new Int32Array(1 << 12);
+  private count = 0;
+  /** node -> the tuple local a tuple-typed local.get reads */
+  private readonly tupleLocals = new Map<number, number>();
+  private readonly tuples: number[][] = [];
+  private readonly funcTypes: string[] = [];
+  private readonly funcTypeSigs: [number[], number[]][] = [];
+  private readonly fnIndex = new Map<string, number>();
+  private readonly fnNames: string[] = [];
+  private readonly fnNameRef = new Map<string, number>();
+  private readonly imports: { module: string; base: string; type: number; name: string }[] = [];
+  private memoryImport: { module: string; base: string } | null = null;
+  private memoryPages: [number, number] = [0, 0];
+  private readonly globals: { name: string; t: number; mutable: boolean; init: Ref }[] = [];
+  private readonly globalIndex = new Map<string, number>();
+  private readonly defs: FuncDef[] = [];
+  private readonly exports: { name: string; kind: number; internal: string }[] = [];
+
+  /** The types of this builder. */
+  readonly types: Types = {
+    none: T_NONE,
+    i32: T_I32,
+    i64: T_I64,
+    f64: T_F64,
+    tuple: (ts: Ty[]) => {
+      if (ts.length === 0) return T_NONE;
+      if (ts.length === 1) return ts[0];
+      const key = ts.join(',');
+      let k = this.tuples.findIndex((x) => x.join(',') === key);
+      if (k < 0) k = this.tuples.push([...ts]) - 1;
+      return TUPLE_BASE + k;
+    },
+  };
+
+  private grow(): void {
+    const k = this.start.length * 2;
+    for (const f of ['start', 'len', 'type'] as const) {
+      const a = new Int32Array(k);
+      a.set(this[f]);
+      this[f] = a;
+    }
+  }
+  private reserve(n: number): void {
+    if (this.used + n <= this.buf.length) return;
+    const b = new Int32Array(Math.max(this.buf.length * 2, this.used + n));
+    b.set(this.buf.subarray(0, this.used));
+    this.buf = b;
+  }
+  /** Close the node whose sequence began at `from`. */
+  private close(t: number, from: number): Ref {
+    if (this.count === this.start.length) this.grow();
+    const k = this.count++;
+    this.start[k] = from;
+    this.len[k] = this.used - from;
+    this.type[k] = t;
+    return k;
+  }
+  private push(v: number): void {
+    if (this.used === this.buf.length) this.reserve(1);
+    this.buf[this.used++] = v;
+  }
+  private node(t: number, seq: readonly number[]): Ref {
+    const from = this.used;
+    this.reserve(seq.length);
+    for (let i = 0; i < seq.length; i++) this.buf[this.used++] = seq[i];
+    return this.close(t, from);
+  }
+  private typeOf(r: Ref): number {
+    return this.type[r];
+  }
+  /** A node of `t` from children and raw bytes, in order. */
+  seq(t: number, parts: readonly (Ref | readonly number[])[]): Ref {
+    const from = this.used;
+    for (const p of parts) {
+      if (typeof p === 'number') this.push(256 + p);
+      else {
+        this.reserve(p.length);
+        for (let i = 0; i < p.length; i++) this.buf[this.used++] = p[i];
+      }
+    }
+    return this.close(t, from);
+  }
+  private op(t: number, kids: readonly Ref[], ...bytes: number[]): Ref {
+    const from = this.used;
+    this.reserve(kids.length + bytes.length);
+    for (let i = 0; i < kids.length; i++) this.buf[this.used++] = 256 + kids[i];
+    for (let i = 0; i < bytes.length; i++) this.buf[this.used++] = bytes[i];
+    return this.close(t, from);
+  }
+  private op1(t: number, a: Ref, byte: number): Ref {
+    const from = this.used;
+    this.reserve(2);
+    this.buf[this.used++] = 256 + a;
+    this.buf[this.used++] = byte;
+    return this.close(t, from);
+  }
+  private op2(t: number, a: Ref, b: Ref, byte: number): Ref {
+    const from = this.used;
+    this.reserve(3);
+    this.buf[this.used++] = 256 + a;
+    this.buf[this.used++] = 256 + b;
+    this.buf[this.used++] = byte;
+    return this.close(t, from);
+  }
+  private fnRef(name: string): number {
+    let k = this.fnNameRef.get(name);
+    if (k === undefined) {
+      k = this.fnNames.push(name) - 1;
+      this.fnNameRef.set(name, k);
+    }
+    return -1 - k;
+  }
+  private blockType(t: number): number[] {
+    if (t === T_UNREACHABLE || t === T_NONE) return [T_NONE];
+    if (t === T_I32 || t === T_I64 || t === T_F64) return [t];
+    const out: number[] = [];
+    // a multi-value block type is a type index (s33, non-negative)
+    sleb32(out, this.sigIndex([], this.tuples[t - TUPLE_BASE]));
+    return out;
+  }
+  private valTypes(t: number): number[] {
+    if (t === T_NONE) return [];
+    if (t >= TUPLE_BASE) return this.tuples[t - TUPLE_BASE];
+    return [t];
+  }
+  private sigIndex(params: number[], results: number[]): number {
+    const key = `${params.join(',')}>${results.join(',')}`;
+    let k = this.funcTypes.indexOf(key);
+    if (k < 0) {
+      k = this.funcTypes.push(key) - 1;
+      this.funcTypeSigs.push([params, results]);
+    }
+    return k;
+  }
+
+  // ---- expressions (Binaryen's argument order and typing rules) ----
+  /**
+   * Nothing branches to an unnamed block, so its children are simply concatenated: the stack
+   * effect is the same, and a block that ends unreachably keeps the stack polymorphic after it.
+   */
+  block = (_label: string | null, children: readonly Ref[], resultType?: Ty): Ref => {
+    let t = resultType;
+    if (t === undefined) {
+      t = T_NONE;
+      if (children.length > 0) {
+        const last = this.typeOf(children[children.length - 1]);
+        if (last !== T_NONE) t = last;
+        if (
+          children.some((c) => this.typeOf(c) === T_UNREACHABLE) &&
+          (last === T_NONE || last === T_UNREACHABLE)
+        )
+          t = T_UNREACHABLE;
+      }
+    }
+    return this.op(t, children);
+  };
+  if = (condition: Ref, ifTrue: Ref, ifFalse?: Ref): Ref => {
+    const a = this.typeOf(ifTrue);
+    const b = ifFalse === undefined ? T_NONE : this.typeOf(ifFalse);
+    let t = T_NONE;
+    if (ifFalse !== undefined) {
+      if (a === T_UNREACHABLE && b === T_UNREACHABLE) t = T_UNREACHABLE;
+      else if (a !== T_UNREACHABLE && a !== T_NONE) t = a;
+      else if (b !== T_UNREACHABLE && b !== T_NONE) t = b;
+    }
+    const seq: number[] = [256 + condition, Op.if, ...this.blockType(t), 256 + ifTrue];
+    if (ifFalse !== undefined) seq.push(Op.else, 256 + ifFalse);
+    seq.push(Op.end);
+    return this.node(t, seq);
+  };
+  call = (name: string, operands: readonly Ref[], returnType: Ty): Ref =>
+    this.op(returnType, operands, Op.call, this.fnRef(name));
+  return_call = (name: string, operands: readonly Ref[], _returnType: Ty): Ref =>
+    this.op(T_UNREACHABLE, operands, Op.return_call, this.fnRef(name));
+  select = (condition: Ref, ifTrue: Ref, ifFalse: Ref): Ref =>
+    this.op(this.typeOf(ifTrue), [ifTrue, ifFalse, condition], Op.select);
+  drop = (value: Ref): Ref => this.op(T_NONE, [value], Op.drop);
+  return = (value?: Ref): Ref => this.op(T_UNREACHABLE, value === undefined ? [] : [value], Op.return);
+  nop = (): Ref => this.node(T_NONE, []);
+  unreachable = (): Ref => this.node(T_UNREACHABLE, [Op.unreachable]);
+
+  readonly local = {
+    get: (index: number, type: Ty): Ref => {
+      if (type >= TUPLE_BASE) {
+        const r = this.node(type, []);
+        this.tupleLocals.set(r, index);
+        return r;
+      }
+      const seq: number[] = [Op.local_get];
+      uleb(seq, index);
+      return this.node(type, seq);
+    },
+    set: (index: number, value: Ref): Ref => {
+      const t = this.typeOf(value);
+      const seq: number[] = [256 + value];
+      // a tuple local is expanded into consecutive locals: pop them last to first
+      const n = t >= TUPLE_BASE ? this.tuples[t - TUPLE_BASE].length : 1;
+      for (let k = n - 1; k >= 0; k--) {
+        seq.push(Op.local_set);
+        uleb(seq, index + k);
+      }
+      return this.node(T_NONE, seq);
+    },
+  };
+  readonly global = {
+    get: (name: string, type: Ty): Ref => {
+      const seq: number[] = [Op.global_get];
+      uleb(seq, this.globalIdx(name));
+      return this.node(type, seq);
+    },
+    set: (name: string, value: Ref): Ref => {
+      const seq: number[] = [256 + value, Op.global_set];
+      uleb(seq, this.globalIdx(name));
+      return this.node(T_NONE, seq);
+    },
+  };
+  private globalIdx(name: string): number {
+    const k = this.globalIndex.get(name);
+    if (k === undefined) throw new Error(`ByteModule: unknown global ${name}`);
+    return k;
+  }
+  readonly tuple = {
+    make: (elements: readonly Ref[]): Ref =>
+      this.op(this.types.tuple(elements.map((e) => this.typeOf(e))), elements),
+    extract: (tuple: Ref, index: number): Ref => {
+      const local = this.tupleLocals.get(tuple);
+      if (local === undefined) throw new Error('ByteModule: tuple.extract reads tuple locals only');
+      const seq: number[] = [Op.local_get];
+      uleb(seq, local + index);
+      return this.node(this.tuples[this.type[tuple] - TUPLE_BASE][index], seq);
+    },
+  };
+
+  readonly i32 = {
+    const: (v: number): Ref => {
+      const seq: number[] = [Op.i32_const];
+      sleb32(seq, v);
+      return this.node(T_I32, seq);
+    },
+    wrap: (v: Ref) => this.op1(T_I32, v, 0xa7),
+    add: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x6a),
+    sub: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x6b),
+    mul: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x6c),
+    div_s: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x6d),
+    div_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x6e),
+    rem_s: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x6f),
+    rem_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x70),
+    and: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x71),
+    shl: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x74),
+    shr_s: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x75),
+    shr_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x76),
+    eqz: (a: Ref) => this.op1(T_I32, a, 0x45),
+    eq: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x46),
+    lt_s: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x48),
+    lt_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x49),
+    gt_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x4b),
+    ge_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x4f),
+  };
+  private mem(t: number, kids: Ref[], opcode: number, align: number, offset: number): Ref {
+    const seq = kids.map((k) => 256 + k);
+    seq.push(opcode);
+    uleb(seq, Math.log2(align));
+    uleb(seq, offset);
+    return this.node(t, seq);
+  }
+  readonly i64 = {
+    const: (v: bigint): Ref => {
+      const seq: number[] = [Op.i64_const];
+      sleb64(seq, v);
+      return this.node(T_I64, seq);
+    },
+    extend_s: (v: Ref) => this.op1(T_I64, v, 0xac),
+    extend_u: (v: Ref) => this.op1(T_I64, v, 0xad),
+    add: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x7c),
+    sub: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x7d),
+    mul: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x7e),
+    div_s: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x7f),
+    div_u: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x80),
+    rem_s: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x81),
+    rem_u: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x82),
+    and: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x83),
+    or: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x84),
+    xor: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x85),
+    shl: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x86),
+    shr_s: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x87),
+    shr_u: (a: Ref, b: Ref) => this.op2(T_I64, a, b, 0x88),
+    eqz: (a: Ref) => this.op1(T_I32, a, 0x50),
+    eq: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x51),
+    ne: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x52),
+    lt_s: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x53),
+    lt_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x54),
+    gt_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x56),
+    ge_s: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x59),
+    ge_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x5a),
+    load: (offset: number, align: number, ptr: Ref) => this.mem(T_I64, [ptr], 0x29, align, offset),
+    load8_s: (offset: number, align: number, ptr: Ref) => this.mem(T_I64, [ptr], 0x30, align, offset),
+    load8_u: (offset: number, align: number, ptr: Ref) => this.mem(T_I64, [ptr], 0x31, align, offset),
+    load16_s: (offset: number, align: number, ptr: Ref) => this.mem(T_I64, [ptr], 0x32, align, offset),
+    load16_u: (offset: number, align: number, ptr: Ref) => this.mem(T_I64, [ptr], 0x33, align, offset),
+    load32_s: (offset: number, align: number, ptr: Ref) => this.mem(T_I64, [ptr], 0x34, align, offset),
+    load32_u: (offset: number, align: number, ptr: Ref) => this.mem(T_I64, [ptr], 0x35, align, offset),
+    store: (offset: number, align: number, ptr: Ref, value: Ref) =>
+      this.mem(T_NONE, [ptr, value], 0x37, align, offset),
+    store8: (offset: number, align: number, ptr: Ref, value: Ref) =>
+      this.mem(T_NONE, [ptr, value], 0x3c, align, offset),
+    store16: (offset: number, align: number, ptr: Ref, value: Ref) =>
+      this.mem(T_NONE, [ptr, value], 0x3d, align, offset),
+    store32: (offset: number, align: number, ptr: Ref, value: Ref) =>
+      this.mem(T_NONE, [ptr, value], 0x3e, align, offset),
+    /** i64.trunc_sat_f32_s / i64.trunc_sat_f64_s (0xfc 4 / 0xfc 6, non-trapping conversions) */
+    trunc_s_sat: {
+      f32: (v: Ref) => this.op(T_I64, [v], 0xfc, 4),
+      f64: (v: Ref) => this.op(T_I64, [v], 0xfc, 6),
+    },
+  };
+  readonly f64 = {
+    ne: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x62),
+  };
+
+  // ---- module-level declarations ----
+  addFunctionImport(name: string, module: string, base: string, params: Ty, results: Ty): void {
+    if (this.defs.length > 0) throw new Error('ByteModule: imports must precede functions');
+    this.fnIndex.set(name, this.imports.length);
+    this.imports.push({
+      module,
+      base,
+      name,
+      type: this.sigIndex(this.valTypes(params), this.valTypes(results)),
+    });
+  }
+  addMemoryImport(_name: string, module: string, base: string): void {
+    this.memoryImport = { module, base };
+  }
+  setMemory(initial: number, maximum: number): void {
+    this.memoryPages = [initial, maximum];
+  }
+  addGlobal(name: string, type: Ty, mutable: boolean, init: Ref): void {
+    this.globalIndex.set(name, this.globals.length);
+    this.globals.push({ name, t: type, mutable, init });
+  }
+  addFunction(name: string, params: Ty, results: Ty, vars: readonly Ty[], body: Ref): void {
+    const locals: number[] = [];
+    for (const v of vars) locals.push(...this.valTypes(v));
+    this.fnIndex.set(name, this.imports.length + this.defs.length);
+    this.defs.push({
+      name,
+      type: this.sigIndex(this.valTypes(params), this.valTypes(results)),
+      locals,
+      body,
+    });
+  }
+  addFunctionExport(name: string, externalName: string): void {
+    this.exports.push({ name: externalName, kind: 0, internal: name });
+  }
+  addGlobalExport(name: string, externalName: string): void {
+    this.exports.push({ name: externalName, kind: 3, internal: name });
+  }
+
+  /** Serialise node `r` into `out`. */
+  private write(out: Sink, r: Ref): void {
+    const buf = this.buf;
+    const end = this.start[r] + this.len[r];
+    for (let i = this.start[r]; i < end; i++) {
+      const v = buf[i];
+      if (v >= 256) this.write(out, v - 256);
+      else if (v >= 0) out.push(v);
+      else {
+        const fn = this.fnNames[-1 - v];
+        const k = this.fnIndex.get(fn);
+        if (k === undefined) throw new Error(`ByteModule: call to unknown function ${fn}`);
+        uleb(out, k);
+      }
+    }
+  }
+
+  /**
+   * The module as Wasm bytes, with a name section naming every function (trap backtraces use it).
+   * @throws Error on a call to an undeclared function or an unknown global (a translator bug).
+   */
+  emitBinary(): Uint8Array {
+    const out = new Bytes();
+    out.append([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
+    const section = (id: number, body: Uint8Array | number[]) => {
+      out.push(id);
+      uleb(out, body.length);
+      out.append(body);
+    };
+    // code first: block types may add signatures to the type table
+    const code = new Bytes();
+    const f = new Bytes();
+    uleb(code, this.defs.length);
+    for (const d of this.defs) {
+      f.length = 0;
+      const runs: [number, number][] = [];
+      for (const l of d.locals) {
+        if (runs.length > 0 && runs[runs.length - 1][1] === l) runs[runs.length - 1][0]++;
+        else runs.push([1, l]);
+      }
+      uleb(f, runs.length);
+      for (const [n, t] of runs) {
+        uleb(f, n);
+        f.push(t);
+      }
+      this.write(f, d.body);
+      f.push(Op.end);
+      uleb(code, f.length);
+      code.append(f.bytes());
+    }
+    const globals: number[] = [];
+    uleb(globals, this.globals.length);
+    for (const g of this.globals) {
+      globals.push(g.t, g.mutable ? 1 : 0);
+      this.write(globals, g.init);
+      globals.push(Op.end);
+    }
+
+    const types: number[] = [];
+    uleb(types, this.funcTypeSigs.length);
+    for (const [p, r] of this.funcTypeSigs) {
+      types.push(0x60);
+      uleb(types, p.length);
+      types.push(...p);
+      uleb(types, r.length);
+      types.push(...r);
+    }
+    section(1, types);
+
+    const imports: number[] = [];
+    uleb(imports, this.imports.length + (this.memoryImport ? 1 : 0));
+    for (const i of this.imports) {
+      name(imports, i.module);
+      name(imports, i.base);
+      imports.push(0x00);
+      uleb(imports, i.type);
+    }
+    if (this.memoryImport) {
+      name(imports, this.memoryImport.module);
+      name(imports, this.memoryImport.base);
+      imports.push(0x02, 0x01);
+      uleb(imports, this.memoryPages[0]);
+      uleb(imports, this.memoryPages[1]);
+    }
+    section(2, imports);
+
+    const funcs: number[] = [];
+    uleb(funcs, this.defs.length);
+    for (const d of this.defs) uleb(funcs, d.type);
+    section(3, funcs);
+    section(6, globals);
+
+    const exps: number[] = [];
+    uleb(exps, this.exports.length);
+    for (const e of this.exports) {
+      name(exps, e.name);
+      exps.push(e.kind);
+      const k = e.kind === 0 ? this.fnIndex.get(e.internal) : this.globalIndex.get(e.internal);
+      if (k === undefined) throw new Error(`ByteModule: export of unknown ${e.internal}`);
+      uleb(exps, k);
+    }
+    section(7, exps);
+    section(10, code.bytes());
+
+    // custom "name" section, function names subsection (spec appendix 7.4)
+    const names: number[] = [];
+    const all = [...this.imports.map((i) => i.name), ...this.defs.map((d) => d.name)];
+    uleb(names, all.length);
+    all.forEach((n, k) => {
+      uleb(names, k);
+      name(names, n);
+    });
+    const custom: number[] = [];
+    name(custom, 'name');
+    custom.push(0x01);
+    uleb(custom, names.length);
+    for (let i = 0; i < names.length; i++) custom.push(names[i]);
+    section(0, custom);
+    return out.bytes().slice();
+  }
+}

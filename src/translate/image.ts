@@ -1,0 +1,295 @@
+/**
+ * Whole-image structure shared by both tiers: one Wasm function per guest function, the
+ * indirect-call dispatcher, arithmetic helpers, entry stubs and the imports the engine provides
+ * (src/translate/abi.ts), built through {@link ExprBuilder} (Binaryen or ByteModule). This file
+ * must not import Binaryen at run time: the baseline tier starts without it.
+ */
+import type { ElfImage } from '../elf/types.js';
+import { relocationTargets } from '../elf/targets.js';
+import {
+  Exports,
+  IMPORT_MODULE,
+  Imports,
+  STACK_GUARD,
+  TrapKind,
+  TranslateError,
+  type GuestLayout,
+  type TranslateOptions,
+} from './abi.js';
+import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
+import { decode } from '../riscv/decode.js';
+import type { Instr } from '../riscv/instr.js';
+import { analyseFunction, instructionBits } from './cfg.js';
+import { emitFunction, functionName, Names, type EmitContext } from './emit.js';
+
+/** The result of translating one image. */
+export interface Translation {
+  /** the Wasm binary */
+  wasm: Uint8Array;
+  layout: GuestLayout;
+  /** guest function entries reachable through the indirect-call dispatcher */
+  indirectTargets: number[];
+  /** milliseconds spent in analysis+emission, in Binaryen's optimiser, and emitting the binary */
+  timings: { build: number; optimize: number; emit: number };
+}
+
+/** Read `length` bytes at guest address `address` from the image's PT_LOAD segments (zero past filesz). */
+export function readImage(image: ElfImage, address: number, length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  for (const seg of image.segments) {
+    const lo = Math.max(address, seg.vaddr);
+    const hi = Math.min(address + length, seg.vaddr + seg.filesz);
+    if (lo < hi) out.set(seg.data.subarray(lo - seg.vaddr, hi - seg.vaddr), lo - address);
+  }
+  return out;
+}
+
+/** What {@link buildImage} leaves for the tier to finish. */
+export interface BuiltImage {
+  indirectTargets: number[];
+  /** the analysed functions, by Wasm name, with their instruction counts */
+  sizes: Map<string, number>;
+}
+
+/**
+ * Add the whole image to `m`: imports, globals, helpers, every guest function, the dispatcher and
+ * the entry stubs.
+ * @throws TranslateError naming the guest function whose analysis or emission failed.
+ */
+export function buildImage(
+  m: ExprBuilder,
+  t: Types,
+  structure: EmitContext['structure'],
+  image: ElfImage,
+  layout: GuestLayout,
+  opts: TranslateOptions,
+): BuiltImage {
+  const i64 = t.i64;
+  const i32 = t.i32;
+  const pair = t.tuple([i64, i64]);
+  const params = t.tuple(new Array(9).fill(i64));
+  const pages = opts.memorySize / 65536;
+  m.setMemory(pages, pages, null);
+  m.addMemoryImport('0', IMPORT_MODULE, Imports.memory);
+  m.addFunctionImport(Names.ecall, IMPORT_MODULE, Imports.ecall, t.tuple(new Array(16).fill(i32)), t.f64);
+  m.addFunctionImport(Names.trap, IMPORT_MODULE, Imports.trap, t.tuple([i32, i32, i64]), t.none);
+  m.addFunctionImport(Names.poll, IMPORT_MODULE, Imports.poll, i32, i32);
+  m.addFunctionImport(Names.csr, IMPORT_MODULE, Imports.csr, t.tuple([i32, i32]), i64);
+
+  m.addGlobal(Names.gp, i64, true, m.i64.const(0n));
+  m.addGlobal(Names.tp, i64, true, m.i64.const(0n));
+  m.addGlobal(Names.a0, i64, true, m.i64.const(0n));
+  m.addGlobal(Names.a1, i64, true, m.i64.const(0n));
+  m.addGlobal(Names.fuel, i32, true, m.i32.const(0));
+  m.addGlobal(Names.resv, i64, true, m.i64.const(-1n));
+  m.addGlobal(Names.dirtyLo, i32, true, m.i32.const(layout.size));
+  m.addGlobal(Names.dirtyHi, i32, true, m.i32.const(0));
+  m.addGlobalExport(Names.a0, Exports.a0);
+  m.addGlobalExport(Names.a1, Exports.a1);
+  m.addGlobalExport(Names.dirtyLo, Exports.dirtyLo);
+  m.addGlobalExport(Names.dirtyHi, Exports.dirtyHi);
+  m.addGlobalExport(Names.fuel, Exports.fuel);
+
+  addMulHelpers(m, t);
+  addEcallHelper(m, t, pair);
+
+  const functionEntries = new Set(image.functions.map((f) => f.start));
+  const named = relocationTargets(image).codeAddresses;
+  const ctx: EmitContext = {
+    m,
+    types: t,
+    structure,
+    base: layout.base,
+    size: layout.size,
+    stackLimit: layout.stackLimit,
+    dirtySplit: layout.stackLimit - STACK_GUARD - layout.base,
+    functionEntries,
+    pair,
+    params,
+  };
+  const exec = image.segments.filter((seg) => (seg.flags & 1) !== 0);
+  const decodeAt = (address: number): Instr | null => {
+    const seg = exec.find((x) => address >= x.vaddr && address < x.vaddr + x.filesz);
+    const bits = seg ? instructionBits(seg.data, address - seg.vaddr) : null;
+    return bits === null ? null : decode(bits);
+  };
+  const facts = { functionEntries, relocationTargets: named, decodeAt };
+  const sizes = new Map<string, number>();
+  for (const fn of image.functions) {
+    let cfg;
+    try {
+      cfg = analyseFunction(readImage(image, fn.start, fn.size), fn.start, facts);
+      emitFunction(ctx, cfg);
+    } catch (e) {
+      throw new TranslateError(
+        `translating ${describeFunction(image, fn.start)} failed: ${errorText(e)}`,
+        functionName(fn.start),
+      );
+    }
+    let count = 0;
+    for (const b of cfg.blocks.values()) count += b.instrs.length;
+    sizes.set(functionName(fn.start), count);
+  }
+
+  const indirectTargets = [...functionEntries].filter((a) => named.has(a)).sort((a, b) => a - b);
+  addDispatcher(m, t, indirectTargets, pair);
+
+  const gpValue = image.globalPointer ?? 0;
+  const exported = new Set<string>();
+  for (const fn of image.functions) {
+    const isEntry = fn.start === image.entry;
+    for (const name of fn.names) {
+      if (exported.has(name) || !(fn.global || isEntry)) continue;
+      exported.add(name);
+      const stub = `entry_${fn.start.toString(16)}_${exported.size}`;
+      const args = Array.from({ length: 8 }, (_, k) => m.local.get(k, i64));
+      m.addFunction(
+        stub,
+        t.tuple(new Array(8).fill(i64)),
+        pair,
+        [],
+        m.block(null, [
+          m.global.set(Names.gp, m.i64.const(BigInt(gpValue))),
+          m.global.set(Names.tp, m.i64.const(0n)),
+          m.global.set(Names.resv, m.i64.const(-1n)),
+          m.global.set(Names.fuel, m.i32.const(0)),
+          m.return_call(functionName(fn.start), [m.i64.const(BigInt(layout.initialSp)), ...args], pair),
+        ]),
+      );
+      m.addFunctionExport(stub, Exports.entryPrefix + name);
+    }
+  }
+  return { indirectTargets, sizes };
+}
+
+/** `f_<hex> (symbol, ...)`: a guest function as error messages name it. */
+export function describeFunction(image: ElfImage, start: number): string {
+  const fn = image.functions.find((f) => f.start === start);
+  const names = fn && fn.names.length > 0 ? ` (${fn.names.join(', ')})` : '';
+  return functionName(start) + names;
+}
+
+/** The text of an error, including Binaryen's C++ exceptions (which are plain objects in JS). */
+export function errorText(e: unknown, binaryenModule?: unknown): string {
+  if (e instanceof Error) return e.message;
+  try {
+    const [type, message] = (
+      binaryenModule as { getExceptionMessage(e: unknown): string[] }
+    ).getExceptionMessage(e);
+    return `${type}: ${message.trim()}`;
+  } catch {
+    return String(e);
+  }
+}
+
+/**
+ * `dispatch(pc, target, sp, a0..a7)`: a binary decision tree over the relocation-named function
+ * entries, ending in a tail call; any other target traps BadIndirectTarget{target} at `pc`.
+ */
+function addDispatcher(m: ExprBuilder, t: Types, targets: number[], pair: Ty): void {
+  const i64 = t.i64;
+  const target = () => m.local.get(1, i64);
+  const args = () => [2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => m.local.get(k, i64));
+  // a fresh trap per leaf: an expression node must have exactly one parent (the optimiser's
+  // inliner rewrites local indices in place, so a node shared by two leaves is rewritten twice)
+  const bad = () =>
+    m.block(null, [
+      m.call(Names.trap, [m.i32.const(TrapKind.BadIndirectTarget), m.local.get(0, t.i32), target()], t.none),
+      m.unreachable(),
+    ]);
+  const tree = (lo: number, hi: number): Ref => {
+    if (hi - lo <= 3) {
+      let e = bad();
+      for (let k = hi - 1; k >= lo; k--) {
+        e = m.if(
+          m.i64.eq(target(), m.i64.const(BigInt(targets[k]))),
+          m.return_call(functionName(targets[k]), args(), pair),
+          e,
+        );
+      }
+      return e;
+    }
+    const mid = (lo + hi) >> 1;
+    return m.if(m.i64.lt_u(target(), m.i64.const(BigInt(targets[mid]))), tree(lo, mid), tree(mid, hi));
+  };
+  const body = targets.length === 0 ? bad() : m.block(null, [tree(0, targets.length), m.unreachable()]);
+  m.addFunction(Names.dispatch, t.tuple([t.i32, ...new Array(10).fill(i64)]), pair, [], body);
+}
+
+/**
+ * The ecall helper `(pc: i32, a7: i64, a0..a5: i64) -> (a0, a1)` behind every ecall site. The
+ * import takes only i32s (Imports.ecall): V8 hands an i64 to JavaScript as a freshly allocated
+ * BigInt, six of them cost more than the rest of a host call, while an i32 arrives as a small
+ * integer. The number goes in three pieces (bits 0-29, 30-59, 60-63), each argument as its low
+ * and high halves. The import returns an f64: an integer is the new a0 (a1 unchanged); NaN means
+ * the engine left a0 and a1 in the exported a0/a1 globals (values beyond 2^53, pairs).
+ */
+function addEcallHelper(m: ExprBuilder, t: Types, pair: Ty): void {
+  const i64 = t.i64;
+  const i32 = t.i32;
+  const f64 = t.f64;
+  const c = (v: bigint) => m.i64.const(v);
+  const g = (k: number) => m.local.get(k, i64);
+  // locals: 0 pc, 1 a7, 2..7 a0..a5, 8 the import's result
+  const piece = (shift: bigint, mask: bigint) => m.i32.wrap(m.i64.and(m.i64.shr_u(g(1), c(shift)), c(mask)));
+  const halves = [2, 3, 4, 5, 6, 7].flatMap((k) => [m.i32.wrap(g(k)), m.i32.wrap(m.i64.shr_u(g(k), c(32n)))]);
+  const r = () => m.local.get(8, f64);
+  const body = m.block(
+    null,
+    [
+      m.local.set(
+        8,
+        m.call(
+          Names.ecall,
+          [m.local.get(0, i32), piece(0n, 0x3fffffffn), piece(30n, 0x3fffffffn), piece(60n, 0xfn), ...halves],
+          f64,
+        ),
+      ),
+      m.if(
+        m.f64.ne(r(), r()),
+        m.tuple.make([m.global.get(Names.a0, i64), m.global.get(Names.a1, i64)]),
+        m.tuple.make([m.i64.trunc_s_sat.f64(r()), g(3)]),
+      ),
+    ],
+    pair,
+  );
+  m.addFunction(Names.ecallHelper, t.tuple([i32, i64, i64, i64, i64, i64, i64, i64]), pair, [f64], body);
+}
+
+/** MULHU, MULH, MULHSU: the high 64 bits of 128-bit products from 32-bit partial products. */
+function addMulHelpers(m: ExprBuilder, t: Types): void {
+  const i64 = t.i64;
+  const c = (v: bigint) => m.i64.const(v);
+  const g = (k: number) => m.local.get(k, i64);
+  const mask = c(0xffffffffn);
+  // locals: 0 a, 1 b, 2 aLo, 3 aHi, 4 bLo, 5 bHi, 6 t, 7 w1, 8 w2
+  const body = m.block(
+    null,
+    [
+      m.local.set(2, m.i64.and(g(0), mask)),
+      m.local.set(3, m.i64.shr_u(g(0), c(32n))),
+      m.local.set(4, m.i64.and(g(1), mask)),
+      m.local.set(5, m.i64.shr_u(g(1), c(32n))),
+      // t = aHi*bLo + (aLo*bLo >> 32): fits in 64 bits
+      m.local.set(6, m.i64.add(m.i64.mul(g(3), g(4)), m.i64.shr_u(m.i64.mul(g(2), g(4)), c(32n)))),
+      m.local.set(7, m.i64.and(g(6), mask)),
+      m.local.set(8, m.i64.shr_u(g(6), c(32n))),
+      // t = aLo*bHi + w1
+      m.local.set(6, m.i64.add(m.i64.mul(g(2), g(5)), g(7))),
+      m.i64.add(m.i64.add(m.i64.mul(g(3), g(5)), g(8)), m.i64.shr_u(g(6), c(32n))),
+    ],
+    i64,
+  );
+  const two = t.tuple([i64, i64]);
+  m.addFunction(Names.mulhu, two, i64, new Array(7).fill(i64), body);
+  // signed corrections: mulh = mulhu - (a<0 ? b : 0) - (b<0 ? a : 0); mulhsu drops the second term
+  const neg = (k: number, other: number) => m.select(m.i64.lt_s(g(k), c(0n)), g(other), c(0n));
+  m.addFunction(
+    Names.mulh,
+    two,
+    i64,
+    [],
+    m.i64.sub(m.i64.sub(m.call(Names.mulhu, [g(0), g(1)], i64), neg(0, 1)), neg(1, 0)),
+  );
+  m.addFunction(Names.mulhsu, two, i64, [], m.i64.sub(m.call(Names.mulhu, [g(0), g(1)], i64), neg(0, 1)));
+}

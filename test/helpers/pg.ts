@@ -1,0 +1,50 @@
+// The PostgreSQL test cluster started by .ci/run (scripts/pg-cluster.sh; developers run it the
+// same way) is handed to the tests as BERM_TEST_PG_URL. Each test file gets its own database,
+// created here and dropped at teardown, so test files running in parallel never see each other's
+// rows. Without the URL a test is skipped locally and fails in CI (CI=true): PostgreSQL tests must
+// never be skipped silently there.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Test } from 'tap';
+
+/** The URL of the test cluster's database, or null when none is configured. */
+export function pgTestUrl(): string | null {
+  const u = process.env.BERM_TEST_PG_URL;
+  return u === undefined || u === '' ? null : u;
+}
+
+const MISSING =
+  'BERM_TEST_PG_URL is not set: start a cluster with `d=$(mktemp -d); export BERM_TEST_PG_URL=$(scripts/pg-cluster.sh start $d)`';
+
+/**
+ * A fresh database on the test cluster for test `t`, dropped at t's teardown.
+ * @returns its URL, or null when there is no cluster (the test was skipped, or failed in CI)
+ */
+export async function freshDatabase(t: Test): Promise<string | null> {
+  const base = pgTestUrl();
+  if (base === null) {
+    if (process.env.CI === 'true') t.fail(`${MISSING} (CI=true: PostgreSQL tests must run)`);
+    else void t.skip(MISSING, () => {});
+    return null;
+  }
+  const name = `berm_t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  t.teardown(async () => {
+    const c = new pg.Client({ connectionString: base });
+    await c.connect();
+    try {
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await c.end();
+    }
+  });
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return u.toString();
+}

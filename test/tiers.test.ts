@@ -1,0 +1,51 @@
+// Tiered translation: the 'auto' tier starts a guest on the baseline tier (Wasm written directly),
+// optimises it in a worker thread, caches the optimised tier under its own key and swaps it in for
+// later instances; 'optimized' (berm compile) translates the optimised tier in the foreground.
+// Expected values: `make -C test/data fnptr-expected` (the C source built natively).
+import t from 'tap';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Engine, Linker } from '../src/engine/engine.js';
+import { ROOT } from './helpers/fixtures.js';
+
+const FNPTR = join(ROOT, 'test', 'data', 'fnptr.elf');
+const bytes = new Uint8Array(readFileSync(FNPTR));
+const WANT = 7673011025081939444n; // fold(1000, 7, 0)
+
+t.test('auto: baseline first, optimised tier swapped in and cached', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'berm-tiers-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const engine = new Engine({ cacheDir: dir });
+  t.teardown(() => engine.close());
+  const mod = await engine.compile(bytes);
+  t.equal(mod.info.tier, 'baseline');
+  t.equal(mod.info.cached, false);
+  t.equal(mod.info.translate?.optimize, 0, 'the baseline tier runs no optimiser');
+  const linker = new Linker(engine);
+  const before = mod.wasm;
+  t.equal(linker.instantiate(mod).call('fold', 1000n, 7n, 0n)[0], WANT, 'baseline result');
+  t.equal(await mod.optimized, true, 'the optimised tier was swapped in');
+  t.equal(mod.info.tier, 'optimized');
+  t.not(mod.wasm, before, 'later instances use another module');
+  t.equal(linker.instantiate(mod).call('fold', 1000n, 7n, 0n)[0], WANT, 'optimised result');
+  const keys = engine.cache!.list().map((e) => e.key);
+  t.ok(keys.includes(engine.keyFor(bytes, 'baseline')), 'baseline tier cached');
+  t.ok(keys.includes(engine.keyFor(bytes, 'optimized')), 'optimised tier cached');
+  t.not(engine.keyFor(bytes, 'baseline'), engine.keyFor(bytes, 'optimized'), 'the key names the tier');
+
+  const again = await new Engine({ cacheDir: dir }).compile(bytes);
+  t.equal(again.info.tier, 'optimized', 'a later compile gets the optimised tier from the cache');
+  t.equal(again.info.cached, true);
+});
+
+t.test('optimized: translated in the foreground; baseline: never optimised', async (t) => {
+  const opt = await new Engine({ cacheDir: null, tier: 'optimized' }).compile(bytes);
+  t.equal(opt.info.tier, 'optimized');
+  t.ok(opt.info.translate!.optimize > 0, 'Binaryen optimised it');
+  const base = await new Engine({ cacheDir: null, tier: 'baseline' }).compile(bytes);
+  t.equal(base.info.tier, 'baseline');
+  t.equal(await base.optimized, true, 'a module in its final tier is settled');
+  t.equal(base.info.tier, 'baseline');
+  t.throws(() => new Engine({ tier: 'fast' as never }), RangeError);
+});
