@@ -164,7 +164,10 @@ export class DaemonServer {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    this.active++;
+    // an MCP GET is the session's notification stream: open as long as the client stays, it is
+    // not work in progress and must not hold the drain at shutdown
+    const counted = !(req.method === 'GET' && (req.url ?? '').split('?')[0] === '/mcp');
+    if (counted) this.active++;
     let route = 'unknown';
     res.on('finish', () => this.metrics.request(route, res.statusCode));
     try {
@@ -241,8 +244,10 @@ export class DaemonServer {
         res.setHeader('www-authenticate', 'Bearer realm="bermd"');
       sendError(res, e);
     } finally {
-      this.active--;
-      if (this.active === 0) this.idle?.();
+      if (counted) {
+        this.active--;
+        if (this.active === 0) this.idle?.();
+      }
     }
   }
 
