@@ -1,5 +1,5 @@
 /**
- * berm benchmarks (issue 5): invocation latency, host-call round trip, compile time (cold and
+ * berm benchmarks: invocation latency, host-call round trip, compile time (cold and
  * warm), guest speed against native x86-64 and qemu-riscv64 baselines built in the same run, and
  * memory. Prints a table and writes bench/results/latest.json plus a timestamped copy.
  *   npm run bench            (or make bench)
