@@ -75,6 +75,14 @@ const COMMANDS: { words: readonly string[]; load: () => Promise<Register> }[] = 
       return (program, ctx, options) => registerCall(program, ctx, options.callExtensions ?? []);
     },
   },
+  {
+    words: ['check'],
+    load: async () => {
+      // a declaration may grant the protocol door's `protocol:*` capabilities: register them first
+      await import('../protocol/index.js');
+      return (await import('./commands/check.js')).registerCheck;
+    },
+  },
   { words: ['exec'], load: async () => (await import('./commands/exec.js')).registerExec },
   { words: ['compile'], load: async () => (await import('./commands/compile.js')).registerCompile },
   { words: ['disasm'], load: async () => (await import('./commands/disasm.js')).registerDisasm },
