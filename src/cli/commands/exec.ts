@@ -12,6 +12,7 @@ import {
   engineFor,
   ExitCode,
   hex64,
+  labelCacheEntry,
   readInputFile,
 } from '../context.js';
 import type { CliContext } from '../program.js';
@@ -53,7 +54,10 @@ export function registerExec(program: Command, ctx: CliContext): void {
         const { io } = ctx;
         if (ints.length > 8) throw new CliError(`at most 8 integer arguments (a0..a7), got ${ints.length}`);
         const args = ints.map(parseGuestInt);
-        const module = await engineFor(g).compile(readInputFile(file));
+        const engine = engineFor(g);
+        const elf = readInputFile(file);
+        const module = await engine.compile(elf);
+        labelCacheEntry(engine, module.info.key, file, elf);
         if (g.verbose) io.err(`berm: ${file}: ${describeCompile(module.info)}\n`);
         if (!module.hasExport(symbol)) {
           throw new CliError(`${file} exports no function named ${symbol} (see berm inspect --functions)`);
