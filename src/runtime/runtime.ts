@@ -21,7 +21,7 @@ import { cpus } from 'node:os';
 import * as path from 'node:path';
 import type { CapabilityLimits, CapabilityReply, Grant } from '../capabilities/types.js';
 import { ok } from '../capabilities/types.js';
-import { CAPABILITY_NAMES } from '../capabilities/index.js';
+import { capabilityNames } from '../capabilities/index.js';
 import type { Declarations } from '../config/declarations.js';
 import { readElf } from '../elf/reader.js';
 import type { Manifest, ToolDecl } from '../harness/manifest.js';
@@ -302,11 +302,10 @@ export class BermRuntime extends EventEmitter {
       throw new ArmError(
         `harness name ${JSON.stringify(name)} must be letters, digits, '_' or '-' (no dots)`,
       );
+    const names = capabilityNames();
     for (const c of grant.capabilities) {
-      if (!CAPABILITY_NAMES.includes(c))
-        throw new ArmError(
-          `unknown capability ${JSON.stringify(c)}; use one of ${CAPABILITY_NAMES.join(', ')}`,
-        );
+      if (!names.includes(c))
+        throw new ArmError(`unknown capability ${JSON.stringify(c)}; use one of ${names.join(', ')}`);
     }
     readElf(elf); // a malformed ELF is refused here, before a worker is bothered
     const compiled = await this.pool.compile(elf);
