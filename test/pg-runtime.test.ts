@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { shutdownBridge } from '../src/capabilities/common/sync.js';
 import { BermRuntime } from '../src/runtime/index.js';
-import { PgStore } from '../src/runtime/pg-store.js';
-import { readJournal } from '../src/runtime/pg-sql.js';
+import { PgStore } from '../src/cluster/pg-store.js';
+import { readJournal } from '../src/cluster/pg-sql.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 import { freshDatabase } from './helpers/pg.js';
 

@@ -7,13 +7,17 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import pg from 'pg';
 import { shutdownBridge } from '../src/capabilities/common/sync.js';
-import { PgStore, PgStoreError } from '../src/runtime/pg-store.js';
-import * as sql from '../src/runtime/pg-sql.js';
+import { PgStore, PgStoreError } from '../src/cluster/pg-store.js';
+import * as sql from '../src/cluster/pg-sql.js';
 import type { WakeSpec } from '../src/runtime/store.js';
 import { dec } from './helpers/cap-util.js';
 import { freshDatabase } from './helpers/pg.js';
 
 t.teardown(() => shutdownBridge());
+// The store never keeps a process alive by itself (its listener socket is unref'd): while a test
+// waits for a notification, this timer does.
+const keepAlive = setInterval(() => {}, 1000);
+t.teardown(() => clearInterval(keepAlive));
 
 const spec = (id: string, when: number, extra: Partial<WakeSpec> = {}): WakeSpec => ({
   id,

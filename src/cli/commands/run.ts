@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
-import { isPostgresStore, PgStore } from '../../runtime/pg-store.js';
+import { isPostgresStore, PgStore } from '../../cluster/pg-store.js';
 import { BermRuntime, type JournalRecord, type RuntimeLimits } from '../../runtime/index.js';
 import {
   LIMIT_KEYS,
@@ -112,6 +112,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
           let rt: BermRuntime;
           let shared: PgStore | null = null;
           if (opts.store !== undefined) {
+            fs.mkdirSync(opts.state, { recursive: true });
             if (!isPostgresStore(opts.store))
               throw new CliError(
                 `--store ${opts.store}: give a postgres:// URL (or leave it out for SQLite under --state)`,

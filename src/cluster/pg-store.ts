@@ -39,7 +39,7 @@ import type {
   RuntimeStore,
   WakeRecord,
   WakeSpec,
-} from './store.js';
+} from '../runtime/store.js';
 
 const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 const JOB = new URL(`./pg-job${ext}`, import.meta.url);
@@ -320,8 +320,10 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       }
     });
     await c.connect();
-    (c as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
     await c.query(`LISTEN ${sql.WAKES_CHANNEL}; LISTEN ${sql.DEPLOYMENTS_CHANNEL}`);
+    // idle listening never keeps the process alive (unref only now: an unref'd socket under an
+    // await would let the event loop end mid-query)
+    (c as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
     this.listener = c;
     // notifications may have been missed while not listening: look for new armings
     this.emit('wakes');
