@@ -9,6 +9,7 @@ import {
   type LimitSource,
   type Outcome,
   type RuntimeLimits,
+  type RuntimeStore,
   type WakeRecord,
 } from '../runtime/index.js';
 import type {
@@ -83,9 +84,12 @@ export class QueueBackend implements Backend {
     limits: Partial<RuntimeLimits>;
     limitSources: Partial<Record<keyof RuntimeLimits, LimitSource>>;
     log: (line: string) => void;
+    /** a storage backend shared with other daemons (default: SQLite under root) */
+    store?: RuntimeStore;
   }): Promise<QueueBackend> {
     const runtime = await BermRuntime.create({
       state: options.root,
+      ...(options.store ? { store: options.store } : {}),
       cacheDir: options.cacheDir,
       poolSize: options.workers,
       limits: options.limits,

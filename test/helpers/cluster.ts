@@ -100,6 +100,8 @@ export async function stopBermd(b: Bermd, signal: NodeJS.Signals = 'SIGKILL'): P
 export interface Answer {
   status: number;
   body: Record<string, unknown>;
+  /** the chain id of an invocation (header x-berm-chain), when given */
+  chain?: string;
 }
 
 /** fetch that never throws: a refused connection or a reset is `{status: 0}`. */
@@ -121,7 +123,8 @@ export async function http(url: string, method: string, body?: unknown): Promise
     } catch {
       parsed = { text };
     }
-    return { status: r.status, body: parsed };
+    const chain = r.headers.get('x-berm-chain');
+    return { status: r.status, body: parsed, ...(chain !== null ? { chain } : {}) };
   } catch (e) {
     return { status: 0, body: { error: (e as Error).message } };
   }
