@@ -11,6 +11,8 @@ import t from 'tap';
 const REPO = path.resolve(import.meta.dirname, '..');
 const HOSTILE = path.join(REPO, 'test', 'data', 'hostile.elf');
 const OS = path.join(REPO, 'examples', 'os.elf');
+// a small ELF, quick to translate
+const POKE = path.join(REPO, 'test', 'data', 'poke.elf');
 const TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-trial-'));
 t.teardown(() => fs.rmSync(TMP, { recursive: true, force: true }));
 
@@ -71,16 +73,16 @@ t.test('a cache directory that is a file is refused, for compiling and listing',
 
 t.test('cache ls names the ELF each entry came from', async (t) => {
   const dir = path.join(TMP, 'labelled');
-  const c = await berm(['--cache-dir', dir, 'compile', HOSTILE]);
+  const c = await berm(['--cache-dir', dir, 'compile', POKE]);
   t.equal(c.code, 0, c.stderr);
   const ls = await berm(['--cache-dir', dir, 'cache', 'ls', '--json']);
   t.equal(ls.code, 0);
   const j = JSON.parse(ls.stdout) as { entries: { key: string; source: string; elfSha256: string }[] };
   t.equal(j.entries.length, 1);
-  t.equal(j.entries[0]!.source, HOSTILE);
-  t.equal(j.entries[0]!.elfSha256, sha(HOSTILE));
+  t.equal(j.entries[0]!.source, POKE);
+  t.equal(j.entries[0]!.elfSha256, sha(POKE));
   const text = await berm(['--cache-dir', dir, 'cache', 'ls']);
-  t.match(text.stdout, `${HOSTILE} (sha256 ${sha(HOSTILE).slice(0, 12)})`);
+  t.match(text.stdout, `${POKE} (sha256 ${sha(POKE).slice(0, 12)})`);
   const clear = await berm(['--cache-dir', dir, 'cache', 'clear']);
   t.equal(clear.code, 0);
   t.same(fs.readdirSync(dir), [], 'labels are cleared with their entries');
