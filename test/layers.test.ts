@@ -1,5 +1,6 @@
 // Enforces the layer table of docs/architecture.md: a module imports only from its own layer or
-// lower ones, capabilities never import each other, and Binaryen is imported only by the translator.
+// lower ones, capabilities never import each other, Binaryen is imported only by the translator, and
+// the runtime imports nothing of HTTP, MCP or protobuf.
 import t from 'tap';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -18,8 +19,9 @@ const LAYER: Record<string, number> = {
   harness: 6,
   capabilities: 7,
   config: 8,
-  protocol: 9,
-  cli: 10,
+  runtime: 9,
+  protocol: 10,
+  cli: 11,
   // the library entry (`import ... from 'berm'`): re-exports the engine and harness layers
   'index.ts': 15,
   // the top: nothing imports the daemon, and the daemon never imports the CLI (checked below)
@@ -47,6 +49,12 @@ t.test('imports point down the layer table', async (t) => {
     const text = readFileSync(file, 'utf8');
     for (const m of text.matchAll(importRe)) {
       const spec = m[1] ?? m[2];
+      if (folder === 'runtime') {
+        t.notOk(
+          /^(node:)?(http|https|http2|net)$|^@modelcontextprotocol\/|^protobufjs|^undici|^pg$/.test(spec),
+          `${rel}: the runtime knows nothing of HTTP, MCP, protobuf or a database server (imports ${spec})`,
+        );
+      }
       if (spec === 'binaryen') {
         t.equal(folder, 'translate', `${rel}: only src/translate may import binaryen`);
         continue;

@@ -10,7 +10,7 @@ import { Engine } from '../src/engine/engine.js';
 import { MemoryFault, UnknownHostCall } from '../src/engine/traps.js';
 import { HarnessError } from '../src/harness/harness.js';
 import { DeclarationError, parseDeclarations } from '../src/config/declarations.js';
-import { Runtime, RuntimeError } from '../src/config/runtime.js';
+import { Runtime, RuntimeError } from '../src/runtime/declared.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 import { scratch, startServer } from './helpers/cap-util.js';
 

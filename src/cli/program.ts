@@ -94,6 +94,7 @@ const COMMANDS: { words: readonly string[]; load: () => Promise<Register> }[] = 
     load: async () => (await import('./commands/daemon-verbs.js')).registerDaemonVerbs,
   },
   { words: ['wake'], load: async () => (await import('./commands/wake-client.js')).registerWakeClient },
+  { words: ['run'], load: async () => (await import('./commands/run.js')).registerRun },
 ];
 
 /** Global options that take a value (as a separate argument). */

@@ -29,7 +29,7 @@ export function configCallExtension(io: Io = processIo()): CallExtension {
       // (the agent daemon is reached through $BERM_AGENT_DAEMON; docs/protocol-door.md)
       await import('../../protocol/index.js');
       const { DeclarationError, loadDeclarations } = await import('../../config/declarations.js');
-      const { Runtime, RuntimeError } = await import('../../config/runtime.js');
+      const { Runtime, RuntimeError } = await import('../../runtime/declared.js');
       try {
         const decls = loadDeclarations(file);
         // The whole call, host calls included, ends by one deadline: capabilities clamp their own
