@@ -3,7 +3,7 @@
  * wire format of capability calls; enough to load a harness ELF, run its tools in fresh instances
  * and answer its capability calls with the embedder's own handlers (docs/embedding.md). The
  * built-in capabilities and operator declarations have their own entries, `berm/capabilities` and
- * `berm/config/runtime` / `berm/config/declarations`, so that embedding the engine alone loads
+ * `berm/config/runtime` (src/runtime/declared.ts) / `berm/runtime` / `berm/config/declarations`, so that embedding the engine alone loads
  * none of them. Importing this module loads neither Binaryen (only a cache miss does), ajv (only
  * arguments that are not plainly valid do), nor any network or database client.
  */

@@ -21,7 +21,7 @@ t.teardown(() => {
 });
 
 t.test('registry', async (t) => {
-  t.same(CAPABILITY_NAMES, ['call', 'clock', 'exec', 'fs', 'http', 'storage']);
+  t.same(CAPABILITY_NAMES, ['call', 'clock', 'exec', 'fs', 'http', 'schedule', 'storage']);
   t.ok(fsc['crabtalk.fs.read'] && execc['crabtalk.exec.run'] && httpc['crabtalk.http.fetch']);
 });
 

@@ -183,7 +183,7 @@ capabilities = ["http"]
   const expect: [number, RegExp, RegExp][] = [
     [2, /name contains a dot/, /rename it, e.g. "a-b"/],
     [10, /fs is granted without a root/, /add root =/],
-    [16, /unknown capability "teleport"/, /use one of call, clock, exec, fs, http, storage/],
+    [16, /unknown capability "teleport"/, /use one of call, clock, exec, fs, http, schedule, storage/],
     [21, /sha256 is missing or not 64 hex/, /sha256sum/],
     [26, /sha256 mismatch: .* hashes to [0-9a-f]{64}/, /set sha256 to that value/],
     [29, /duplicate name \(first declared at line 23\)/, /its own name/],
@@ -214,11 +214,13 @@ t.test('syntax and top-level errors throw', async (t) => {
     line: 2,
     problem: /TOML syntax/,
   });
-  t.throws(() => parseDeclarations('\n\n[limits]\nx = 1\n', file), {
+  t.throws(() => parseDeclarations('\n\n[settings]\nx = 1\n', file), {
     name: 'DeclarationError',
     line: 3,
-    problem: /unknown top-level key "limits"/,
+    problem: /unknown top-level key "settings"/,
   });
+  // [limits] belongs to the runtime (src/runtime/settings.ts), which reads it from the same file
+  t.same(parseDeclarations('[limits]\ntimeoutMs = 5\n', file).harnesses, []);
   t.throws(() => parseDeclarations('harnesses = 3\n', file), {
     name: 'DeclarationError',
     problem: /not an array of tables/,

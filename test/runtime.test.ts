@@ -1,4 +1,4 @@
-// The runtime of a declaration file end to end (upstream berm issue 6): the os, fetch and probe
+// The runtime of a declaration file end to end: the os, fetch and probe
 // example harnesses (examples/*.elf, built from guest-sdk/examples by `make examples`) against a
 // temporary root and a local HTTP server on 127.0.0.1, grants by declaration only, berm.call
 // chains, and guest buffers that run past the end of guest memory.
@@ -10,7 +10,7 @@ import { Engine } from '../src/engine/engine.js';
 import { MemoryFault, UnknownHostCall } from '../src/engine/traps.js';
 import { HarnessError } from '../src/harness/harness.js';
 import { DeclarationError, parseDeclarations } from '../src/config/declarations.js';
-import { Runtime, RuntimeError } from '../src/config/runtime.js';
+import { Runtime, RuntimeError } from '../src/runtime/declared.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 import { scratch, startServer } from './helpers/cap-util.js';
 

@@ -13,6 +13,7 @@ import { clockCapability } from './clock/index.js';
 import { execCapability } from './exec/index.js';
 import { fsCapability } from './fs/index.js';
 import { httpCapability } from './http/index.js';
+import { scheduleCapability } from './schedule/index.js';
 import { storageCapability } from './storage/index.js';
 import type { Capability } from './types.js';
 
@@ -23,6 +24,7 @@ const BUILT_IN: readonly Capability[] = [
   clockCapability,
   storageCapability,
   callCapability,
+  scheduleCapability,
 ];
 
 const registry: Record<string, Capability> = {};

@@ -1,5 +1,5 @@
 /**
- * Shapes shared by every capability (upstream berm issue 6). A capability is a set of synchronous
+ * Shapes shared by every capability. A capability is a set of synchronous
  * host-call handlers keyed by wire name; the harness layer decodes the guest's request fields,
  * calls the handler and stages the reply (src/wire/fields.ts).
  */
@@ -66,6 +66,11 @@ export interface CapabilityContext {
    * fresh instance, synchronously. Absent when the runtime cannot chain calls.
    */
   callTool?: (harness: string, tool: string, argsJson: string, depth: number) => CapabilityReply;
+  /**
+   * Provided by the runtime that owns a due-set: the schedule capability's calls, already parsed
+   * and shape-checked, made on behalf of `harness`. Absent when the runtime has no due-set.
+   */
+  schedule?: ScheduleHost;
   /** the capability names the declaration grants this harness (sorted) */
   granted?: readonly string[];
   /**
@@ -79,6 +84,16 @@ export interface CapabilityContext {
    * `request` crosses threads by structured clone. Absent when there is no such runtime.
    */
   service?: (name: string, request: unknown) => CapabilityReply;
+}
+
+/** The due-set as the schedule capability reaches it; every method answers, never throws. */
+export interface ScheduleHost {
+  /** arm the calling harness's on_wake at now + delayMs; reply ok(id) */
+  arm(req: { delayMs: number; payload: string; id: string | null }): CapabilityReply;
+  /** cancel a wake of the calling harness; reply ok("1") or ok("0") */
+  cancel(id: string): CapabilityReply;
+  /** call harness.tool(args) at now + delayMs, replacing the caller's pending one; reply ok(id) */
+  callAfter(req: { delayMs: number; harness: string; tool: string; args: string }): CapabilityReply;
 }
 
 /** A handler: synchronous, never throws for bad guest input (returns error or refused instead). */

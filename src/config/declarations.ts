@@ -184,12 +184,13 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
   }
   const lines = text.split(/\r?\n/);
   for (const k of Object.keys(doc)) {
-    if (k !== 'harnesses') {
+    // [limits] belongs to the runtime that runs the declared harnesses (src/runtime/settings.ts)
+    if (k !== 'harnesses' && k !== 'limits') {
       throw new DeclarationError(
         file,
         topLevelLine(lines, k),
         `unknown top-level key ${JSON.stringify(k)}`,
-        'the file holds only [[harnesses]] entries',
+        'the file holds [[harnesses]] entries and an optional [limits] table',
       );
     }
   }
@@ -416,6 +417,7 @@ export interface LinkOptions {
   depth?: number;
   limits?: Partial<CapabilityLimits>;
   callTool?: CapabilityContext['callTool'];
+  schedule?: CapabilityContext['schedule'];
   /** who the invocation acts for (see CapabilityContext.authority) */
   authority?: CapabilityContext['authority'];
   /** services on the queue's thread (see CapabilityContext.service) */
@@ -438,6 +440,7 @@ export function linkerEntries(
     depth: options.depth ?? 0,
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.callTool ? { callTool: options.callTool } : {}),
+    ...(options.schedule ? { schedule: options.schedule } : {}),
     ...(options.authority ? { authority: options.authority } : {}),
     ...(options.service ? { service: options.service } : {}),
     granted: [...decl.capabilities],

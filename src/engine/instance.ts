@@ -31,6 +31,19 @@ export interface InstantiateOptions {
   fuel?: number;
   /** wall-clock deadline of each call, milliseconds from its start */
   timeoutMs?: number;
+  /**
+   * This instance's own interrupt flag: a SharedArrayBuffer of at least 4 bytes whose first Int32
+   * any thread may set to non-zero (`raiseInterrupt(buffer)`) to stop the guest with Interrupted
+   * at its next poll. The flag is read, not consumed, so every instance sharing it (a call chain)
+   * stops. Default: the engine-wide InterruptHandle.
+   */
+  interrupt?: SharedArrayBuffer;
+  /**
+   * A fuel account shared with other instances (a call chain draws on one budget): slices are
+   * taken from `left`, so what one instance burns is gone for the others. When given, `fuel` is
+   * ignored and OutOfFuel reports `budget`.
+   */
+  fuelAccount?: { left: number; readonly budget: number };
 }
 
 /** Fuel is granted in slices so the interrupt flag and deadline are looked at often (~0.1 ms apart; a poll costs ~20 ns). */
@@ -233,7 +246,8 @@ export class Instance {
   readonly memory: WasmGuestMemory;
   private slot: Slot | null;
   private readonly hostFns: HostTable;
-  private fuelLeft: number;
+  private readonly fuel: { left: number; readonly budget: number };
+  private readonly interruptFlag: Int32Array | null;
   private deadline = Infinity;
   private running = false;
 
@@ -247,7 +261,8 @@ export class Instance {
     this.slot.owner = this;
     this.slot.call.data = opts.data;
     this.memory = this.slot.memory;
-    this.fuelLeft = opts.fuel ?? Infinity;
+    this.fuel = opts.fuelAccount ?? { left: opts.fuel ?? Infinity, budget: opts.fuel ?? 0 };
+    this.interruptFlag = opts.interrupt ? new Int32Array(opts.interrupt, 0, 1) : null;
   }
 
   /** Reset the memory and hand it back to the module's pool. The Instance is unusable afterwards. */
@@ -303,11 +318,14 @@ export class Instance {
 
   /** @internal the `poll` import: interrupt flag, deadline, fuel budget */
   poll(pc: number): number {
-    if (this.module.engine.interruptHandle.take()) throw this.at(new Interrupted(), pc);
+    const own = this.interruptFlag;
+    if (own ? Atomics.load(own, 0) !== 0 : this.module.engine.interruptHandle.take())
+      throw this.at(new Interrupted(), pc);
     if (performance.now() > this.deadline) throw this.at(new Interrupted('deadline passed'), pc);
-    if (this.fuelLeft <= 0) throw this.at(new OutOfFuel(this.opts.fuel ?? 0), pc);
-    const grant = Math.min(FUEL_SLICE, this.fuelLeft);
-    this.fuelLeft -= grant;
+    const fuel = this.fuel;
+    if (fuel.left <= 0) throw this.at(new OutOfFuel(fuel.budget), pc);
+    const grant = Math.min(FUEL_SLICE, fuel.left);
+    fuel.left -= grant;
     return grant;
   }
 
@@ -354,7 +372,7 @@ export class Instance {
     args.forEach((v, i) => (a[i] = BigInt.asIntN(64, BigInt(v))));
     this.deadline = this.opts.timeoutMs === undefined ? Infinity : performance.now() + this.opts.timeoutMs;
     // an interrupt aimed at an earlier run that had already finished must not hit this one
-    this.module.engine.interruptHandle.take();
+    if (this.interruptFlag === null) this.module.engine.interruptHandle.take();
     this.running = true;
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 24;

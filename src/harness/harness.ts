@@ -279,7 +279,16 @@ export class Harness {
    *   linear time (backreferences, lookaround, `\p{...}`): validation must never hang the host.
    */
   static async load(engine: Engine, source: Uint8Array | string): Promise<Harness> {
-    const module = await engine.compile(source);
+    return Harness.fromModule(await engine.compile(source));
+  }
+
+  /**
+   * Check a compiled module as a harness (what {@link load} does after compiling): for a module
+   * compiled elsewhere, e.g. a WebAssembly.Module posted from another thread.
+   * @throws ManifestError for a bad manifest; HarnessError when a declared tool has no
+   *   `berm_tool_<name>` export or an export is not declared.
+   */
+  static fromModule(module: GuestModule): Harness {
     const manifest = parseManifest(module.image.manifest);
     const exported = new Set(
       module.image.functions.flatMap((f) =>
@@ -331,7 +340,35 @@ export class Harness {
       );
     }
     if (typeof args === 'string') this.checkArgs(decl, args);
+    return this.run(TOOL_PREFIX + toolName, argBytes, limits, opts, toolName);
+  }
 
+  /**
+   * Run an exported global function that is not a tool (a harness's `on_wake` or `on_notify`) in a
+   * fresh instance, with `args` pulled through berm.args.len/berm.args.read like tool arguments.
+   * Returning without berm.done or berm.fail is ok with an empty result.
+   * @returns ok or failed; @throws a Trap when the guest traps, HarnessError when `symbol` is not
+   *   exported, the arguments or result are over the limit, or the result is not UTF-8.
+   */
+  invokeExport(symbol: string, args: Uint8Array, opts: InvokeOptions = {}): ToolResult {
+    if (!this.module.hasExport(symbol)) throw new HarnessError(`the harness exports no function ${symbol}`);
+    const limits = { ...DEFAULT_CALL_LIMITS, ...opts.limits };
+    if (args.length > limits.maxArgsBytes) {
+      throw new HarnessError(
+        `arguments of ${args.length} bytes are over the limit of ${limits.maxArgsBytes}`,
+      );
+    }
+    return this.run(symbol, args, limits, opts, null);
+  }
+
+  /** One fresh instance running `symbol`; `toolName` null for an entry that needs no result. */
+  private run(
+    symbol: string,
+    argBytes: Uint8Array,
+    limits: CallLimits,
+    opts: InvokeOptions,
+    toolName: string | null,
+  ): ToolResult {
     let linker: Linker;
     if ((opts.capabilities?.size ?? 0) === 0 && (opts.hostFunctions?.size ?? 0) === 0) {
       // the core host calls alone: one linker (and lookup table) for every call of this harness
@@ -356,9 +393,10 @@ export class Harness {
     };
     const inst = linker.instantiate(this.module, { ...opts, data: s });
     try {
-      const [a0, a1] = inst.call(TOOL_PREFIX + toolName);
+      const [a0, a1] = inst.call(symbol);
       if (s.failed) return { status: 'failed', message: lossy.decode(s.failed), logs: s.logs };
       let out = s.done;
+      if (toolName === null) out ??= new Uint8Array(0);
       if (this.manifest.abi_version === 0 && out === null) {
         if (a1 > BigInt(limits.maxResultBytes))
           throw new HarnessError(`result of ${a1} bytes is over the limit of ${limits.maxResultBytes}`);
@@ -369,7 +407,7 @@ export class Harness {
       try {
         return { status: 'ok', result: utf8.decode(out), logs: s.logs };
       } catch {
-        throw new HarnessError(`tool ${toolName} returned a result that is not valid UTF-8`);
+        throw new HarnessError(`${toolName ?? symbol} returned a result that is not valid UTF-8`);
       }
     } catch (e) {
       // A core host call refusing the guest (an over-limit result, a second berm.done) is an ABI

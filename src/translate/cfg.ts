@@ -1,6 +1,6 @@
 /**
  * Control-flow analysis of one guest function: decode its bytes, find basic-block leaders and
- * classify every control transfer (issue 3 "Translator": return, call, tail call, local jump,
+ * classify every control transfer (return, call, tail call, local jump,
  * indirect). Knows nothing of Wasm.
  */
 import { decode } from '../riscv/decode.js';

@@ -9,6 +9,7 @@ import { CliError, ExitCode } from '../context.js';
 import type { CliContext } from '../program.js';
 import type { DaemonFlags, WakeInfo } from './daemon-client.js';
 import { addDaemonOptions, withDaemon } from './daemon-verbs.js';
+import { addLocalWakeOptions, localWakeAdd, localWakeLs, localWakeRm, type LocalAddFlags } from './wake.js';
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -63,12 +64,29 @@ export function wakesText(ws: WakeInfo[], now = Date.now()): string {
   return rows.join('\n') + '\n';
 }
 
+/**
+ * True when a wake verb works on a `berm run` state directory (`--state`) rather than a daemon.
+ * `--state` with `--host` or `--token-file` is ambiguous and refused.
+ * @throws CliError for the ambiguous combination
+ */
+function local(flags: DaemonFlags & { state?: string }): flags is DaemonFlags & { state: string } {
+  if (flags.state === undefined) return false;
+  if (flags.host !== undefined || flags.tokenFile !== undefined) {
+    throw new CliError(
+      'wake: --state (a berm run state directory) and --host/--token-file (a daemon) exclude each other',
+    );
+  }
+  return true;
+}
+
 /** Options of `wake add`. */
-interface AddFlags extends DaemonFlags {
+interface AddFlags extends DaemonFlags, Partial<Omit<LocalAddFlags, 'state'>> {
   in?: number;
   at?: number;
   payload?: string;
   id?: string;
+  /** the local side (wake.ts): a berm run state directory instead of a daemon */
+  state?: string;
 }
 
 /** Register `wake add|ls|rm` (the daemon side). */
@@ -77,8 +95,7 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
     .command('wake')
     .description("arm, list and cancel wakes of deployed harnesses' on_wake");
   addDaemonOptions(
-    wake
-      .command('add')
+    addLocalWakeOptions(wake.command('add'), true)
       .description('arm a wake of HARNESS (its on_wake runs when due); give --in or --at')
       .argument('<harness>', 'deployed harness name')
       .option('--in <delay>', 'due after this delay: ms, or with a unit (30s, 5m, 2h)', parseDelay)
@@ -88,6 +105,7 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
   ).action((harness: string, flags: AddFlags, cmd: Command) =>
     ctx.run(cmd, async () => {
       const g = ctx.globals(cmd);
+      if (local(flags)) return localWakeAdd(ctx, cmd, harness, { ...flags, state: flags.state });
       if ((flags.in === undefined) === (flags.at === undefined)) {
         throw new CliError('wake add: give exactly one of --in DELAY and --at TIME');
       }
@@ -103,20 +121,26 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
       return ExitCode.Ok;
     }),
   );
-  addDaemonOptions(wake.command('ls').description('list pending wakes, earliest first')).action(
-    (flags: DaemonFlags, cmd: Command) =>
-      ctx.run(cmd, async () => {
-        const g = ctx.globals(cmd);
-        const ws = await withDaemon(flags, (c) => c.listWakes());
-        ctx.io.out(g.json ? JSON.stringify(ws) + '\n' : wakesText(ws));
-        return ExitCode.Ok;
-      }),
-  );
   addDaemonOptions(
-    wake.command('rm').description('cancel a pending wake').argument('<id>', 'wake id'),
-  ).action((id: string, flags: DaemonFlags, cmd: Command) =>
+    addLocalWakeOptions(wake.command('ls').description('list pending wakes, earliest first'), false),
+  ).action((flags: DaemonFlags & { state?: string }, cmd: Command) =>
     ctx.run(cmd, async () => {
       const g = ctx.globals(cmd);
+      if (local(flags)) return localWakeLs(ctx, cmd, { state: flags.state });
+      const ws = await withDaemon(flags, (c) => c.listWakes());
+      ctx.io.out(g.json ? JSON.stringify(ws) + '\n' : wakesText(ws));
+      return ExitCode.Ok;
+    }),
+  );
+  addDaemonOptions(
+    addLocalWakeOptions(
+      wake.command('rm').description('cancel a pending wake').argument('<id>', 'wake id'),
+      false,
+    ),
+  ).action((id: string, flags: DaemonFlags & { state?: string }, cmd: Command) =>
+    ctx.run(cmd, async () => {
+      const g = ctx.globals(cmd);
+      if (local(flags)) return localWakeRm(ctx, cmd, id, { state: flags.state });
       await withDaemon(flags, (c) => c.removeWake(id));
       ctx.io.out(g.json ? JSON.stringify({ status: 'ok', id }) + '\n' : `cancelled ${id}\n`);
       return ExitCode.Ok;

@@ -21,7 +21,7 @@ import {
   linkerEntries,
   type Declarations,
   type HarnessDeclaration,
-} from './declarations.js';
+} from '../config/declarations.js';
 
 /** A call the runtime cannot make: unknown harness, a harness refused by its declaration, or too deep. */
 export class RuntimeError extends Error {

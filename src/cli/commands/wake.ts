@@ -1,0 +1,193 @@
+/**
+ * `berm wake add|ls|rm --state DIR`: the local side of `berm wake` (wake-client.ts is the daemon
+ * side; `--state` selects this one): the due-set of a state directory from outside a guest. The
+ * target is checked like a guest's berm.wake.arm (the harness must be declared and export
+ * `on_wake`; payload and delay within the limits): against `--config FILE` when given (its ELF
+ * symbols are read, nothing is compiled or run), else against the harnesses of the last
+ * `berm run` on that state directory. A running `berm run` is told to pick the new wakes up.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Command } from 'commander';
+import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
+import { readElf } from '../../elf/reader.js';
+import {
+  ArmError,
+  defaultLimits,
+  LimitError,
+  ON_WAKE,
+  SqliteStore,
+  wakeSpec,
+  type WakeRecord,
+} from '../../runtime/index.js';
+
+import { LimitsError, limitsFromFile } from '../../runtime/settings.js';
+import { CliError, ExitCode, parsePositiveInt, type ExitCodeValue } from '../context.js';
+import type { CliContext } from '../program.js';
+import { HARNESSES_FILE, PID_FILE, type HarnessSummary } from './run.js';
+
+function known(state: string, config: string | undefined): Map<string, { onWake: boolean }> {
+  const out = new Map<string, { onWake: boolean }>();
+  if (config !== undefined) {
+    let decls;
+    try {
+      decls = loadDeclarations(config);
+    } catch (e) {
+      if (e instanceof DeclarationError) throw new CliError(e.message);
+      throw e;
+    }
+    for (const d of decls.harnesses) {
+      const image = readElf(d.elf!);
+      out.set(d.name, { onWake: image.functions.some((f) => f.global && f.names.includes(ON_WAKE)) });
+    }
+    return out;
+  }
+  const file = path.join(state, HARNESSES_FILE);
+  let list: HarnessSummary[];
+  try {
+    list = JSON.parse(fs.readFileSync(file, 'utf8')) as HarnessSummary[];
+  } catch {
+    throw new CliError(`no harnesses are known for ${state} (${file} is missing); pass --config FILE`);
+  }
+  for (const h of list) out.set(h.name, { onWake: h.onWake });
+  return out;
+}
+
+/** Tell a running `berm run` on this state directory to rescan; false when none runs. */
+function signalRunner(state: string): boolean {
+  try {
+    const pid = Number(fs.readFileSync(path.join(state, PID_FILE), 'utf8').trim());
+    if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+    process.kill(pid, 'SIGUSR2');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function line(w: WakeRecord): string {
+  return `${w.id}  ${new Date(w.when).toISOString()}  ${w.kind === 'wake' ? w.harness : `${w.harness}.${w.entry}`}  by ${w.armedBy}  ${JSON.stringify(w.payload).slice(0, 60)}`;
+}
+
+/** Flags of the local `wake add` (beside the daemon side's --in, --at, --payload, --id). */
+export interface LocalAddFlags {
+  state: string;
+  config?: string;
+  in?: number;
+  at?: number;
+  payload?: string;
+  id?: string;
+  count?: number;
+  spread?: number;
+}
+
+/** Options only the local side has; `--state` selects it. */
+export function addLocalWakeOptions(cmd: Command, add: boolean): Command {
+  cmd.option('--state <dir>', 'work on the due-set of this berm run state directory instead of a daemon');
+  if (add) {
+    cmd
+      .option(
+        '--config <file>',
+        'with --state: declaration file to check the harness against (default: the last berm run)',
+      )
+      .option(
+        '--count <n>',
+        'with --state: arm N wakes (ids ID-0..ID-N-1 when --id is given)',
+        parsePositiveInt,
+      )
+      .option(
+        '--spread <ms>',
+        'with --count: spread the due instants evenly over this many ms',
+        parsePositiveInt,
+      );
+  }
+  return cmd;
+}
+
+/** `berm wake add --state DIR HARNESS`. */
+export function localWakeAdd(
+  ctx: CliContext,
+  cmd: Command,
+  harness: string,
+  opts: LocalAddFlags,
+): ExitCodeValue {
+  const g = ctx.globals(cmd);
+  let limits = defaultLimits(1);
+  try {
+    if (opts.config !== undefined) limits = { ...limits, ...limitsFromFile(opts.config) };
+  } catch (e) {
+    if (e instanceof LimitsError) throw new CliError(e.message);
+    throw e;
+  }
+  const harnesses = known(opts.state, opts.config);
+  const base = opts.at ?? Date.now() + (opts.in ?? 0);
+  const count = opts.count ?? 1;
+  const specs = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const at = base + (count > 1 && opts.spread ? Math.floor((i * opts.spread) / count) : 0);
+      const id = opts.id === undefined ? undefined : count > 1 ? `${opts.id}-${i}` : opts.id;
+      specs.push(
+        wakeSpec(
+          { harness, at, payload: opts.payload ?? '', ...(id !== undefined ? { id } : {}), armedBy: 'cli' },
+          harnesses.get(harness),
+          [...harnesses.keys()],
+          limits,
+        ),
+      );
+    }
+  } catch (e) {
+    if (e instanceof ArmError || e instanceof LimitError) throw new CliError(`wake add: ${e.message}`);
+    throw e;
+  }
+  const store = SqliteStore.open(opts.state);
+  let armed: WakeRecord[];
+  try {
+    armed = store.dues.armMany(specs);
+  } finally {
+    store.close();
+  }
+  const told = signalRunner(opts.state);
+  if (g.json)
+    ctx.io.out(
+      JSON.stringify({ armed: armed.map((w) => ({ id: w.id, when: w.when })), signalled: told }) + '\n',
+    );
+  else if (armed.length === 1) ctx.io.out(`${armed[0]!.id}\n`);
+  else ctx.io.out(`armed ${armed.length} wakes\n`);
+  return ExitCode.Ok;
+}
+
+/** `berm wake ls --state DIR`. */
+export function localWakeLs(ctx: CliContext, cmd: Command, opts: { state: string }): ExitCodeValue {
+  const g = ctx.globals(cmd);
+  const store = SqliteStore.open(opts.state);
+  try {
+    const list = store.dues.list();
+    if (g.json) ctx.io.out(JSON.stringify(list) + '\n');
+    else for (const w of list) ctx.io.out(line(w) + '\n');
+    if (!g.json) ctx.io.err(`berm: ${store.dues.count()} wakes pending\n`);
+  } finally {
+    store.close();
+  }
+  return ExitCode.Ok;
+}
+
+/** `berm wake rm --state DIR ID`. */
+export function localWakeRm(
+  ctx: CliContext,
+  cmd: Command,
+  id: string,
+  opts: { state: string },
+): ExitCodeValue {
+  const g = ctx.globals(cmd);
+  const store = SqliteStore.open(opts.state);
+  let removed: boolean;
+  try {
+    removed = store.dues.cancel(id);
+  } finally {
+    store.close();
+  }
+  if (g.json) ctx.io.out(JSON.stringify({ id, removed }) + '\n');
+  else ctx.io.out(removed ? `cancelled ${id}\n` : `no pending wake ${id}\n`);
+  return removed ? ExitCode.Ok : ExitCode.BadInput;
+}

@@ -1,0 +1,269 @@
+/**
+ * Runs invocations inside one worker thread: the harnesses deployed to it, each invocation in a
+ * fresh instance with exactly the capabilities its grant names, and berm.call chains.
+ *
+ * A chain shares one interrupt flag, one deadline, one fuel account and one invocation budget:
+ * a callee runs synchronously in the caller's worker (the caller is blocked in its ecall anyway),
+ * starts with what the caller has left, and what it uses is gone for the caller. When a callee
+ * ends with Interrupted, OutOfFuel or OutOfGas (the chain's invocation budget is spent), the chain
+ * is over: the caller's berm.call does not return to the guest — the caller stops with the same
+ * trap. Any other callee trap (MemoryFault, ...) is the callee's own business and reaches the
+ * caller as an error reply, as before.
+ */
+import { Engine, GuestModule } from '../engine/engine.js';
+import type { HostFunction } from '../engine/host.js';
+import { Interrupted, OutOfFuel, Trap } from '../engine/traps.js';
+import { readElf } from '../elf/reader.js';
+import { computeLayout } from '../translate/abi.js';
+import { capabilityHostFunction, Harness, HarnessError, type ToolResult } from '../harness/harness.js';
+import { ManifestError } from '../harness/manifest.js';
+import {
+  CALL_DEADLINE,
+  ok,
+  type CapabilityLimits,
+  type CapabilityReply,
+  type Grant,
+  type ScheduleHost,
+} from '../capabilities/types.js';
+import { linkerEntries } from '../config/declarations.js';
+import type { ChainSpec, RunResult, TrapInfo } from './protocol.js';
+
+/** The chain's invocation budget is spent: ends the whole chain like OutOfFuel. */
+export class OutOfGas extends Trap {
+  constructor(readonly invocations: number) {
+    super(`out of gas: the chain's budget of invocations is spent (${invocations} started)`);
+  }
+}
+
+/** A chain as one worker holds it while its top-level invocation runs. */
+export interface ChainState {
+  spec: ChainSpec;
+  fuel: { left: number; readonly budget: number };
+  invocationsLeft: number;
+  started: number;
+  interrupt: SharedArrayBuffer;
+  /** the trap that ended the chain, once one did */
+  abort: Trap | null;
+}
+
+/** A harness deployed to this worker. */
+interface Deployed {
+  harness: Harness;
+  decl: { name: string; capabilities: string[]; grant: Grant };
+}
+
+/** The trap kinds that end a whole chain rather than one invocation of it. */
+export function endsChain(t: Trap): boolean {
+  return t instanceof Interrupted || t instanceof OutOfFuel || t instanceof OutOfGas;
+}
+
+/** A trap as plain data. */
+export function trapInfo(t: Trap): TrapInfo {
+  return {
+    name: t.name,
+    message: t.message,
+    pc: t.pc,
+    symbol: t.symbol ?? null,
+    offset: t.offset ?? 0,
+    backtrace: t.backtrace.map((f) => ({ symbol: f.symbol, address: f.address })),
+  };
+}
+
+/** Runs invocations of the harnesses deployed to one thread. */
+export class Executor {
+  private readonly harnesses = new Map<string, Deployed>();
+
+  /**
+   * @param engine the thread's engine (its options must match the compiling engine's)
+   * @param capabilityLimits overrides of the capabilities' limits (maxCallDepth included)
+   * @param bridge the due-set and the queue's services as seen by `harness` in `chain` (the
+   *   worker's synchronous path to the queue's thread)
+   * @param defaultDatabase the storage capability's database for grants that name none
+   */
+  constructor(
+    readonly engine: Engine,
+    private readonly capabilityLimits: Partial<CapabilityLimits>,
+    private readonly bridge: {
+      scheduleFor: (harness: string, chain: ChainState) => ScheduleHost;
+      serviceFor: (harness: string, chain: ChainState) => (name: string, request: unknown) => CapabilityReply;
+    },
+    private readonly defaultDatabase: string | null,
+  ) {}
+
+  /**
+   * Deploy a harness from its ELF bytes and a module compiled elsewhere (or compile it here when
+   * `module` is null).
+   * @throws ElfError, ManifestError or HarnessError for a bad image.
+   */
+  async deploy(
+    name: string,
+    elf: Uint8Array,
+    module: { wasm: WebAssembly.Module; info: GuestModule['info'] } | null,
+    capabilities: string[],
+    grant: Grant,
+  ): Promise<Harness> {
+    let gm: GuestModule;
+    if (module === null) {
+      gm = await this.engine.compile(elf);
+    } else {
+      const image = readElf(elf);
+      const layout = computeLayout(image.imageStart, image.imageEnd, this.engine.options);
+      gm = new GuestModule(this.engine, image, layout, module.wasm, module.info);
+    }
+    const harness = Harness.fromModule(gm);
+    const g: Grant = { ...grant };
+    if (capabilities.includes('storage') && g.database === undefined && this.defaultDatabase !== null)
+      g.database = this.defaultDatabase;
+    this.harnesses.set(name, { harness, decl: { name, capabilities: [...capabilities], grant: g } });
+    return harness;
+  }
+
+  undeploy(name: string): void {
+    this.harnesses.delete(name);
+  }
+
+  /** A fresh chain state for a top-level run. */
+  static chain(spec: ChainSpec, interrupt: SharedArrayBuffer): ChainState {
+    return {
+      spec,
+      fuel: { left: spec.fuelLeft, budget: spec.fuelBudget },
+      invocationsLeft: spec.invocationsLeft,
+      started: 0,
+      interrupt,
+      abort: null,
+    };
+  }
+
+  /**
+   * Run one top-level invocation of a chain. Never throws.
+   * @param kind 'tool' for a declared tool (text arguments checked against its schema), 'export'
+   *   for on_wake / on_notify
+   */
+  run(
+    chain: ChainState,
+    harness: string,
+    kind: 'tool' | 'export',
+    entry: string,
+    args: string | Uint8Array,
+    onLog: ((line: string) => void) | undefined,
+  ): { result: RunResult; logs: string[] } {
+    const logs: string[] = [];
+    try {
+      const r = this.invoke(chain, harness, kind, entry, args, chain.spec.depth, onLog);
+      logs.push(...r.logs);
+      if (chain.abort) return { result: { status: 'trapped', trap: trapInfo(chain.abort) }, logs };
+      return {
+        result:
+          r.status === 'ok' ? { status: 'ok', result: r.result } : { status: 'failed', message: r.message },
+        logs,
+      };
+    } catch (e) {
+      if (e instanceof Trap) return { result: { status: 'trapped', trap: trapInfo(chain.abort ?? e) }, logs };
+      const err = e instanceof Error ? e : new Error(String(e));
+      if (err instanceof UnknownHarness)
+        return { result: { status: 'error', code: 'unknown-harness', message: err.message }, logs };
+      if (err instanceof HarnessError) {
+        const code = /^no tool named /.test(err.message)
+          ? 'unknown-tool'
+          : /^arguments /.test(err.message)
+            ? 'bad-args'
+            : 'harness';
+        return { result: { status: 'error', code, message: err.message }, logs };
+      }
+      if (err instanceof ManifestError)
+        return { result: { status: 'error', code: 'harness', message: err.message }, logs };
+      return { result: { status: 'error', code: 'internal', message: `${err.name}: ${err.message}` }, logs };
+    }
+  }
+
+  /** One invocation of a chain at `depth`. @throws Trap, HarnessError, UnknownHarness. */
+  private invoke(
+    chain: ChainState,
+    name: string,
+    kind: 'tool' | 'export',
+    entry: string,
+    args: string | Uint8Array,
+    depth: number,
+    onLog: ((line: string) => void) | undefined,
+  ): ToolResult {
+    const d = this.harnesses.get(name);
+    if (!d) throw new UnknownHarness(`no harness named ${name} is deployed`);
+    if (chain.invocationsLeft <= 0) {
+      chain.abort ??= new OutOfGas(chain.started);
+      throw chain.abort;
+    }
+    chain.invocationsLeft--;
+    chain.started++;
+    const here = { ...chain, spec: { ...chain.spec, depth } };
+    const entries = linkerEntries(d.decl, {
+      depth,
+      // host calls are bounded by the chain's deadline too (capabilities clamp their timeouts)
+      limits: { ...this.capabilityLimits, [CALL_DEADLINE]: chain.spec.deadline },
+      callTool: (callee, tool, argsJson, calleeDepth) =>
+        this.callTool(chain, callee, tool, argsJson, calleeDepth, onLog),
+      schedule: this.bridge.scheduleFor(name, here),
+      service: this.bridge.serviceFor(name, here),
+      ...(chain.spec.authority ? { authority: chain.spec.authority } : {}),
+    });
+    const hostFunctions = new Map<string, HostFunction>();
+    for (const [wire, handler] of entries) {
+      const fn = capabilityHostFunction(handler);
+      // after any capability call (berm.call above all), a chain that ended stops this guest too
+      hostFunctions.set(wire, (c) => {
+        const r = fn(c);
+        if (chain.abort) throw chainEnded(chain.abort);
+        return r;
+      });
+    }
+    const opts = {
+      hostFunctions,
+      interrupt: chain.interrupt,
+      fuelAccount: chain.fuel,
+      timeoutMs: Math.max(0, chain.spec.deadline - Date.now()),
+      ...(onLog ? { onLog } : {}),
+    };
+    try {
+      if (kind === 'tool') return d.harness.invoke(entry, args, opts);
+      const bytes = typeof args === 'string' ? new TextEncoder().encode(args) : args;
+      return d.harness.invokeExport(entry, bytes, opts);
+    } catch (e) {
+      if (e instanceof Trap && endsChain(e)) chain.abort ??= e;
+      throw e;
+    }
+  }
+
+  /** berm.call: run the callee one level deeper in this chain; a reply for the caller. */
+  private callTool(
+    chain: ChainState,
+    callee: string,
+    tool: string,
+    argsJson: string,
+    depth: number,
+    onLog: ((line: string) => void) | undefined,
+  ): CapabilityReply {
+    const where = `${callee}.${tool}`;
+    if (depth > chain.spec.maxDepth) {
+      return { refused: `berm.call: call chain depth ${depth} exceeds the limit of ${chain.spec.maxDepth}` };
+    }
+    try {
+      const r = this.invoke(chain, callee, 'tool', tool, argsJson, depth, onLog);
+      return r.status === 'ok' ? ok(r.result) : { error: r.message };
+    } catch (e) {
+      if (e instanceof Trap) return { error: `${where} trapped: ${e.name}: ${e.message} at ${e.where()}` };
+      const err = e instanceof Error ? e : new Error(String(e));
+      return { error: `${where}: ${err.name}: ${err.message}` };
+    }
+  }
+}
+
+/** The caller's copy of the trap that ended its chain (same name; the callee's place in the message). */
+function chainEnded(t: Trap): Trap {
+  const c = new Trap(`the chain ended in a callee: ${t.message}${t.pc >= 0 ? ` (at ${t.where()})` : ''}`);
+  c.name = t.name;
+  return c;
+}
+
+/** berm.call or a trigger named a harness this worker does not have. */
+export class UnknownHarness extends Error {
+  override name = 'UnknownHarness';
+}

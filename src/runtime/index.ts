@@ -1,0 +1,66 @@
+/**
+ * The runtime layer's public surface: the queue (three triggers, limits, worker pool, chains),
+ * the due-set, the journal and the storage seam. Daemon, protocol door and scale-out build on
+ * these names; docs/runtime-queue.md describes the design and the delivery semantics.
+ *
+ *   const rt = await BermRuntime.create({ state: dir, poolSize: 2, limits: { timeoutMs: 5000 } });
+ *   await rt.deploy('echo', elfBytes, { capabilities: ['clock'] });
+ *   const o = await rt.invoke('echo', 'echo', '{"x":1}');       // Outcome
+ *   rt.arm({ harness: 'ticker', delayMs: 1000, payload: 'hi' }); // WakeRecord
+ *   rt.on('invocation', (rec: JournalRecord) => ...);            // one per finished invocation
+ *   await rt.close();
+ *
+ * Events of BermRuntime: 'invocation' (JournalRecord, Outcome | null), 'wake' ({id, harness,
+ * scheduledAt, firedAt, lateMs, attempt}), 'spill' ({count, lateMs}), 'armed' (WakeRecord),
+ * 'deploy' (DeployedHarness), 'undeploy' (name), 'log' (line).
+ */
+export {
+  ArmError,
+  wakeSpec,
+  type ArmSpec,
+  BermRuntime,
+  ON_NOTIFY,
+  ON_WAKE,
+  type DeployedHarness,
+  type InvocationInfo,
+  type InvokeOptions,
+  type Outcome,
+  type QueueService,
+  type RuntimeOptions,
+  type RuntimeStats,
+  type Trigger,
+} from './runtime.js';
+export {
+  checkLimits,
+  defaultLimits,
+  LimitError,
+  TokenBucket,
+  type LimitName,
+  type LimitSource,
+  type OverrunPolicy,
+  type RuntimeLimits,
+} from './limits.js';
+export type { Authority, ChainSpec, TrapInfo } from './protocol.js';
+export type {
+  DeploymentRecord,
+  DeploymentStore,
+  DueStore,
+  Journal,
+  JournalRecord,
+  KeyStore,
+  RuntimeStore,
+  WakeKind,
+  WakeRecord,
+  WakeSpec,
+} from './store.js';
+export { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
+export { JsonlJournal, readJournal } from './journal.js';
+export { DueHeap } from './dueset.js';
+export { OutOfGas } from './executor.js';
+export { workerEntry } from './pool.js';
+export {
+  Runtime,
+  RuntimeError,
+  type LoadedHarness,
+  type RuntimeOptions as DeclaredRuntimeOptions,
+} from './declared.js';

@@ -1,0 +1,81 @@
+/**
+ * The invocation journal as a JSONL file: one JSON object per line, appended with a synchronous
+ * write (so a record is in the kernel's page cache before the queue moves on: a killed process
+ * loses nothing it acknowledged), rotated by size: journal.jsonl -> journal.1.jsonl -> ... up to
+ * `keep` old files (logrotate's numbering, newest rotation = .1).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Journal, JournalRecord } from './store.js';
+
+/** A size-rotated JSONL journal. */
+export class JsonlJournal implements Journal {
+  private fd: number;
+  private size: number;
+
+  /**
+   * @param file the live journal file (created with its directory if missing)
+   * @param rotateBytes rotate when a write would take the file past this size
+   * @param keep rotated files kept; older ones are deleted
+   */
+  constructor(
+    readonly file: string,
+    private readonly rotateBytes: number,
+    private readonly keep: number,
+  ) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.fd = fs.openSync(file, 'a');
+    this.size = fs.fstatSync(this.fd).size;
+  }
+
+  /** Name of the n-th rotated file (n >= 1). */
+  rotated(n: number): string {
+    return this.file.replace(/(\.jsonl)?$/, `.${n}.jsonl`);
+  }
+
+  append(rec: JournalRecord): void {
+    const line = Buffer.from(JSON.stringify(rec) + '\n');
+    if (this.size > 0 && this.size + line.length > this.rotateBytes) this.rotate();
+    fs.writeSync(this.fd, line);
+    this.size += line.length;
+  }
+
+  private rotate(): void {
+    fs.closeSync(this.fd);
+    fs.rmSync(this.rotated(this.keep), { force: true });
+    for (let n = this.keep - 1; n >= 1; n--) {
+      if (fs.existsSync(this.rotated(n))) fs.renameSync(this.rotated(n), this.rotated(n + 1));
+    }
+    fs.renameSync(this.file, this.rotated(1));
+    this.fd = fs.openSync(this.file, 'a');
+    this.size = 0;
+  }
+
+  close(): void {
+    if (this.fd >= 0) fs.closeSync(this.fd);
+    this.fd = -1;
+  }
+}
+
+/**
+ * Every record of a journal, oldest first: the rotated files from the highest number down, then
+ * the live file. A torn last line (the process was killed mid-write) is skipped.
+ */
+export function readJournal(file: string, keep = 64): JournalRecord[] {
+  const j = { rotated: (n: number) => file.replace(/(\.jsonl)?$/, `.${n}.jsonl`) };
+  const files: string[] = [];
+  for (let n = keep; n >= 1; n--) if (fs.existsSync(j.rotated(n))) files.push(j.rotated(n));
+  if (fs.existsSync(file)) files.push(file);
+  const out: JournalRecord[] = [];
+  for (const f of files) {
+    for (const line of fs.readFileSync(f, 'utf8').split('\n')) {
+      if (line === '') continue;
+      try {
+        out.push(JSON.parse(line) as JournalRecord);
+      } catch {
+        // a torn write at a kill: the record was never acknowledged
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,171 @@
+/**
+ * The queue's limits: the one place where concurrency, rate, single-in-flight, chain depth and
+ * gas are decided (RFC 0205, "Execution: one queue"). Every refusal is a {@link LimitError} naming
+ * the limit and its value, so a caller can tell "queue full" from "rate" from "depth".
+ */
+
+/** How a schedule's next occurrence is handled while the previous one is still running. */
+export type OverrunPolicy = 'skip' | 'defer';
+
+/** Every limit of the queue. Times in milliseconds, sizes in bytes. */
+export interface RuntimeLimits {
+  /** invocations running at once, over all harnesses (default: the pool size) */
+  concurrency: number;
+  /** invocations of one harness running at once (default: the pool size) */
+  harnessConcurrency: number;
+  /** sustained starts per second of one harness (token bucket refill; default 1000) */
+  harnessRate: number;
+  /** token bucket size: starts of one harness allowed in a burst (default 1000) */
+  harnessBurst: number;
+  /** triggers waiting for a worker, over all harnesses; beyond it a call is refused (default 10,000) */
+  queueDepth: number;
+  /** deepest chain: berm.call and work a harness enqueues add one; a top-level trigger is 0 (default 4) */
+  chainDepth: number;
+  /** wall-clock budget of a whole chain from its first start (default 30,000) */
+  timeoutMs: number;
+  /**
+   * extra time a worker stuck in a host call gets past the chain's deadline before it is replaced
+   * (default 5,000: host calls end by the deadline, but the capability bridge adds its own grace
+   * of 2 s, src/capabilities/common/sync.ts)
+   */
+  graceMs: number;
+  /** instruction budget of a whole chain (default Infinity: only the deadline bounds it) */
+  fuel: number;
+  /** invocations in one chain, the top-level one included (default 64) */
+  chainInvocations: number;
+  /** what happens to a wake due while the previous occurrence of the same wake id still runs (default skip) */
+  overrun: OverrunPolicy;
+  /** largest wake payload (default 64 KiB) */
+  maxPayloadBytes: number;
+  /** wakes pending in the due-set at once (default 10,000,000) */
+  maxPendingWakes: number;
+  /** longest delay a wake may be armed for (default 10 years) */
+  maxDelayMs: number;
+  /** journal file size at which it is rotated (default 64 MiB) */
+  journalRotateBytes: number;
+  /** rotated journal files kept (default 4) */
+  journalKeep: number;
+  /** how long close() waits for in-flight work before interrupting it (default 10,000) */
+  drainMs: number;
+}
+
+/** Where a limit's value came from, for the boot log. */
+export type LimitSource = 'default' | 'file' | 'flag' | 'env' | 'option';
+
+/** Defaults of {@link RuntimeLimits} for a pool of `poolSize` workers. */
+export function defaultLimits(poolSize: number): RuntimeLimits {
+  return {
+    concurrency: poolSize,
+    harnessConcurrency: poolSize,
+    harnessRate: 1000,
+    harnessBurst: 1000,
+    queueDepth: 10_000,
+    chainDepth: 4,
+    timeoutMs: 30_000,
+    graceMs: 5_000,
+    fuel: Infinity,
+    chainInvocations: 64,
+    overrun: 'skip',
+    maxPayloadBytes: 64 * 1024,
+    maxPendingWakes: 10_000_000,
+    maxDelayMs: 10 * 365 * 24 * 3600 * 1000,
+    journalRotateBytes: 64 * 1024 * 1024,
+    journalKeep: 4,
+    drainMs: 10_000,
+  };
+}
+
+/**
+ * Check a limits object (every numeric field positive; counts integral; overrun skip|defer).
+ * @throws RangeError naming the field and the bad value.
+ */
+export function checkLimits(l: RuntimeLimits): void {
+  const ints: (keyof RuntimeLimits)[] = [
+    'concurrency',
+    'harnessConcurrency',
+    'harnessBurst',
+    'queueDepth',
+    'chainInvocations',
+    'maxPayloadBytes',
+    'maxPendingWakes',
+    'journalRotateBytes',
+    'journalKeep',
+  ];
+  for (const k of ints) {
+    const v = l[k] as number;
+    if (!Number.isSafeInteger(v) || v < 1)
+      throw new RangeError(`limit ${k} must be a positive integer, got ${v}`);
+  }
+  if (!Number.isSafeInteger(l.chainDepth) || l.chainDepth < 0)
+    throw new RangeError(`limit chainDepth must be an integer >= 0, got ${l.chainDepth}`);
+  for (const k of ['harnessRate', 'timeoutMs', 'graceMs', 'drainMs', 'maxDelayMs', 'fuel'] as const) {
+    const v = l[k];
+    if (typeof v !== 'number' || Number.isNaN(v) || v <= 0)
+      throw new RangeError(`limit ${k} must be > 0, got ${v}`);
+  }
+  if (l.overrun !== 'skip' && l.overrun !== 'defer')
+    throw new RangeError(`limit overrun must be "skip" or "defer", got ${JSON.stringify(l.overrun)}`);
+}
+
+/** Name of a limit as refusals and the boot log spell it. */
+export type LimitName =
+  | 'concurrency'
+  | 'harnessConcurrency'
+  | 'harnessRate'
+  | 'queueDepth'
+  | 'chainDepth'
+  | 'chainInvocations'
+  | 'overrun'
+  | 'maxPayloadBytes'
+  | 'maxPendingWakes'
+  | 'maxDelayMs'
+  | 'closed';
+
+/**
+ * A refusal by a limit of the queue: nothing ran. `limit` names it, `value` is its configured value.
+ */
+export class LimitError extends Error {
+  override name = 'LimitError';
+  constructor(
+    readonly limit: LimitName,
+    readonly value: number | string,
+    detail: string,
+  ) {
+    super(`refused by limit ${limit} = ${value}: ${detail}`);
+  }
+}
+
+/**
+ * A token bucket (rate `rate` tokens per second, at most `burst` held), the classic traffic
+ * shaper (e.g. RFC 2697's single-rate meter without colours). Time in milliseconds.
+ */
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+  constructor(
+    private readonly rate: number,
+    private readonly burst: number,
+    now: number,
+  ) {
+    this.tokens = burst;
+    this.last = now;
+  }
+  private refill(now: number): void {
+    if (now > this.last) {
+      this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.rate) / 1000);
+      this.last = now;
+    }
+  }
+  /** Take one token if there is one. */
+  take(now: number): boolean {
+    this.refill(now);
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+  /** Milliseconds until a token is available (0 when one is). */
+  waitMs(now: number): number {
+    this.refill(now);
+    return this.tokens >= 1 ? 0 : Math.ceil(((1 - this.tokens) * 1000) / this.rate);
+  }
+}

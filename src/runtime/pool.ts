@@ -1,0 +1,299 @@
+/**
+ * The worker pool: N worker_threads, each running one invocation at a time, so guest execution
+ * and translation never run on the thread that accepts work. Deployments are broadcast to every
+ * worker (the ELF bytes and the compiled WebAssembly.Module, which V8 shares between threads) and
+ * replayed to a replacement worker.
+ *
+ * A watchdog per run: at the chain's deadline the run's interrupt flag is raised (a guest in
+ * translated code stops within a fuel slice); if the worker is still busy `graceMs` later it is
+ * stuck in a host call, so it is terminated and replaced and that run fails with a clear error —
+ * the pool keeps its size and nothing else is lost.
+ */
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import type { Grant } from '../capabilities/types.js';
+import type { CompileInfo } from '../engine/engine.js';
+import type { Manifest } from '../harness/manifest.js';
+import type { FromWorker, HostReply, HostRequest, RunResult, ToWorker, WorkerConfig } from './protocol.js';
+
+/**
+ * The worker's entry module: worker.ts beside this file under a TypeScript loader, worker.js when
+ * built. Kept in one place so a build that moves files changes only this.
+ */
+export function workerEntry(): URL {
+  const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+  return new URL(`./worker${ext}`, import.meta.url);
+}
+
+/** A compiled harness as the pool hands it out. */
+export interface Compiled {
+  module: WebAssembly.Module;
+  info: CompileInfo;
+  manifest: Manifest;
+  exports: string[];
+}
+
+/** A run's outcome from the pool: the worker's, or `lost` when the worker had to be replaced. */
+export type PoolResult =
+  | { lost: false; result: RunResult; logs: string[]; fuelUsed: number; invocations: number }
+  | { lost: true; message: string };
+
+/** One run handed to the pool. */
+export interface PoolJob {
+  harness: string;
+  kind: 'tool' | 'export';
+  entry: string;
+  args: string | Uint8Array;
+  chain: Extract<ToWorker, { type: 'run' }>['chain'];
+  interrupt: SharedArrayBuffer;
+  onLog?: (line: string) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  port: MessagePort;
+  flag: Int32Array;
+  job: {
+    id: number;
+    resolve: (r: PoolResult) => void;
+    onLog?: (line: string) => void;
+    timers: NodeJS.Timeout[];
+  } | null;
+  compiles: Map<number, { resolve: (c: Compiled) => void; reject: (e: Error) => void }>;
+  dead: boolean;
+  /** the worker has loaded its modules (a run's deadline must not tick while it starts up) */
+  ready: boolean;
+}
+
+/** Options of {@link WorkerPool}. */
+export interface PoolOptions {
+  size: number;
+  config: Omit<WorkerConfig, 'hostFlag' | 'replyPort'>;
+  /** answers a guest's host call that needs the queue (called on the main thread) */
+  onHost: (req: HostRequest) => HostReply;
+  /** told when a worker is replaced (for the log and counters) */
+  onReplace?: (why: string) => void;
+  /** called whenever a worker becomes idle */
+  onIdle: () => void;
+}
+
+/** A fixed-size pool of queue workers. */
+export class WorkerPool {
+  private readonly slots: Slot[] = [];
+  private readonly deployments = new Map<string, Extract<ToWorker, { type: 'deploy' }>>();
+  private nextId = 1;
+  private closed = false;
+  /** workers replaced after a stuck host call or a crash */
+  replaced = 0;
+
+  constructor(private readonly opts: PoolOptions) {
+    for (let i = 0; i < opts.size; i++) this.slots.push(this.spawn());
+  }
+
+  get size(): number {
+    return this.slots.length;
+  }
+
+  /** Workers not running an invocation. */
+  idle(): number {
+    let n = 0;
+    for (const s of this.slots) if (s.job === null && !s.dead && s.ready) n++;
+    return n;
+  }
+
+  private spawn(): Slot {
+    const hostFlag = new SharedArrayBuffer(4);
+    const { port1, port2 } = new MessageChannel();
+    // execArgv is passed explicitly: bin/berm.js appends its TypeScript loader to process.execArgv
+    // at run time, and a worker sees such additions only when given the array; V8 flags such as
+    // --stack-size are per process and refused by Worker (the pool's workers get their own below).
+    const worker = new Worker(workerEntry(), {
+      workerData: { ...this.opts.config, hostFlag, replyPort: port2 } satisfies WorkerConfig,
+      transferList: [port2],
+      execArgv: process.execArgv.filter((a) => !a.startsWith('--stack-size')),
+      resourceLimits: { stackSizeMb: 16 },
+    });
+    worker.unref();
+    port1.unref();
+    const slot: Slot = {
+      worker,
+      port: port1,
+      flag: new Int32Array(hostFlag),
+      job: null,
+      compiles: new Map(),
+      dead: false,
+      ready: false,
+    };
+    worker.on('message', (m: FromWorker) => this.onMessage(slot, m));
+    worker.on('error', (e) => this.lose(slot, `the worker crashed: ${e.message}`));
+    worker.on('exit', (code) => this.lose(slot, `the worker exited with code ${code}`));
+    for (const d of this.deployments.values()) worker.postMessage(d);
+    return slot;
+  }
+
+  private onMessage(slot: Slot, m: FromWorker): void {
+    switch (m.type) {
+      case 'ready':
+        slot.ready = true;
+        this.opts.onIdle();
+        return;
+      case 'compiled': {
+        const c = slot.compiles.get(m.id);
+        if (!c) return;
+        slot.compiles.delete(m.id);
+        if (m.ok) c.resolve({ module: m.module, info: m.info, manifest: m.manifest, exports: m.exports });
+        else {
+          const e = new Error(m.error);
+          e.name = m.errorName;
+          c.reject(e);
+        }
+        return;
+      }
+      case 'log':
+        if (slot.job?.id === m.id) slot.job.onLog?.(m.line);
+        return;
+      case 'host': {
+        let reply: HostReply;
+        try {
+          reply = this.opts.onHost(m);
+        } catch (e) {
+          reply = { error: `${m.op}: ${(e as Error).message}` };
+        }
+        slot.port.postMessage(reply);
+        Atomics.store(slot.flag, 0, 1);
+        Atomics.notify(slot.flag, 0);
+        return;
+      }
+      case 'done': {
+        const job = slot.job;
+        if (!job || job.id !== m.id) return;
+        this.finish(slot);
+        job.resolve({
+          lost: false,
+          result: m.result,
+          logs: m.logs,
+          fuelUsed: m.fuelUsed,
+          invocations: m.invocations,
+        });
+        this.opts.onIdle();
+        return;
+      }
+    }
+  }
+
+  private finish(slot: Slot): void {
+    for (const t of slot.job?.timers ?? []) clearTimeout(t);
+    slot.job = null;
+    slot.worker.unref();
+  }
+
+  /** A worker died or was killed: fail what it held and put a fresh one in its place. */
+  private lose(slot: Slot, why: string): void {
+    if (slot.dead) return;
+    slot.dead = true;
+    const job = slot.job;
+    if (job) this.finish(slot);
+    for (const c of slot.compiles.values()) c.reject(new Error(`compile failed: ${why}`));
+    slot.compiles.clear();
+    slot.port.close();
+    const i = this.slots.indexOf(slot);
+    if (!this.closed && i >= 0) {
+      this.replaced++;
+      this.slots[i] = this.spawn();
+      this.opts.onReplace?.(why);
+    }
+    job?.resolve({ lost: true, message: why });
+    if (!this.closed) this.opts.onIdle();
+  }
+
+  /** Translate (or load from the disk cache) an ELF in a worker. @throws what compiling threw. */
+  compile(elf: Uint8Array): Promise<Compiled> {
+    const live = this.slots.filter((s) => !s.dead);
+    const slot = live.find((s) => s.job === null) ?? live[0]!;
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      slot.compiles.set(id, { resolve, reject });
+      slot.worker.postMessage({ type: 'compile', id, elf } satisfies ToWorker);
+    });
+  }
+
+  /** Make a compiled harness available in every worker (and in replacements). */
+  deploy(name: string, elf: Uint8Array, c: Compiled, capabilities: string[], grant: Grant): void {
+    const msg: Extract<ToWorker, { type: 'deploy' }> = {
+      type: 'deploy',
+      name,
+      elf,
+      module: c.module,
+      info: c.info,
+      capabilities,
+      grant,
+    };
+    this.deployments.set(name, msg);
+    for (const s of this.slots) s.worker.postMessage(msg);
+  }
+
+  undeploy(name: string): void {
+    this.deployments.delete(name);
+    for (const s of this.slots) s.worker.postMessage({ type: 'undeploy', name } satisfies ToWorker);
+  }
+
+  /**
+   * Run a job on an idle worker. The caller must have checked {@link idle}.
+   * @param graceMs how long past the chain's deadline a busy worker is left before it is replaced
+   * @throws Error when no worker is idle.
+   */
+  run(job: PoolJob, graceMs: number): Promise<PoolResult> {
+    const slot = this.slots.find((s) => s.job === null && !s.dead && s.ready);
+    if (!slot) throw new Error('no idle worker');
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      const left = Math.max(0, job.chain.deadline - Date.now());
+      const timers = [
+        // the guest checks its own deadline at every poll; this catches one that stopped polling
+        setTimeout(
+          () => Atomics.store(new Int32Array(job.interrupt), 0, 1),
+          left + Math.min(100, graceMs / 2),
+        ),
+        setTimeout(() => {
+          if (slot.job?.id !== id) return;
+          void slot.worker.terminate();
+          this.lose(
+            slot,
+            `the invocation was still running ${graceMs} ms after its deadline (stuck in a host call?); its worker was terminated and replaced`,
+          );
+        }, left + graceMs),
+      ];
+      for (const t of timers) t.unref();
+      slot.job = { id, resolve, ...(job.onLog ? { onLog: job.onLog } : {}), timers };
+      // a busy worker keeps the process alive until its run ends
+      slot.worker.ref();
+      slot.worker.postMessage({
+        type: 'run',
+        id,
+        harness: job.harness,
+        kind: job.kind,
+        entry: job.entry,
+        args: job.args,
+        chain: job.chain,
+        interrupt: job.interrupt,
+        streamLogs: job.onLog !== undefined,
+      } satisfies ToWorker);
+    });
+  }
+
+  /** Raise the interrupt of every running job (shutdown past the drain bound). */
+  interruptAll(flags: Iterable<SharedArrayBuffer>): void {
+    for (const f of flags) Atomics.store(new Int32Array(f), 0, 1);
+  }
+
+  /** Terminate every worker. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(
+      this.slots.map(async (s) => {
+        s.dead = true;
+        s.port.close();
+        await s.worker.terminate();
+      }),
+    );
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * Messages between the queue (main thread) and its workers. Everything crosses by structured
+ * clone; WebAssembly.Module crosses too (V8 shares the compiled code between threads of one
+ * process), so a harness is translated once and instantiated in every worker.
+ *
+ * The worker -> main path of guest host calls that need the queue's state (berm.wake.arm,
+ * berm.wake.cancel, berm.call.after): the guest is blocked in its ecall, so the worker posts a
+ * {@link HostRequest} on its parentPort and blocks in Atomics.wait on its own shared flag word; the
+ * main thread (which never runs a guest, so it answers within its event-loop latency) posts the
+ * reply on the worker's private MessagePort, then sets the flag and notifies; the worker wakes and
+ * takes the reply synchronously with receiveMessageOnPort. The due-set and its SQLite database
+ * therefore have exactly one writer per process: the main thread.
+ */
+import type { CapabilityLimits, CapabilityReply, Grant } from '../capabilities/types.js';
+import type { CompileInfo } from '../engine/engine.js';
+import type { Manifest } from '../harness/manifest.js';
+
+/** Who an invocation acts for (the protocol door scopes its calls to it); inherited by chains. */
+export interface Authority {
+  agent?: string;
+  session?: string;
+  sender?: string;
+}
+
+/** Configuration every worker starts with (workerData). */
+export interface WorkerConfig {
+  /** engine options */
+  memorySize?: number;
+  optimizeLevel?: number;
+  cacheDir: string | null;
+  /** overrides of the capabilities' limits; maxCallDepth is the queue's chainDepth */
+  capabilityLimits: Partial<CapabilityLimits>;
+  /** the storage capability's database for grants that name none */
+  defaultDatabase: string | null;
+  /** module URLs each worker imports before it takes work (e.g. modules registering capabilities) */
+  modules: string[];
+  /** shared flag word of the synchronous host-call path */
+  hostFlag: SharedArrayBuffer;
+  /** the worker's end of its reply channel (transferred) */
+  replyPort: import('node:worker_threads').MessagePort;
+}
+
+/** The chain an invocation belongs to, as handed to a worker. Budgets are what is left. */
+export interface ChainSpec {
+  id: string;
+  /** depth of this invocation (0 = top level) */
+  depth: number;
+  /** absolute deadline, ms since epoch */
+  deadline: number;
+  /** fuel left for the whole chain (Infinity = unbounded) */
+  fuelLeft: number;
+  /** the chain's original fuel budget, for OutOfFuel's message */
+  fuelBudget: number;
+  /** invocations the chain may still start, this one included */
+  invocationsLeft: number;
+  /** deepest depth allowed */
+  maxDepth: number;
+  authority?: Authority;
+}
+
+/** main -> worker */
+export type ToWorker =
+  | { type: 'compile'; id: number; elf: Uint8Array }
+  | {
+      type: 'deploy';
+      name: string;
+      elf: Uint8Array;
+      module: WebAssembly.Module;
+      info: CompileInfo;
+      capabilities: string[];
+      grant: Grant;
+    }
+  | { type: 'undeploy'; name: string }
+  | {
+      type: 'run';
+      id: number;
+      harness: string;
+      /** tool: a declared tool (arguments checked against its schema when text); export: on_wake / on_notify */
+      kind: 'tool' | 'export';
+      entry: string;
+      args: string | Uint8Array;
+      chain: ChainSpec;
+      /** the invocation's interrupt flag (Int32 at 0), shared by its whole chain */
+      interrupt: SharedArrayBuffer;
+      /** post each berm.log line as it happens */
+      streamLogs: boolean;
+    };
+
+/** A trap as it crosses threads. */
+export interface TrapInfo {
+  name: string;
+  message: string;
+  /** guest pc, or -1 */
+  pc: number;
+  symbol: string | null;
+  offset: number;
+  backtrace: { symbol: string; address: number }[];
+}
+
+/** What a worker reports for one run. */
+export type RunResult =
+  | { status: 'ok'; result: string }
+  | { status: 'failed'; message: string }
+  | { status: 'trapped'; trap: TrapInfo }
+  | {
+      status: 'error';
+      code: 'unknown-harness' | 'unknown-tool' | 'bad-args' | 'harness' | 'internal';
+      message: string;
+    };
+
+/** worker -> main */
+export type FromWorker =
+  | { type: 'ready' }
+  | {
+      type: 'compiled';
+      id: number;
+      ok: true;
+      module: WebAssembly.Module;
+      info: CompileInfo;
+      manifest: Manifest;
+      exports: string[];
+    }
+  | { type: 'compiled'; id: number; ok: false; error: string; errorName: string }
+  | { type: 'log'; id: number; line: string }
+  | {
+      type: 'done';
+      id: number;
+      result: RunResult;
+      logs: string[];
+      /** fuel drawn by the chain during this run (nested calls included) */
+      fuelUsed: number;
+      /** invocations started during this run (nested calls included) */
+      invocations: number;
+    }
+  | HostRequest;
+
+/** A synchronous host call from a guest that the queue answers (see the module comment). */
+export interface HostRequest {
+  type: 'host';
+  op: 'arm' | 'cancel' | 'callAfter' | 'service';
+  /** the calling harness */
+  harness: string;
+  chain: ChainSpec;
+  req: unknown;
+}
+
+/** The reply to a {@link HostRequest}. */
+export type HostReply = CapabilityReply;

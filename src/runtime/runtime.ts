@@ -1,0 +1,1141 @@
+/**
+ * The runtime's core: one queue through which every guest start passes (RFC 0205, "Execution: one
+ * queue" and "Scheduling"), with three triggers —
+ *   call   a tool was invoked (has a reply),
+ *   wake   a due instant of the due-set (the harness's exported `on_wake`),
+ *   notify a subscribed event (the harness's exported `on_notify`, fire-and-forget) —
+ * a worker pool that runs them, the limits that decide when they may start, the due-set, the
+ * journal and a harness registry that can change at run time.
+ *
+ * Threads: this object lives on the accepting thread and never runs a guest or a translation;
+ * workers do (pool.ts). Guest host calls that touch the due-set come back here synchronously
+ * (protocol.ts), so the due-set has one writer.
+ *
+ * Delivery of wakes is at-least-once (docs/runtime-queue.md): a wake is claimed in the store (its
+ * attempt counted) before it runs and forgotten only after its outcome is journaled, so a process
+ * killed in between re-fires it at the next start with attempt + 1.
+ */
+import { EventEmitter } from 'node:events';
+import { createHash, randomUUID } from 'node:crypto';
+import { cpus } from 'node:os';
+import * as path from 'node:path';
+import type { CapabilityLimits, CapabilityReply, Grant } from '../capabilities/types.js';
+import { ok } from '../capabilities/types.js';
+import { capabilityNames } from '../capabilities/index.js';
+import type { Declarations } from '../config/declarations.js';
+import { readElf } from '../elf/reader.js';
+import type { Manifest, ToolDecl } from '../harness/manifest.js';
+import { DueHeap } from './dueset.js';
+import {
+  checkLimits,
+  defaultLimits,
+  LimitError,
+  TokenBucket,
+  type LimitSource,
+  type RuntimeLimits,
+} from './limits.js';
+import { WorkerPool, type Compiled } from './pool.js';
+import type { Authority, ChainSpec, HostRequest, RunResult, TrapInfo } from './protocol.js';
+import { SqliteStore } from './sqlite-store.js';
+import type { JournalRecord, RuntimeStore, WakeRecord, WakeSpec } from './store.js';
+
+/** Entry a wake runs. */
+export const ON_WAKE = 'on_wake';
+/** Entry a notification runs. */
+export const ON_NOTIFY = 'on_notify';
+
+/** The trigger that started an invocation. */
+export type Trigger = 'call' | 'wake' | 'notify';
+
+/** Facts about one finished invocation, on every outcome. */
+export interface InvocationInfo {
+  trigger: Trigger;
+  harness: string;
+  entry: string;
+  chain: string;
+  depth: number;
+  /** ms since epoch */
+  start: number;
+  /** ms the run took (queue wait excluded) */
+  ms: number;
+  /** ms it waited in the queue */
+  waitMs: number;
+  /** fuel drawn by the chain during this run */
+  fuel: number;
+}
+
+/**
+ * What an invocation came to.
+ * - ok / failed: the guest's berm.done / berm.fail (failed is the tool's own failure, for a model)
+ * - trapped: the guest trapped (trap name, message, pc, symbol)
+ * - refused: a limit of the queue refused it; nothing ran
+ * - error: it could not run: unknown harness or tool, bad arguments, a harness that broke the
+ *   ABI, or its worker was lost (stuck in a host call past its deadline)
+ */
+export type Outcome = (
+  | { status: 'ok'; result: string; logs: string[] }
+  | { status: 'failed'; message: string; logs: string[] }
+  | { status: 'trapped'; trap: TrapInfo; logs: string[] }
+  | { status: 'refused'; error: LimitError }
+  | {
+      status: 'error';
+      code: 'unknown-harness' | 'unknown-tool' | 'bad-args' | 'harness' | 'worker-lost' | 'internal';
+      message: string;
+      logs: string[];
+    }
+) & { info: InvocationInfo | null };
+
+/** Options of {@link BermRuntime.invoke}. */
+export interface InvokeOptions {
+  /** each berm.log line as it happens (streamed from the worker) */
+  onLog?: (line: string) => void;
+  /** who the invocation acts for; inherited by its chain and the work it enqueues */
+  authority?: Authority;
+}
+
+/** A harness in the registry. */
+export interface DeployedHarness {
+  name: string;
+  /** lowercase hex sha256 of the ELF */
+  sha256: string;
+  capabilities: string[];
+  grant: Grant;
+  manifest: Manifest;
+  tools: ToolDecl[];
+  /** exports on_wake / on_notify (the export table is the registration) */
+  onWake: boolean;
+  onNotify: boolean;
+  /** how the module was obtained (cache hit, timings) */
+  compile: Compiled['info'];
+  deployedAt: number;
+}
+
+/** A refusal to arm a wake: bad input, nothing armed. */
+export class ArmError extends Error {
+  override name = 'ArmError';
+}
+
+/** Counters and gauges for metrics (the daemon turns them into Prometheus metrics). */
+export interface RuntimeStats {
+  queueDepth: number;
+  inFlight: number;
+  workers: number;
+  idleWorkers: number;
+  /** invocations finished, by `${trigger}:${status}` */
+  invocations: Record<string, number>;
+  wakesPending: number;
+  /** wakes claimed and running or waiting for their schedule's previous occurrence */
+  wakesClaimed: number;
+  /** due wakes left for a later drain because the pool was full, since start */
+  spills: number;
+  /** occurrences dropped by the overrun policy skip, since start */
+  overrunSkips: number;
+  /** wakes delivered again after a restart (attempt > 1), since start */
+  redeliveries: number;
+  /** harness compilations: cached or translated */
+  translations: { cached: number; translated: number };
+  workersReplaced: number;
+}
+
+/** Options of {@link BermRuntime.create}. */
+export interface RuntimeOptions {
+  /** state directory of the SQLite store (default store); ignored when `store` is given */
+  state?: string;
+  /** a storage backend (default: SqliteStore.open(state)) */
+  store?: RuntimeStore;
+  /** workers (default: the number of cores) */
+  poolSize?: number;
+  /** overrides of the queue's limits */
+  limits?: Partial<RuntimeLimits>;
+  /** where each overridden limit came from, for the boot log (default 'option') */
+  limitSources?: Partial<Record<keyof RuntimeLimits, LimitSource>>;
+  /** overrides of the capabilities' limits (maxCallDepth is always the queue's chainDepth) */
+  capabilityLimits?: Partial<CapabilityLimits>;
+  /** engine options of the workers */
+  memorySize?: number;
+  optimizeLevel?: number;
+  /** Wasm cache directory (default: <state>/cache when a state dir is given, else none) */
+  cacheDir?: string | null;
+  /** the runtime's own log lines (spills, replaced workers); default: none */
+  log?: (line: string) => void;
+  /**
+   * Modules (file URLs or specifiers) every worker imports before it takes work: a module that
+   * registers capabilities (registerCapability) must run in the workers too, since each thread
+   * has its own registry. The protocol door's registration module is one.
+   */
+  workerModules?: (string | URL)[];
+}
+
+/**
+ * A service on the queue's thread that guests reach synchronously through
+ * CapabilityContext.service (e.g. the protocol door's event bus). Must not throw; runs on the
+ * queue's thread, so it must be quick.
+ * @param harness the calling harness; @param chain its chain (pass it on to notify for depth and gas)
+ */
+export type QueueService = (harness: string, chain: ChainSpec, request: unknown) => CapabilityReply;
+
+interface Job {
+  trigger: Trigger;
+  harness: string;
+  kind: 'tool' | 'export';
+  entry: string;
+  args: string | Uint8Array;
+  chain: ChainSpec;
+  /** deadline relative to the start when the chain starts here */
+  fresh: boolean;
+  enqueuedAt: number;
+  resolve: (o: Outcome) => void;
+  onLog?: (line: string) => void;
+  wake?: WakeRecord;
+  scheduleKey?: string;
+}
+
+/** The largest setTimeout delay (about 24.8 days); longer waits re-arm the timer. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The queue, its workers, its due-set and its harness registry. */
+export class BermRuntime extends EventEmitter {
+  readonly limits: Readonly<RuntimeLimits>;
+  readonly limitSources: Readonly<Record<keyof RuntimeLimits, LimitSource>>;
+  private readonly registry = new Map<string, DeployedHarness>();
+  private readonly pool: WorkerPool;
+  private readonly queue: Job[] = [];
+  private readonly running = new Map<SharedArrayBuffer, Job>();
+  private readonly perHarness = new Map<string, number>();
+  private readonly buckets = new Map<string, TokenBucket>();
+  /** schedule keys with an occurrence running, and the occurrence deferred behind each */
+  private readonly schedules = new Map<string, WakeRecord | null>();
+  private heap = new DueHeap();
+  private maxSeq = 0;
+  private redeliver: WakeRecord[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt = Infinity;
+  private closed = false;
+  private started = false;
+  private dispatching = false;
+  private pending = 0;
+  private counters = {
+    invocations: {} as Record<string, number>,
+    spills: 0,
+    overrunSkips: 0,
+    redeliveries: 0,
+    cached: 0,
+    translated: 0,
+  };
+  private lastSpillLog = 0;
+  private readonly services = new Map<string, QueueService>();
+
+  private constructor(
+    readonly store: RuntimeStore,
+    private readonly options: RuntimeOptions,
+    limits: RuntimeLimits,
+    sources: Record<keyof RuntimeLimits, LimitSource>,
+    poolSize: number,
+  ) {
+    super();
+    this.limits = Object.freeze(limits);
+    this.limitSources = Object.freeze(sources);
+    const capabilityLimits = { ...options.capabilityLimits, maxCallDepth: limits.chainDepth };
+    this.pool = new WorkerPool({
+      size: poolSize,
+      config: {
+        ...(options.memorySize !== undefined ? { memorySize: options.memorySize } : {}),
+        ...(options.optimizeLevel !== undefined ? { optimizeLevel: options.optimizeLevel } : {}),
+        cacheDir: options.cacheDir ?? null,
+        capabilityLimits,
+        defaultDatabase: store.keys.databaseFile,
+        modules: (options.workerModules ?? []).map(String),
+      },
+      onHost: (req) => this.onHost(req),
+      onReplace: (why) => this.log(`worker replaced: ${why}`),
+      onIdle: () => this.dispatch(),
+    });
+  }
+
+  /**
+   * Open the store, start the workers and load the due-set (no guest runs; wakes fire once
+   * {@link start} is called).
+   * @throws RangeError for bad limits or pool size; whatever opening the store throws.
+   */
+  static async create(options: RuntimeOptions): Promise<BermRuntime> {
+    const poolSize = options.poolSize ?? Math.max(1, cpus().length);
+    if (!Number.isSafeInteger(poolSize) || poolSize < 1)
+      throw new RangeError(`pool size must be a positive integer, got ${poolSize}`);
+    const limits = { ...defaultLimits(poolSize), ...options.limits };
+    checkLimits(limits);
+    const sources = {} as Record<keyof RuntimeLimits, LimitSource>;
+    for (const k of Object.keys(limits) as (keyof RuntimeLimits)[]) {
+      sources[k] = options.limits?.[k] !== undefined ? (options.limitSources?.[k] ?? 'option') : 'default';
+    }
+    let store = options.store;
+    if (!store) {
+      if (options.state === undefined) throw new RangeError('a state directory or a store is required');
+      store = SqliteStore.open(options.state, {
+        journalRotateBytes: limits.journalRotateBytes,
+        journalKeep: limits.journalKeep,
+      });
+    }
+    const opts = { ...options };
+    if (opts.cacheDir === undefined && options.state !== undefined)
+      opts.cacheDir = path.join(options.state, 'cache');
+    const rt = new BermRuntime(store, opts, limits, sources, poolSize);
+    rt.loadDueSet();
+    return rt;
+  }
+
+  // ---------------------------------------------------------------- registry
+
+  /**
+   * Deploy (or replace) a harness: compile in a worker, check its manifest, publish to every
+   * worker, persist the deployment. Re-deploying the same bytes and grant is cheap (disk cache).
+   * @param grant granted capability names and their arguments (from the operator, never the harness)
+   * @throws ArmError for a bad name or an unknown capability; ElfError / ManifestError /
+   *   HarnessError (by name) for a bad image.
+   */
+  async deploy(
+    name: string,
+    elf: Uint8Array,
+    grant: { capabilities: string[]; grant?: Grant },
+    opts: { persist?: boolean } = {},
+  ): Promise<DeployedHarness> {
+    if (!/^[A-Za-z0-9_-]+$/.test(name))
+      throw new ArmError(
+        `harness name ${JSON.stringify(name)} must be letters, digits, '_' or '-' (no dots)`,
+      );
+    const names = capabilityNames();
+    for (const c of grant.capabilities) {
+      if (!names.includes(c))
+        throw new ArmError(`unknown capability ${JSON.stringify(c)}; use one of ${names.join(', ')}`);
+    }
+    readElf(elf); // a malformed ELF is refused here, before a worker is bothered
+    const compiled = await this.pool.compile(elf);
+    if (compiled.info.cached) this.counters.cached++;
+    else this.counters.translated++;
+    const capabilities = [...new Set(grant.capabilities)].sort();
+    const g = grant.grant ?? {};
+    this.pool.deploy(name, elf, compiled, capabilities, g);
+    const d: DeployedHarness = {
+      name,
+      sha256: createHash('sha256').update(elf).digest('hex'),
+      capabilities,
+      grant: g,
+      manifest: compiled.manifest,
+      tools: compiled.manifest.tools,
+      onWake: compiled.exports.includes(ON_WAKE),
+      onNotify: compiled.exports.includes(ON_NOTIFY),
+      compile: compiled.info,
+      deployedAt: Date.now(),
+    };
+    this.registry.set(name, d);
+    if (opts.persist ?? true) {
+      this.store.deployments.put({
+        name,
+        sha256: d.sha256,
+        elf,
+        capabilities,
+        grant: g as Record<string, unknown>,
+        deployedAt: d.deployedAt,
+      });
+    }
+    this.emit('deploy', d);
+    return d;
+  }
+
+  /** Remove a harness; its pending wakes stay in the due-set (they fail if it never returns). */
+  undeploy(name: string): boolean {
+    const had = this.registry.delete(name);
+    this.pool.undeploy(name);
+    this.store.deployments.remove(name);
+    if (had) this.emit('undeploy', name);
+    return had;
+  }
+
+  /**
+   * Deploy every accepted harness of a declaration file with exactly its grant (not persisted as
+   * deployments: the file is their source). Refused entries are skipped (they are in decls.errors).
+   * @throws what {@link deploy} throws for the first harness that cannot be deployed.
+   */
+  async loadDeclarations(decls: Declarations): Promise<DeployedHarness[]> {
+    const out: DeployedHarness[] = [];
+    for (const d of decls.harnesses) {
+      if (!d.elf) throw new ArmError(`harness ${d.name}: the declaration was parsed without reading its ELF`);
+      out.push(
+        await this.deploy(
+          d.name,
+          d.elf,
+          { capabilities: d.capabilities, grant: d.grant },
+          { persist: false },
+        ),
+      );
+    }
+    return out;
+  }
+
+  /** Re-deploy what the store holds (a daemon's restart). No guest runs. */
+  async restoreDeployments(): Promise<DeployedHarness[]> {
+    const out: DeployedHarness[] = [];
+    for (const d of this.store.deployments.list()) {
+      out.push(
+        await this.deploy(
+          d.name,
+          d.elf,
+          { capabilities: d.capabilities, grant: d.grant as Grant },
+          { persist: false },
+        ),
+      );
+    }
+    return out;
+  }
+
+  /** Every deployed harness, by name. */
+  harnesses(): DeployedHarness[] {
+    return [...this.registry.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** A deployed harness, or undefined. */
+  harness(name: string): DeployedHarness | undefined {
+    return this.registry.get(name);
+  }
+
+  // ---------------------------------------------------------------- triggers
+
+  /**
+   * Invoke a tool through the queue.
+   * @param args the arguments as JSON text (checked against the tool's schema) or raw bytes
+   * @returns the outcome; never rejects (bad input is an `error` outcome, a limit a `refused` one)
+   */
+  invoke(
+    harness: string,
+    tool: string,
+    args: string | Uint8Array,
+    opts: InvokeOptions = {},
+  ): Promise<Outcome> {
+    const h = this.registry.get(harness);
+    if (!h) return Promise.resolve(this.notFound(harness));
+    if (!h.tools.some((t) => t.name === tool)) {
+      const known = h.tools.map((t) => t.name).join(', ') || 'none';
+      return Promise.resolve(
+        errorOutcome('unknown-tool', `harness ${harness} has no tool named ${tool} (tools: ${known})`),
+      );
+    }
+    return this.submit({
+      trigger: 'call',
+      harness,
+      kind: 'tool',
+      entry: tool,
+      args,
+      chain: this.freshChain(opts.authority),
+      fresh: true,
+      ...(opts.onLog ? { onLog: opts.onLog } : {}),
+    });
+  }
+
+  /**
+   * Enqueue an on_notify trigger with the record the shared contract defines
+   * (`{id, source, payload, now, attempt}`).
+   * @returns the outcome once it ran (callers may ignore it: fire-and-forget)
+   */
+  notify(
+    harness: string,
+    record: { id: string; source: string; payload: string },
+    opts: InvokeOptions & { chain?: ChainSpec } = {},
+  ): Promise<Outcome> {
+    const h = this.registry.get(harness);
+    if (!h) return Promise.resolve(this.notFound(harness));
+    if (!h.onNotify)
+      return Promise.resolve(
+        errorOutcome('harness', `harness ${harness} does not export ${ON_NOTIFY}; it cannot receive events`),
+      );
+    const chain = opts.chain ? this.childChain(opts.chain) : this.freshChain(opts.authority);
+    if (chain instanceof LimitError) return Promise.resolve({ status: 'refused', error: chain, info: null });
+    const text = JSON.stringify({
+      id: record.id,
+      source: record.source,
+      payload: record.payload,
+      now: Date.now(),
+      attempt: 1,
+    });
+    return this.submit({
+      trigger: 'notify',
+      harness,
+      kind: 'export',
+      entry: ON_NOTIFY,
+      args: text,
+      chain,
+      fresh: true,
+      ...(opts.onLog ? { onLog: opts.onLog } : {}),
+    });
+  }
+
+  private notFound(harness: string): Outcome {
+    const known = [...this.registry.keys()].sort().join(', ') || 'none';
+    return errorOutcome('unknown-harness', `no harness named ${harness} is deployed (deployed: ${known})`);
+  }
+
+  private freshChain(authority?: Authority): ChainSpec {
+    const l = this.limits;
+    return {
+      id: randomUUID(),
+      depth: 0,
+      deadline: 0,
+      fuelLeft: Number.isFinite(l.fuel) ? l.fuel : Number.MAX_SAFE_INTEGER,
+      fuelBudget: Number.isFinite(l.fuel) ? l.fuel : Number.MAX_SAFE_INTEGER,
+      invocationsLeft: l.chainInvocations,
+      maxDepth: l.chainDepth,
+      ...(authority ? { authority } : {}),
+    };
+  }
+
+  /** The chain of work enqueued from inside `parent`: one deeper, with what it has left. */
+  private childChain(parent: ChainSpec): ChainSpec | LimitError {
+    if (parent.depth + 1 > this.limits.chainDepth) {
+      return new LimitError(
+        'chainDepth',
+        this.limits.chainDepth,
+        `work enqueued at depth ${parent.depth + 1} of chain ${parent.id}`,
+      );
+    }
+    return {
+      ...parent,
+      depth: parent.depth + 1,
+      deadline: 0,
+      invocationsLeft: Math.max(0, parent.invocationsLeft - 1),
+    };
+  }
+
+  private submit(j: Omit<Job, 'enqueuedAt' | 'resolve'>): Promise<Outcome> {
+    if (this.closed)
+      return Promise.resolve(refused(new LimitError('closed', 'closed', 'the runtime is shutting down')));
+    if (this.queue.length >= this.limits.queueDepth) {
+      return Promise.resolve(
+        refused(
+          new LimitError(
+            'queueDepth',
+            this.limits.queueDepth,
+            `${this.queue.length} triggers are already waiting`,
+          ),
+        ),
+      );
+    }
+    if (!this.bucket(j.harness).take(Date.now())) {
+      return Promise.resolve(
+        refused(
+          new LimitError(
+            'harnessRate',
+            this.limits.harnessRate,
+            `harness ${j.harness} started more than ${this.limits.harnessRate}/s (burst ${this.limits.harnessBurst})`,
+          ),
+        ),
+      );
+    }
+    return new Promise((resolve) => {
+      this.queue.push({ ...j, enqueuedAt: Date.now(), resolve });
+      this.dispatch();
+    });
+  }
+
+  private bucket(harness: string): TokenBucket {
+    let b = this.buckets.get(harness);
+    if (!b) {
+      b = new TokenBucket(this.limits.harnessRate, this.limits.harnessBurst, Date.now());
+      this.buckets.set(harness, b);
+    }
+    return b;
+  }
+
+  private canStart(harness: string): boolean {
+    return (
+      this.running.size < this.limits.concurrency &&
+      this.pool.idle() > 0 &&
+      (this.perHarness.get(harness) ?? 0) < this.limits.harnessConcurrency
+    );
+  }
+
+  /** Start what may start: queued triggers first (FIFO, skipping harnesses at their limit), then due wakes. */
+  private dispatch(): void {
+    if (this.dispatching) return;
+    this.dispatching = true;
+    try {
+      for (
+        let i = 0;
+        i < this.queue.length && this.running.size < this.limits.concurrency && this.pool.idle() > 0;
+      ) {
+        const j = this.queue[i]!;
+        if (this.canStart(j.harness)) {
+          this.queue.splice(i, 1);
+          this.launch(j);
+        } else i++;
+      }
+      if (this.started && !this.closed) this.drainDue();
+    } finally {
+      this.dispatching = false;
+    }
+  }
+
+  private launch(j: Job): void {
+    const interrupt = new SharedArrayBuffer(4);
+    if (j.fresh) j.chain = { ...j.chain, deadline: Date.now() + this.limits.timeoutMs };
+    this.running.set(interrupt, j);
+    this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 0) + 1);
+    const startedAt = Date.now();
+    const t0 = performance.now();
+    this.pending++;
+    void this.pool
+      .run(
+        {
+          harness: j.harness,
+          kind: j.kind,
+          entry: j.entry,
+          args: j.args,
+          chain: j.chain,
+          interrupt,
+          ...(j.onLog ? { onLog: j.onLog } : {}),
+        },
+        this.limits.graceMs,
+      )
+      .then((r) => {
+        this.running.delete(interrupt);
+        this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 1) - 1);
+        const info: InvocationInfo = {
+          trigger: j.trigger,
+          harness: j.harness,
+          entry: j.entry,
+          chain: j.chain.id,
+          depth: j.chain.depth,
+          start: startedAt,
+          ms: performance.now() - t0,
+          waitMs: startedAt - j.enqueuedAt,
+          fuel: r.lost ? 0 : r.fuelUsed,
+        };
+        const outcome: Outcome = r.lost
+          ? { status: 'error', code: 'worker-lost', message: r.message, logs: [], info }
+          : fromRun(r.result, r.logs, info);
+        this.finish(j, outcome);
+        this.pending--;
+        j.resolve(outcome);
+        this.emit('idle-check');
+        this.dispatch();
+      });
+  }
+
+  private finish(j: Job, o: Outcome): void {
+    const key = `${j.trigger}:${o.status}`;
+    this.counters.invocations[key] = (this.counters.invocations[key] ?? 0) + 1;
+    const info = o.info!;
+    const rec: JournalRecord = {
+      trigger: j.trigger,
+      harness: j.harness,
+      entry: j.entry,
+      chain: info.chain,
+      depth: info.depth,
+      start: info.start,
+      ms: Math.round(info.ms * 1000) / 1000,
+      outcome: o.status,
+      fuel: info.fuel,
+    };
+    if (j.wake) {
+      rec.wake = j.wake.id;
+      rec.attempt = j.wake.attempt;
+      rec.scheduledAt = j.wake.when;
+    }
+    const detail =
+      o.status === 'failed'
+        ? o.message
+        : o.status === 'trapped'
+          ? `${o.trap.name}: ${o.trap.message}`
+          : o.status === 'error'
+            ? o.message
+            : o.status === 'refused'
+              ? o.error.message
+              : undefined;
+    if (detail !== undefined) rec.detail = detail.length > 500 ? detail.slice(0, 500) + '...' : detail;
+    const shutdownInterrupt = this.closed && o.status === 'trapped' && o.trap.name === 'Interrupted';
+    // journal first, then forget the claim: a kill in between re-delivers (at-least-once)
+    this.store.journal.append(rec);
+    if (j.wake && !shutdownInterrupt) this.store.dues.finish(j.wake.id, j.wake.seq);
+    this.emit('invocation', rec, o);
+    if (j.scheduleKey !== undefined) {
+      const deferred = this.schedules.get(j.scheduleKey);
+      this.schedules.delete(j.scheduleKey);
+      if (deferred) this.redeliver.push(deferred);
+    }
+  }
+
+  // ---------------------------------------------------------------- due-set
+
+  private loadDueSet(): void {
+    const claimed = this.store.dues.claimed();
+    for (const c of claimed) this.redeliver.push(c);
+    const { when, seq } = this.store.dues.index(0);
+    this.heap = DueHeap.from(when, seq);
+    for (let i = 0; i < seq.length; i++) if (seq[i]! > this.maxSeq) this.maxSeq = seq[i]!;
+  }
+
+  /**
+   * Start firing due wakes (overdue ones and claimed-but-unfinished ones first). Call it once the
+   * harnesses are deployed: a wake whose harness is not deployed when it fires is journaled as an
+   * error and dropped. Calls and notifications run without it.
+   */
+  start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    this.armTimer();
+    this.dispatch();
+  }
+
+  /**
+   * Pick up wakes armed by another process on the same store (`berm wake add` while `berm run`
+   * runs signals it). Cancellations need no rescan: a cancelled wake's claim fails when it is due.
+   */
+  rescan(): number {
+    const { when, seq } = this.store.dues.index(this.maxSeq);
+    for (let i = 0; i < seq.length; i++) {
+      this.heap.push(when[i]!, seq[i]!);
+      if (seq[i]! > this.maxSeq) this.maxSeq = seq[i]!;
+    }
+    this.armTimer();
+    return seq.length;
+  }
+
+  private armTimer(): void {
+    if (this.closed || !this.started) return;
+    const at = this.redeliver.length > 0 ? Date.now() : this.heap.peekWhen();
+    if (at === this.timerAt && this.timer) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = at;
+    if (at === Infinity) return;
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = Infinity;
+      this.dispatch();
+      this.armTimer();
+    }, delay);
+    this.timer.unref();
+  }
+
+  /** Free capacity for wakes right now. */
+  private capacity(): number {
+    return Math.min(this.limits.concurrency - this.running.size, this.pool.idle());
+  }
+
+  /** Start due wakes while there is capacity; count and log what spills to the next drain. */
+  private drainDue(): void {
+    const now = Date.now();
+    const setAside: [number, number][] = [];
+    while (this.redeliver.length > 0 && this.capacity() > 0) {
+      const w = this.redeliver.shift()!;
+      const again = this.store.dues.reclaim(w.id, w.seq);
+      if (!again) continue;
+      this.counters.redeliveries++;
+      this.startWake(again, now);
+    }
+    while (this.heap.peekWhen() <= now && this.capacity() > 0) {
+      const when = this.heap.peekWhen();
+      const seq = this.heap.peekSeq();
+      this.heap.pop();
+      const w = this.store.dues.claim(seq);
+      if (!w) continue; // cancelled or replaced
+      if (!this.canStart(w.harness) || !this.bucket(w.harness).take(now)) {
+        // the harness is at its concurrency or rate limit: back to pending for a later drain
+        this.store.dues.release(w.id, w.seq, w.when);
+        setAside.push([when, seq]);
+        continue;
+      }
+      this.startWake(w, now);
+    }
+    const spilled = this.heap.countDue(now) + setAside.length + this.redeliver.length;
+    for (const [when, seq] of setAside) this.heap.push(when, seq);
+    if (spilled > 0) {
+      this.counters.spills += spilled;
+      const oldest = Math.min(this.heap.peekWhen(), ...this.redeliver.map((w) => w.when));
+      this.emit('spill', { count: spilled, lateMs: now - oldest });
+      if (now - this.lastSpillLog >= 1000) {
+        this.lastSpillLog = now;
+        this.log(
+          `spilled ${spilled} due wakes to the next drain (pool full); the oldest is ${now - oldest} ms late`,
+        );
+      }
+    }
+    this.armTimer();
+  }
+
+  private startWake(w: WakeRecord, now: number): void {
+    const h = this.registry.get(w.harness);
+    const chain: ChainSpec = {
+      ...this.freshChain(),
+      depth: w.depth,
+      ...(w.chain && w.kind === 'call' ? { id: w.chain } : {}),
+    };
+    const key = `${w.harness}\0${w.id}`;
+    const job: Omit<Job, 'resolve' | 'enqueuedAt'> = {
+      trigger: 'wake',
+      harness: w.harness,
+      kind: w.kind === 'wake' ? 'export' : 'tool',
+      entry: w.entry,
+      args:
+        w.kind === 'wake'
+          ? JSON.stringify({ id: w.id, scheduled_at: w.when, now, attempt: w.attempt, payload: w.payload })
+          : w.payload,
+      chain,
+      fresh: true,
+      wake: w,
+      scheduleKey: key,
+    };
+    const fail = (code: 'unknown-harness' | 'harness', message: string) => {
+      const o: Outcome = { status: 'error', code, message, logs: [], info: this.noRunInfo(job, now) };
+      this.finish({ ...job, enqueuedAt: now, resolve: () => {} }, o);
+    };
+    if (!h) return fail('unknown-harness', `no harness named ${w.harness} is deployed; the wake is dropped`);
+    if (w.kind === 'wake' && !h.onWake)
+      return fail('harness', `harness ${w.harness} does not export ${ON_WAKE}`);
+    if (this.schedules.has(key)) {
+      if (this.limits.overrun === 'defer') {
+        this.schedules.set(key, w); // runs when the previous occurrence finishes (the latest replaces)
+        return;
+      }
+      this.counters.overrunSkips++;
+      const rec: JournalRecord = {
+        trigger: 'skip',
+        harness: w.harness,
+        entry: w.entry,
+        chain: chain.id,
+        depth: w.depth,
+        wake: w.id,
+        attempt: w.attempt,
+        scheduledAt: w.when,
+        start: now,
+        ms: 0,
+        outcome: 'refused',
+        detail: `refused by limit overrun = skip: the previous occurrence of ${w.id} is still running`,
+        fuel: 0,
+      };
+      this.store.journal.append(rec);
+      this.store.dues.finish(w.id, w.seq);
+      this.emit('invocation', rec, null);
+      return;
+    }
+    this.schedules.set(key, null);
+    this.emit('wake', {
+      id: w.id,
+      harness: w.harness,
+      scheduledAt: w.when,
+      firedAt: now,
+      lateMs: now - w.when,
+      attempt: w.attempt,
+    });
+    this.launch({ ...job, enqueuedAt: now, resolve: () => {} });
+  }
+
+  private noRunInfo(j: Omit<Job, 'resolve' | 'enqueuedAt'>, now: number): InvocationInfo {
+    return {
+      trigger: j.trigger,
+      harness: j.harness,
+      entry: j.entry,
+      chain: j.chain.id,
+      depth: j.chain.depth,
+      start: now,
+      ms: 0,
+      waitMs: 0,
+      fuel: 0,
+    };
+  }
+
+  /**
+   * Arm a wake of `harness`'s on_wake (from outside a guest or from the schedule capability).
+   * @param spec delayMs from now, or at (ms since epoch); payload (UTF-8 text); id (default: a new
+   *   UUID); armedBy ('api' by default)
+   * @returns the stored record
+   * @throws ArmError for an unknown harness, one without on_wake, a non-finite or negative
+   *   instant, a bad id; LimitError for a payload or delay over the limit or a full due-set.
+   *   Nothing is armed when it throws.
+   */
+  arm(spec: ArmSpec): WakeRecord {
+    return this.put(wakeSpec(spec, this.registry.get(spec.harness), [...this.registry.keys()], this.limits));
+  }
+
+  /**
+   * Call `harness.tool(args)` after a delay (berm.call.after); at most one pending per arming
+   * harness: re-arming replaces it. Inherits the arming chain (depth + 1).
+   * @throws ArmError / LimitError as {@link arm}; LimitError chainDepth when too deep.
+   */
+  callAfter(spec: {
+    by: string;
+    delayMs: number;
+    harness: string;
+    tool: string;
+    args: string;
+    chain?: ChainSpec;
+  }): WakeRecord {
+    const h = this.registry.get(spec.harness);
+    if (!h) throw new ArmError(`no harness named ${spec.harness} is deployed`);
+    if (!h.tools.some((t) => t.name === spec.tool))
+      throw new ArmError(`harness ${spec.harness} has no tool named ${spec.tool}`);
+    const when = instant(spec.delayMs, undefined, this.limits);
+    checkPayload(spec.args, this.limits);
+    const depth = (spec.chain?.depth ?? -1) + 1;
+    if (depth > this.limits.chainDepth)
+      throw new LimitError('chainDepth', this.limits.chainDepth, `berm.call.after at depth ${depth}`);
+    return this.put({
+      id: `after:${spec.by}`,
+      kind: 'call',
+      harness: spec.harness,
+      entry: spec.tool,
+      when,
+      payload: spec.args,
+      armedBy: spec.by,
+      chain: spec.chain?.id ?? null,
+      depth,
+      armedAt: Date.now(),
+    });
+  }
+
+  private put(spec: WakeSpec): WakeRecord {
+    if (!this.store.dues.get(spec.id) && this.store.dues.count() >= this.limits.maxPendingWakes)
+      throw new LimitError('maxPendingWakes', this.limits.maxPendingWakes, 'the due-set is full');
+    const { record } = this.store.dues.arm(spec);
+    if (record.seq > this.maxSeq) this.maxSeq = record.seq;
+    this.heap.push(record.when, record.seq);
+    this.armTimer();
+    this.emit('armed', record);
+    return record;
+  }
+
+  /** Cancel a pending wake (of `harness` when given). @returns whether one was cancelled. */
+  cancel(id: string, harness?: string): boolean {
+    return this.store.dues.cancel(id, harness);
+  }
+
+  /** Pending wakes, earliest first. */
+  list(options: { harness?: string; limit?: number } = {}): WakeRecord[] {
+    return this.store.dues.list(options);
+  }
+
+  /**
+   * Register (or replace) a service that guests' capabilities reach by name through
+   * CapabilityContext.service.
+   */
+  registerService(name: string, service: QueueService): void {
+    this.services.set(name, service);
+  }
+
+  /** The schedule capability's calls and service requests, coming from a worker. */
+  private onHost(req: HostRequest): CapabilityReply {
+    const r = req.req as Record<string, unknown>;
+    if (req.op === 'service') {
+      const service = this.services.get(r.name as string);
+      if (!service) return { error: `no service named ${String(r.name)} runs on the queue` };
+      return service(req.harness, req.chain, r.request);
+    }
+    try {
+      switch (req.op) {
+        case 'arm': {
+          const w = this.arm({
+            harness: req.harness,
+            delayMs: r.delayMs as number,
+            payload: r.payload as string,
+            ...(typeof r.id === 'string' ? { id: r.id } : {}),
+            armedBy: req.harness,
+            chain: req.chain,
+          });
+          return ok(w.id);
+        }
+        case 'cancel':
+          return ok(this.cancel(r.id as string, req.harness) ? '1' : '0');
+        case 'callAfter': {
+          const w = this.callAfter({
+            by: req.harness,
+            delayMs: r.delayMs as number,
+            harness: r.harness as string,
+            tool: r.tool as string,
+            args: r.args as string,
+            chain: req.chain,
+          });
+          return ok(w.id);
+        }
+      }
+    } catch (e) {
+      const name =
+        req.op === 'arm' ? 'berm.wake.arm' : req.op === 'cancel' ? 'berm.wake.cancel' : 'berm.call.after';
+      return { refused: `${name}: ${(e as Error).message}` };
+    }
+  }
+
+  // ---------------------------------------------------------------- observability, shutdown
+
+  /** Counters and gauges (see {@link RuntimeStats}). */
+  stats(): RuntimeStats {
+    return {
+      queueDepth: this.queue.length,
+      inFlight: this.running.size,
+      workers: this.pool.size,
+      idleWorkers: this.pool.idle(),
+      invocations: { ...this.counters.invocations },
+      wakesPending: this.store.dues.count(),
+      wakesClaimed: this.running.size + this.redeliver.length,
+      spills: this.counters.spills,
+      overrunSkips: this.counters.overrunSkips,
+      redeliveries: this.counters.redeliveries,
+      translations: { cached: this.counters.cached, translated: this.counters.translated },
+      workersReplaced: this.pool.replaced,
+    };
+  }
+
+  private log(line: string): void {
+    this.options.log?.(line);
+    this.emit('log', line);
+  }
+
+  /**
+   * Stop accepting, refuse what is queued, let in-flight work finish for up to `drainMs` (default
+   * the limit), then interrupt what still runs (a wake interrupted this way stays claimed and is
+   * re-delivered at the next start), terminate the workers and close the store.
+   */
+  async close(drainMs = this.limits.drainMs): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (const j of this.queue.splice(0))
+      j.resolve(refused(new LimitError('closed', 'closed', 'the runtime shut down before it started')));
+    const drained = new Promise<void>((resolve) => {
+      const check = () => {
+        if (this.pending === 0) {
+          this.off('idle-check', check);
+          resolve();
+        }
+      };
+      this.on('idle-check', check);
+      check();
+    });
+    let t: NodeJS.Timeout | undefined;
+    const bound = new Promise<'timeout'>((resolve) => (t = setTimeout(() => resolve('timeout'), drainMs)));
+    if ((await Promise.race([drained, bound])) === 'timeout') {
+      this.pool.interruptAll(this.running.keys());
+      const t2 = new Promise<void>((resolve) => setTimeout(resolve, this.limits.graceMs));
+      await Promise.race([drained, t2]);
+    }
+    clearTimeout(t);
+    await this.pool.close();
+    this.store.close();
+  }
+}
+
+function errorOutcome(code: Extract<Outcome, { status: 'error' }>['code'], message: string): Outcome {
+  return { status: 'error', code, message, logs: [], info: null };
+}
+
+function refused(error: LimitError): Outcome {
+  return { status: 'refused', error, info: null };
+}
+
+function fromRun(r: RunResult, logs: string[], info: InvocationInfo): Outcome {
+  switch (r.status) {
+    case 'ok':
+      return { status: 'ok', result: r.result, logs, info };
+    case 'failed':
+      return { status: 'failed', message: r.message, logs, info };
+    case 'trapped':
+      return { status: 'trapped', trap: r.trap, logs, info };
+    case 'error':
+      return { status: 'error', code: r.code, message: r.message, logs, info };
+  }
+}
+
+/** What {@link BermRuntime.arm} takes. */
+export interface ArmSpec {
+  harness: string;
+  /** ms from now (default 0); or `at` */
+  delayMs?: number;
+  /** due instant, ms since epoch */
+  at?: number;
+  /** UTF-8 text handed to on_wake (default '') */
+  payload?: string;
+  /** wake id (default a new UUID); re-arming an id replaces the pending wake */
+  id?: string;
+  /** 'api', 'cli' or the arming harness (default 'api') */
+  armedBy?: string;
+  chain?: ChainSpec;
+  /** who the wake acts for (kept with the chain of the arming invocation; not persisted yet) */
+  authority?: Authority;
+}
+
+/**
+ * Check an arming request against the target harness and the limits and build what to store.
+ * Shared by the runtime and by arming from outside a running queue (berm wake add).
+ * @param target the harness as known (undefined: not deployed or declared)
+ * @param known names of the known harnesses, for the error message
+ * @throws ArmError / LimitError (see {@link BermRuntime.arm})
+ */
+export function wakeSpec(
+  spec: ArmSpec,
+  target: { onWake: boolean } | undefined,
+  known: string[],
+  limits: Pick<RuntimeLimits, 'maxDelayMs' | 'maxPayloadBytes'>,
+): WakeSpec {
+  if (!target)
+    throw new ArmError(
+      `no harness named ${spec.harness} is deployed (deployed: ${[...known].sort().join(', ') || 'none'})`,
+    );
+  if (!target.onWake)
+    throw new ArmError(`harness ${spec.harness} does not export ${ON_WAKE}; it cannot be woken`);
+  const when = instant(spec.delayMs, spec.at, limits);
+  const payload = spec.payload ?? '';
+  checkPayload(payload, limits);
+  const id = spec.id ?? `w-${randomUUID()}`;
+  checkId(id);
+  return {
+    id,
+    kind: 'wake',
+    harness: spec.harness,
+    entry: ON_WAKE,
+    when,
+    payload,
+    armedBy: spec.armedBy ?? 'api',
+    chain: spec.chain?.id ?? null,
+    // a schedule is not a chain: each occurrence starts a fresh one (else a recurring wake would
+    // hit the depth limit after a few occurrences)
+    depth: 0,
+    armedAt: Date.now(),
+  };
+}
+
+function instant(
+  delayMs: number | undefined,
+  at: number | undefined,
+  limits: Pick<RuntimeLimits, 'maxDelayMs'>,
+): number {
+  const now = Date.now();
+  let when: number;
+  if (at !== undefined) {
+    if (typeof at !== 'number' || !Number.isFinite(at))
+      throw new ArmError(`the instant ${at} is not a finite number of ms since the epoch`);
+    when = at;
+  } else {
+    const d = delayMs ?? 0;
+    if (typeof d !== 'number' || !Number.isFinite(d)) throw new ArmError(`delay ${d} ms is not finite`);
+    if (d < 0) throw new ArmError(`delay ${d} ms is negative`);
+    when = now + d;
+  }
+  if (when - now > limits.maxDelayMs)
+    throw new LimitError(
+      'maxDelayMs',
+      limits.maxDelayMs,
+      `the wake would be due in ${Math.round(when - now)} ms`,
+    );
+  return Math.round(when);
+}
+
+function checkPayload(payload: string, limits: Pick<RuntimeLimits, 'maxPayloadBytes'>): void {
+  const n = Buffer.byteLength(payload, 'utf8');
+  if (n > limits.maxPayloadBytes)
+    throw new LimitError('maxPayloadBytes', limits.maxPayloadBytes, `the payload is ${n} bytes`);
+}
+
+function checkId(id: string): void {
+  if (id === '' || Buffer.byteLength(id) > 256 || [...id].some((c) => c.charCodeAt(0) < 0x20))
+    throw new ArmError(
+      `wake id ${JSON.stringify(id.slice(0, 40))} must be 1..256 bytes without control characters`,
+    );
+}

@@ -1,0 +1,406 @@
+/**
+ * The default {@link RuntimeStore}: one SQLite database (better-sqlite3, WAL) under a state
+ * directory for the due-set and deployments, a second one for the storage capability's keys (the
+ * file the storage capability opens, so its own transactions stay short), and journal.jsonl.
+ *
+ * Layout of <state>/state.sqlite:
+ *   wakes  (seq INTEGER PRIMARY KEY AUTOINCREMENT, id UNIQUE, kind, harness, entry, when_ms, ...)
+ *   claims (id, seq, ... attempt) PRIMARY KEY (id, seq): fired, outcome not yet journaled
+ *   deployments (name PRIMARY KEY, sha256, elf, capabilities, grant_json, deployed_at)
+ * WAL with synchronous=NORMAL: a committed transaction survives the process being killed (it is in
+ * the WAL file); only a power loss may drop the last ones.
+ */
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+import { JsonlJournal } from './journal.js';
+import type {
+  DeploymentRecord,
+  DeploymentStore,
+  DueStore,
+  KeyStore,
+  RuntimeStore,
+  WakeRecord,
+  WakeSpec,
+} from './store.js';
+
+// better-sqlite3 ships no type declarations; the small surface used here is typed locally.
+interface Statement {
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+  iterate(...params: unknown[]): IterableIterator<unknown>;
+  raw(on?: boolean): Statement;
+}
+interface Database {
+  prepare(sql: string): Statement;
+  exec(sql: string): void;
+  pragma(sql: string): unknown;
+  close(): void;
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
+}
+type DatabaseCtor = new (file: string, options?: { timeout?: number }) => Database;
+const Sqlite = createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor;
+
+/** Schema version kept in PRAGMA user_version; a newer one is refused. */
+const SCHEMA_VERSION = 1;
+
+const WAKE_COLUMNS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at';
+
+interface WakeRow {
+  seq: number;
+  id: string;
+  kind: string;
+  harness: string;
+  entry: string;
+  when_ms: number;
+  payload: string;
+  armed_by: string;
+  chain: string | null;
+  depth: number;
+  armed_at: number;
+  attempt: number;
+}
+
+function fromRow(r: WakeRow): WakeRecord {
+  return {
+    id: r.id,
+    seq: r.seq,
+    kind: r.kind === 'call' ? 'call' : 'wake',
+    harness: r.harness,
+    entry: r.entry,
+    when: r.when_ms,
+    payload: r.payload,
+    armedBy: r.armed_by,
+    chain: r.chain,
+    depth: r.depth,
+    attempt: r.attempt,
+    armedAt: r.armed_at,
+  };
+}
+
+/** Options of {@link SqliteStore.open}. */
+export interface SqliteStoreOptions {
+  /** busy timeout of the databases, ms (default 5,000): another process (berm wake add) may write */
+  busyTimeoutMs?: number;
+  /** journal rotation size and files kept (defaults 64 MiB, 4) */
+  journalRotateBytes?: number;
+  journalKeep?: number;
+}
+
+class SqliteDues implements DueStore {
+  private readonly s;
+  constructor(private readonly db: Database) {
+    const p = (sql: string) => db.prepare(sql);
+    this.s = {
+      del: p('DELETE FROM wakes WHERE id = ?'),
+      delOf: p('DELETE FROM wakes WHERE id = ? AND harness = ?'),
+      ins: p(`INSERT INTO wakes (${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`),
+      get: p('SELECT * FROM wakes WHERE id = ?'),
+      count: p('SELECT count(*) AS n FROM wakes'),
+      index: p('SELECT when_ms, seq FROM wakes WHERE seq > ? ORDER BY seq').raw(true),
+      take: p('DELETE FROM wakes WHERE seq = ? RETURNING *'),
+      claimIns: p(
+        `INSERT OR REPLACE INTO claims (seq, ${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      claimed: p('SELECT * FROM claims ORDER BY when_ms, seq'),
+      bump: p('UPDATE claims SET attempt = attempt + 1 WHERE id = ? AND seq = ? RETURNING *'),
+      finish: p('DELETE FROM claims WHERE id = ? AND seq = ?'),
+      unclaim: p('DELETE FROM claims WHERE id = ? AND seq = ? RETURNING *'),
+      reinsert: p(
+        `INSERT OR IGNORE INTO wakes (seq, ${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+    };
+  }
+
+  private insert(w: WakeSpec): { record: WakeRecord; replaced: boolean } {
+    const replaced = this.s.del.run(w.id).changes > 0;
+    const r = this.s.ins.run(
+      w.id,
+      w.kind,
+      w.harness,
+      w.entry,
+      w.when,
+      w.payload,
+      w.armedBy,
+      w.chain,
+      w.depth,
+      w.armedAt,
+    );
+    return { record: { ...w, seq: Number(r.lastInsertRowid), attempt: 0 }, replaced };
+  }
+
+  arm(spec: WakeSpec): { record: WakeRecord; replaced: boolean } {
+    return this.db.transaction(() => this.insert(spec))();
+  }
+
+  armMany(specs: readonly WakeSpec[]): WakeRecord[] {
+    return this.db.transaction(() => specs.map((w) => this.insert(w).record))();
+  }
+
+  cancel(id: string, harness?: string): boolean {
+    return (harness === undefined ? this.s.del.run(id) : this.s.delOf.run(id, harness)).changes > 0;
+  }
+
+  get(id: string): WakeRecord | undefined {
+    const r = this.s.get.get(id) as WakeRow | undefined;
+    return r ? fromRow(r) : undefined;
+  }
+
+  list(options: { harness?: string; limit?: number } = {}): WakeRecord[] {
+    const limit = options.limit ?? -1;
+    const rows =
+      options.harness === undefined
+        ? this.db.prepare('SELECT * FROM wakes ORDER BY when_ms, seq LIMIT ?').all(limit)
+        : this.db
+            .prepare('SELECT * FROM wakes WHERE harness = ? ORDER BY when_ms, seq LIMIT ?')
+            .all(options.harness, limit);
+    return (rows as WakeRow[]).map(fromRow);
+  }
+
+  count(): number {
+    return (this.s.count.get() as { n: number }).n;
+  }
+
+  index(afterSeq: number): { when: Float64Array; seq: Float64Array } {
+    let when = new Float64Array(1024);
+    let seq = new Float64Array(1024);
+    let n = 0;
+    for (const row of this.s.index.iterate(afterSeq) as IterableIterator<[number, number]>) {
+      if (n === when.length) {
+        const w2 = new Float64Array(n * 2);
+        w2.set(when);
+        when = w2;
+        const s2 = new Float64Array(n * 2);
+        s2.set(seq);
+        seq = s2;
+      }
+      when[n] = row[0];
+      seq[n] = row[1];
+      n++;
+    }
+    return { when: when.subarray(0, n), seq: seq.subarray(0, n) };
+  }
+
+  claim(seq: number): WakeRecord | null {
+    return this.db.transaction((): WakeRecord | null => {
+      const row = this.s.take.get(seq) as WakeRow | undefined;
+      if (!row) return null;
+      const r = fromRow(row);
+      r.attempt += 1;
+      this.s.claimIns.run(
+        r.seq,
+        r.id,
+        r.kind,
+        r.harness,
+        r.entry,
+        r.when,
+        r.payload,
+        r.armedBy,
+        r.chain,
+        r.depth,
+        r.armedAt,
+        r.attempt,
+      );
+      return r;
+    })();
+  }
+
+  claimed(): WakeRecord[] {
+    return (this.s.claimed.all() as WakeRow[]).map(fromRow);
+  }
+
+  reclaim(id: string, seq: number): WakeRecord | null {
+    const row = this.s.bump.get(id, seq) as WakeRow | undefined;
+    return row ? fromRow(row) : null;
+  }
+
+  finish(id: string, seq: number): void {
+    this.s.finish.run(id, seq);
+  }
+
+  release(id: string, seq: number, when: number): void {
+    this.db.transaction(() => {
+      const row = this.s.unclaim.get(id, seq) as WakeRow | undefined;
+      if (!row) return;
+      // the attempt is kept: it counts deliveries started, and this one did not start
+      const attempt = Math.max(0, row.attempt - 1);
+      this.s.reinsert.run(
+        row.seq,
+        row.id,
+        row.kind,
+        row.harness,
+        row.entry,
+        when,
+        row.payload,
+        row.armed_by,
+        row.chain,
+        row.depth,
+        row.armed_at,
+        attempt,
+      );
+    })();
+  }
+}
+
+class SqliteDeployments implements DeploymentStore {
+  constructor(private readonly db: Database) {}
+  put(d: DeploymentRecord): void {
+    this.db
+      .prepare(
+        'INSERT OR REPLACE INTO deployments (name, sha256, elf, capabilities, grant_json, deployed_at) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run(
+        d.name,
+        d.sha256,
+        Buffer.from(d.elf),
+        JSON.stringify(d.capabilities),
+        JSON.stringify(d.grant),
+        d.deployedAt,
+      );
+  }
+  remove(name: string): boolean {
+    return this.db.prepare('DELETE FROM deployments WHERE name = ?').run(name).changes > 0;
+  }
+  get(name: string): DeploymentRecord | undefined {
+    const r = this.db.prepare('SELECT * FROM deployments WHERE name = ?').get(name) as
+      DeploymentRow | undefined;
+    return r ? deployment(r) : undefined;
+  }
+  list(): DeploymentRecord[] {
+    return (this.db.prepare('SELECT * FROM deployments ORDER BY name').all() as DeploymentRow[]).map(
+      deployment,
+    );
+  }
+}
+
+interface DeploymentRow {
+  name: string;
+  sha256: string;
+  elf: Buffer;
+  capabilities: string;
+  grant_json: string;
+  deployed_at: number;
+}
+function deployment(r: DeploymentRow): DeploymentRecord {
+  return {
+    name: r.name,
+    sha256: r.sha256,
+    elf: new Uint8Array(r.elf),
+    capabilities: JSON.parse(r.capabilities) as string[],
+    grant: JSON.parse(r.grant_json) as Record<string, unknown>,
+    deployedAt: r.deployed_at,
+  };
+}
+
+class SqliteKeys implements KeyStore {
+  private db: Database | null = null;
+  constructor(
+    readonly databaseFile: string,
+    private readonly busyTimeoutMs: number,
+  ) {}
+  private open(): Database {
+    if (this.db) return this.db;
+    const db = new Sqlite(this.databaseFile, { timeout: this.busyTimeoutMs });
+    db.pragma('journal_mode = WAL');
+    // the storage capability's table (src/capabilities/storage): the same file serves both
+    db.exec(
+      'CREATE TABLE IF NOT EXISTS berm_kv (harness TEXT NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL, ' +
+        'PRIMARY KEY (harness, key)) WITHOUT ROWID',
+    );
+    return (this.db = db);
+  }
+  get(harness: string, key: Uint8Array): Uint8Array | undefined {
+    const r = this.open()
+      .prepare('SELECT value FROM berm_kv WHERE harness = ? AND key = ?')
+      .get(harness, Buffer.from(key)) as { value: Buffer } | undefined;
+    return r ? new Uint8Array(r.value) : undefined;
+  }
+  set(harness: string, key: Uint8Array, value: Uint8Array): void {
+    this.open()
+      .prepare(
+        'INSERT INTO berm_kv (harness, key, value) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET value = excluded.value',
+      )
+      .run(harness, Buffer.from(key), Buffer.from(value));
+  }
+  delete(harness: string, key: Uint8Array): void {
+    this.open().prepare('DELETE FROM berm_kv WHERE harness = ? AND key = ?').run(harness, Buffer.from(key));
+  }
+  close(): void {
+    this.db?.close();
+    this.db = null;
+  }
+}
+
+/** The SQLite backend of {@link RuntimeStore}. */
+export class SqliteStore implements RuntimeStore {
+  readonly dues: DueStore;
+  readonly deployments: DeploymentStore;
+  readonly keys: SqliteKeys;
+  readonly journal: JsonlJournal;
+  readonly description: string;
+
+  private constructor(
+    private readonly db: Database,
+    readonly dir: string,
+    options: SqliteStoreOptions,
+  ) {
+    this.dues = new SqliteDues(db);
+    this.deployments = new SqliteDeployments(db);
+    this.keys = new SqliteKeys(path.join(dir, 'kv.sqlite'), options.busyTimeoutMs ?? 5000);
+    this.journal = new JsonlJournal(
+      path.join(dir, 'journal.jsonl'),
+      options.journalRotateBytes ?? 64 * 1024 * 1024,
+      options.journalKeep ?? 4,
+    );
+    this.description = `sqlite ${path.join(dir, 'state.sqlite')}`;
+  }
+
+  /**
+   * Open (creating if needed) the state under `dir`.
+   * @throws Error when the directory cannot be created, the database cannot be opened, or its
+   *   schema is from a newer berm (with the fix).
+   */
+  static open(dir: string, options: SqliteStoreOptions = {}): SqliteStore {
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, 'state.sqlite');
+    const db = new Sqlite(file, { timeout: options.busyTimeoutMs ?? 5000 });
+    try {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      const version = Number((db.pragma('user_version') as { user_version: number }[])[0]?.user_version ?? 0);
+      if (version > SCHEMA_VERSION) {
+        throw new Error(
+          `${file} has schema version ${version}, newer than this berm's ${SCHEMA_VERSION}; fix: run a newer berm or use another --state directory`,
+        );
+      }
+      db.exec(`
+        CREATE TABLE IF NOT EXISTS wakes (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+          harness TEXT NOT NULL, entry TEXT NOT NULL, when_ms REAL NOT NULL, payload TEXT NOT NULL,
+          armed_by TEXT NOT NULL, chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL,
+          attempt INTEGER NOT NULL DEFAULT 0);
+        CREATE INDEX IF NOT EXISTS wakes_when ON wakes (when_ms, seq);
+        CREATE TABLE IF NOT EXISTS claims (
+          seq INTEGER NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL, harness TEXT NOT NULL,
+          entry TEXT NOT NULL, when_ms REAL NOT NULL, payload TEXT NOT NULL, armed_by TEXT NOT NULL,
+          chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL, attempt INTEGER NOT NULL,
+          PRIMARY KEY (id, seq));
+        CREATE TABLE IF NOT EXISTS deployments (
+          name TEXT PRIMARY KEY, sha256 TEXT NOT NULL, elf BLOB NOT NULL, capabilities TEXT NOT NULL,
+          grant_json TEXT NOT NULL, deployed_at REAL NOT NULL);
+      `);
+      db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+    return new SqliteStore(db, dir, options);
+  }
+
+  close(): void {
+    this.journal.close();
+    this.keys.close();
+    this.db.close();
+  }
+}

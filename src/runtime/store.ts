@@ -1,0 +1,157 @@
+/**
+ * The storage seam of the runtime: everything the queue keeps across restarts goes through
+ * {@link RuntimeStore} — the due-set (pending wakes and claimed-but-unfinished ones), deployments,
+ * the storage capability's keys and the invocation journal. The SQLite backend (sqlite-store.ts)
+ * is the default; another backend (PostgreSQL for several daemons) is a new file implementing the
+ * same interface. Every method is synchronous: the SQLite backend is, and the queue calls them on
+ * its own thread between guest runs. A networked backend can keep this shape by serving from a
+ * local cache and writing through, or a later revision can make the interface asynchronous.
+ */
+
+/** What a wake starts when it fires. */
+export type WakeKind = 'wake' | 'call';
+
+/** One wake: pending in the due-set, or claimed (fired, outcome not yet journaled). */
+export interface WakeRecord {
+  /** unique among pending wakes; re-arming an id replaces the pending wake */
+  id: string;
+  /** arming sequence number, assigned by the store, increasing; identifies one arming of `id` */
+  seq: number;
+  /** 'wake': the target's `on_wake` with the wake record; 'call': a tool call (berm.call.after) */
+  kind: WakeKind;
+  /** target harness */
+  harness: string;
+  /** 'on_wake' for kind wake; the tool name for kind call */
+  entry: string;
+  /** due instant, milliseconds since the Unix epoch */
+  when: number;
+  /** kind wake: the payload string handed to on_wake; kind call: the arguments JSON */
+  payload: string;
+  /** who armed it: a harness name, or 'cli' / 'api' from outside a guest */
+  armedBy: string;
+  /** chain id of the invocation that armed it, or null from outside */
+  chain: string | null;
+  /** chain depth the fired work runs at (0 for a fresh chain) */
+  depth: number;
+  /** deliveries started so far (0 while pending for the first time) */
+  attempt: number;
+  /** when it was armed, ms since epoch */
+  armedAt: number;
+}
+
+/** A wake to arm (the store assigns seq; attempt starts at 0). */
+export type WakeSpec = Omit<WakeRecord, 'seq' | 'attempt'>;
+
+/** The due-set's persistent half. The in-memory heap (dueset.ts) indexes it by (when, seq). */
+export interface DueStore {
+  /**
+   * Arm (or re-arm: the pending wake with the same id is replaced) a wake.
+   * @returns the stored record and whether it replaced a pending one.
+   */
+  arm(spec: WakeSpec): { record: WakeRecord; replaced: boolean };
+  /** Many arms in one transaction (bulk arming from outside a guest). */
+  armMany(specs: readonly WakeSpec[]): WakeRecord[];
+  /** Remove the pending wake `id` (of `harness`, when given). @returns whether one was removed. */
+  cancel(id: string, harness?: string): boolean;
+  /** The pending wake with this id, or undefined. */
+  get(id: string): WakeRecord | undefined;
+  /** Pending wakes ordered by due instant, optionally of one harness, at most `limit`. */
+  list(options?: { harness?: string; limit?: number }): WakeRecord[];
+  /** Number of pending wakes. */
+  count(): number;
+  /** (when, seq) of every pending wake with seq > afterSeq, in seq order, as two flat arrays. */
+  index(afterSeq: number): { when: Float64Array; seq: Float64Array };
+  /**
+   * Take the pending arming `seq` for delivery: in one transaction remove it from the pending set
+   * and record it as claimed with attempt + 1.
+   * @returns the claimed record, or null when that arming is gone (cancelled or replaced).
+   */
+  claim(seq: number): WakeRecord | null;
+  /** Claimed records whose outcome was never journaled (a previous process died mid-run). */
+  claimed(): WakeRecord[];
+  /** Count one more delivery of a claimed record. @returns it with the new attempt, or null. */
+  reclaim(id: string, seq: number): WakeRecord | null;
+  /** Forget a claim once its outcome is journaled. */
+  finish(id: string, seq: number): void;
+  /** Put a claimed record back as pending at `when` (a deferred or spilled delivery). */
+  release(id: string, seq: number, when: number): void;
+}
+
+/** A deployed harness as persisted: the bytes and the grant, never compiled code. */
+export interface DeploymentRecord {
+  name: string;
+  /** lowercase hex sha256 of the ELF */
+  sha256: string;
+  elf: Uint8Array;
+  /** granted capability names */
+  capabilities: string[];
+  /** the grant's arguments (src/capabilities/types.ts Grant), as JSON-compatible data */
+  grant: Record<string, unknown>;
+  /** ms since epoch */
+  deployedAt: number;
+}
+
+/** Deployments by name. */
+export interface DeploymentStore {
+  put(d: DeploymentRecord): void;
+  remove(name: string): boolean;
+  get(name: string): DeploymentRecord | undefined;
+  list(): DeploymentRecord[];
+}
+
+/** The storage capability's keys, namespaced by harness. */
+export interface KeyStore {
+  /**
+   * The SQLite database file the storage capability should use for harnesses whose grant names
+   * none, or null when this backend keeps keys elsewhere (then get/set/delete are the way in).
+   */
+  readonly databaseFile: string | null;
+  get(harness: string, key: Uint8Array): Uint8Array | undefined;
+  set(harness: string, key: Uint8Array, value: Uint8Array): void;
+  delete(harness: string, key: Uint8Array): void;
+}
+
+/** One finished invocation, one line of the journal. */
+export interface JournalRecord {
+  /** 'call' | 'wake' | 'notify' | 'skip' (an overrun occurrence that did not run) */
+  trigger: string;
+  harness: string;
+  /** tool name, 'on_wake' or 'on_notify' */
+  entry: string;
+  chain: string;
+  depth: number;
+  /** wake id for wake triggers */
+  wake?: string;
+  /** delivery attempt of a wake (1 = first) */
+  attempt?: number;
+  /** wake's due instant, ms since epoch */
+  scheduledAt?: number;
+  /** start, ms since epoch */
+  start: number;
+  /** duration, ms */
+  ms: number;
+  /** ok | failed | trapped | refused | error */
+  outcome: string;
+  /** trap name, failure or refusal message, when not ok */
+  detail?: string;
+  /** fuel units drawn (granted slices, a multiple of 16,384 at most one slice above what ran) */
+  fuel: number;
+}
+
+/** The append-only invocation journal. */
+export interface Journal {
+  /** Append one record durably enough to survive the process being killed (not the machine). */
+  append(rec: JournalRecord): void;
+  close(): void;
+}
+
+/** Everything the runtime persists. */
+export interface RuntimeStore {
+  readonly dues: DueStore;
+  readonly deployments: DeploymentStore;
+  readonly keys: KeyStore;
+  readonly journal: Journal;
+  /** A short description for the boot log, e.g. "sqlite /var/lib/berm/state.sqlite". */
+  readonly description: string;
+  close(): void;
+}

@@ -1,0 +1,122 @@
+/**
+ * Entry point of a queue worker thread (see pool.ts): compiles harnesses when asked, holds the
+ * deployed ones, and runs one invocation at a time. Guest host calls that need the queue (the
+ * schedule capability) block on the synchronous path described in protocol.ts.
+ */
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { Engine } from '../engine/engine.js';
+import { Harness } from '../harness/harness.js';
+import type { CapabilityReply, ScheduleHost } from '../capabilities/types.js';
+import { Executor, type ChainState } from './executor.js';
+import type { FromWorker, HostRequest, ToWorker, WorkerConfig } from './protocol.js';
+
+const config = workerData as WorkerConfig;
+const port = parentPort!;
+const flag = new Int32Array(config.hostFlag);
+
+/** Longest a guest waits for the queue to answer a host call; the main thread answers in microseconds. */
+const HOST_REPLY_TIMEOUT_MS = 30_000;
+
+function post(msg: FromWorker): void {
+  port.postMessage(msg);
+}
+
+/** Ask the main thread synchronously (see protocol.ts). */
+function ask(op: HostRequest['op'], harness: string, chain: ChainState, req: unknown): CapabilityReply {
+  Atomics.store(flag, 0, 0);
+  post({ type: 'host', op, harness, chain: chain.spec, req });
+  const deadline = Date.now() + HOST_REPLY_TIMEOUT_MS;
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) return { error: `the queue did not answer ${op} within ${HOST_REPLY_TIMEOUT_MS} ms` };
+    Atomics.wait(flag, 0, 0, left);
+    if (Atomics.load(flag, 0) !== 0) break;
+  }
+  const m = receiveMessageOnPort(config.replyPort);
+  if (!m) return { error: `the queue's reply to ${op} was lost` };
+  return m.message as CapabilityReply;
+}
+
+function serviceFor(harness: string, chain: ChainState): (name: string, request: unknown) => CapabilityReply {
+  return (name, request) => ask('service', harness, chain, { name, request });
+}
+
+function scheduleFor(harness: string, chain: ChainState): ScheduleHost {
+  return {
+    arm: (req) => ask('arm', harness, chain, req),
+    cancel: (id) => ask('cancel', harness, chain, { id }),
+    callAfter: (req) => ask('callAfter', harness, chain, req),
+  };
+}
+
+const engine = new Engine({
+  ...(config.memorySize !== undefined ? { memorySize: config.memorySize } : {}),
+  ...(config.optimizeLevel !== undefined ? { optimizeLevel: config.optimizeLevel } : {}),
+  cacheDir: config.cacheDir,
+});
+const executor = new Executor(
+  engine,
+  config.capabilityLimits,
+  { scheduleFor, serviceFor },
+  config.defaultDatabase,
+);
+
+async function handle(msg: ToWorker): Promise<void> {
+  switch (msg.type) {
+    case 'compile': {
+      try {
+        const module = await engine.compile(msg.elf);
+        const h = Harness.fromModule(module);
+        post({
+          type: 'compiled',
+          id: msg.id,
+          ok: true,
+          module: module.wasm,
+          info: module.info,
+          manifest: h.manifest,
+          exports: module.exports(),
+        });
+      } catch (e) {
+        const err = e instanceof Error ? e : new Error(String(e));
+        post({ type: 'compiled', id: msg.id, ok: false, error: err.message, errorName: err.name });
+      }
+      return;
+    }
+    case 'deploy':
+      await executor.deploy(
+        msg.name,
+        msg.elf,
+        { wasm: msg.module, info: msg.info },
+        msg.capabilities,
+        msg.grant,
+      );
+      return;
+    case 'undeploy':
+      executor.undeploy(msg.name);
+      return;
+    case 'run': {
+      const chain = Executor.chain(msg.chain, msg.interrupt);
+      const fuelBefore = chain.fuel.left;
+      const onLog = msg.streamLogs ? (line: string) => post({ type: 'log', id: msg.id, line }) : undefined;
+      const { result, logs } = executor.run(chain, msg.harness, msg.kind, msg.entry, msg.args, onLog);
+      // an unbounded budget is handed over as Number.MAX_SAFE_INTEGER, so this is always finite
+      const fuelUsed = fuelBefore - chain.fuel.left;
+      post({ type: 'done', id: msg.id, result, logs, fuelUsed, invocations: chain.started });
+      return;
+    }
+  }
+}
+
+// Messages are handled strictly in order: a deploy posted before a run is in place when it runs.
+let chainOfWork: Promise<void> = Promise.resolve();
+port.on('message', (msg: ToWorker) => {
+  chainOfWork = chainOfWork.then(() =>
+    handle(msg).catch((e: unknown) => {
+      process.stderr.write(`berm worker: ${(e as Error)?.stack ?? String(e)}\n`);
+    }),
+  );
+});
+// modules that register capabilities (an embedder's, the protocol door's) must be in this
+// thread's registry before the first deploy links them
+for (const m of config.modules) await import(m);
+post({ type: 'ready' });

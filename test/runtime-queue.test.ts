@@ -1,0 +1,441 @@
+// The runtime's queue in process: triggers, limits, chains, stuck workers, the due-set and its
+// refusals, at-least-once re-delivery. The guest is test/data/queue-guest.elf (source beside it);
+// the plain echo fixture stands for a harness without on_wake.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import t from 'tap';
+import {
+  ArmError,
+  BermRuntime,
+  DueHeap,
+  JsonlJournal,
+  LimitError,
+  readJournal,
+  SqliteStore,
+  type JournalRecord,
+  type Outcome,
+  type RuntimeOptions,
+} from '../src/runtime/index.js';
+import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
+import { startServer } from './helpers/cap-util.js';
+
+const QG = new Uint8Array(fs.readFileSync(path.join(ROOT, 'test/data/queue-guest.elf')));
+const ECHO = new Uint8Array(fs.readFileSync(path.join(ROOT, 'fixtures/build/echo-gcc-O2.elf')));
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-queue-'));
+t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+
+async function runtime(
+  opts: Partial<RuntimeOptions> = {},
+  grant = ['schedule', 'call'],
+): Promise<BermRuntime> {
+  const rt = await BermRuntime.create({
+    state: path.join(tmp, `s${n++}`),
+    poolSize: 2,
+    cacheDir: TEST_CACHE,
+    ...opts,
+    limits: { timeoutMs: 5000, graceMs: 1000, ...opts.limits },
+  });
+  await rt.deploy('qg', QG, { capabilities: grant, grant: { callees: ['qg'] } });
+  await rt.deploy('plain', ECHO, { capabilities: ['schedule'] });
+  rt.start();
+  return rt;
+}
+
+function text(o: Outcome): string {
+  if (o.status === 'ok') return o.result;
+  throw new Error(`expected ok, got ${JSON.stringify(o)}`);
+}
+
+/** The next `count` journal records emitted by rt. */
+function records(
+  rt: BermRuntime,
+  count: number,
+  filter: (r: JournalRecord) => boolean = () => true,
+): Promise<JournalRecord[]> {
+  const out: JournalRecord[] = [];
+  return new Promise((resolve) => {
+    const on = (r: JournalRecord) => {
+      if (!filter(r)) return;
+      out.push(r);
+      if (out.length === count) {
+        rt.off('invocation', on);
+        resolve(out);
+      }
+    };
+    rt.on('invocation', on);
+  });
+}
+
+t.test('DueHeap pops in (when, seq) order, like a sort', async (t) => {
+  let seed = 12345;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+  const pairs: [number, number][] = [];
+  for (let i = 0; i < 5000; i++) pairs.push([rnd() % 1000, i + 1]);
+  const h = DueHeap.from(
+    new Float64Array(pairs.slice(0, 2500).map((p) => p[0])),
+    new Float64Array(pairs.slice(0, 2500).map((p) => p[1])),
+  );
+  for (const p of pairs.slice(2500)) h.push(p[0], p[1]);
+  t.equal(h.countDue(499), pairs.filter((p) => p[0] <= 499).length, 'countDue counts entries due');
+  const sorted = [...pairs].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const got: [number, number][] = [];
+  while (h.size > 0) {
+    got.push([h.peekWhen(), h.peekSeq()]);
+    h.pop();
+  }
+  t.same(got, sorted);
+  t.equal(h.peekWhen(), Infinity);
+});
+
+t.test('journal rotates by size and reads back in order', async (t) => {
+  const file = path.join(tmp, 'j', 'journal.jsonl');
+  const j = new JsonlJournal(file, 400, 2);
+  const rec = (i: number): JournalRecord => ({
+    trigger: 'call',
+    harness: 'h',
+    entry: 'e',
+    chain: `c${i}`,
+    depth: 0,
+    start: i,
+    ms: 1,
+    outcome: 'ok',
+    fuel: 0,
+  });
+  for (let i = 0; i < 20; i++) j.append(rec(i));
+  j.close();
+  t.ok(fs.existsSync(file.replace('.jsonl', '.1.jsonl')), 'rotated once');
+  t.ok(fs.existsSync(file.replace('.jsonl', '.2.jsonl')), 'rotated twice');
+  t.notOk(fs.existsSync(file.replace('.jsonl', '.3.jsonl')), 'keeps two');
+  for (const f of [file, file.replace('.jsonl', '.1.jsonl')])
+    t.ok(fs.statSync(f).size <= 400, `${path.basename(f)} under the size`);
+  const back = readJournal(file);
+  t.same(
+    back.map((r) => r.start),
+    [...back.map((r) => r.start)].sort((a, b) => a - b),
+    'oldest first',
+  );
+  t.equal(back.at(-1)!.start, 19, 'the newest record is last');
+});
+
+t.test('calls: ok, failed tool, unknown harness and tool, bad arguments, notify', async (t) => {
+  const rt = await runtime();
+  t.teardown(() => rt.close());
+  t.equal(text(await rt.invoke('qg', 'echo', '{"a":"b"}')), '{"a":"b"}');
+  const unknown = await rt.invoke('ghost', 'echo', '{}');
+  t.match(unknown, {
+    status: 'error',
+    code: 'unknown-harness',
+    message: /no harness named ghost.*deployed: plain, qg/,
+  });
+  t.match(await rt.invoke('qg', 'nope', '{}'), {
+    status: 'error',
+    code: 'unknown-tool',
+    message: /no tool named nope/,
+  });
+  t.match(await rt.invoke('qg', 'echo', 'not json'), {
+    status: 'error',
+    code: 'bad-args',
+    message: /not valid JSON/,
+  });
+  const trap = await rt.invoke('qg', 'trap', '{}');
+  t.match(trap, { status: 'trapped', trap: { name: 'MemoryFault', symbol: /trap/ } });
+  const notified = await rt.notify('qg', { id: 'sub-1', source: 'test', payload: 'hello' });
+  const rec = JSON.parse(text(notified)) as Record<string, unknown>;
+  t.match(rec, { id: 'sub-1', source: 'test', payload: 'hello', attempt: 1 });
+  t.ok(Math.abs((rec.now as number) - Date.now()) < 60_000, 'now is the current time');
+  t.match(await rt.notify('plain', { id: 's', source: 'x', payload: '' }), {
+    status: 'error',
+    message: /does not export on_notify/,
+  });
+  const st = rt.stats();
+  t.equal(st.invocations['call:ok'], 1);
+  t.equal(st.invocations['notify:ok'], 1);
+  t.equal(st.invocations['call:trapped'], 1);
+});
+
+t.test(
+  'arming: a wake fires on_wake with its record; bad input is refused and nothing is armed',
+  async (t) => {
+    const rt = await runtime();
+    t.teardown(() => rt.close());
+    const fired = records(rt, 1, (r) => r.trigger === 'wake');
+    const before = Date.now();
+    t.match(text(await rt.invoke('qg', 'arm', '{"delay":"50","payload":"p-1","id":"w1"}')), 'ok: w1');
+    const [rec] = await fired;
+    t.match(rec, { trigger: 'wake', harness: 'qg', entry: 'on_wake', wake: 'w1', attempt: 1, outcome: 'ok' });
+    t.ok(rec!.scheduledAt! >= before + 50, 'scheduled_at is the arming time + delay');
+    t.ok(rec!.start >= rec!.scheduledAt!, 'not fired early');
+
+    const refusals: [string, string, RegExp][] = [
+      ['non-finite delay', '{"delay":"inf"}', /refused: berm.wake.arm: delay_ms must be decimal ASCII/],
+      ['NaN delay', '{"delay":"NaN"}', /refused: berm.wake.arm: delay_ms must be decimal ASCII/],
+      ['negative delay', '{"delay":"-5"}', /refused: berm.wake.arm: delay_ms must be decimal ASCII/],
+      [
+        'payload over the limit',
+        JSON.stringify({ delay: '10', payload: 'x'.repeat(70_000) }),
+        /refused: berm.wake.arm: refused by limit maxPayloadBytes = 65536/,
+      ],
+      [
+        'delay over the limit',
+        '{"delay":"999999999999999"}',
+        /refused: berm.wake.arm: refused by limit maxDelayMs/,
+      ],
+    ];
+    for (const [what, args, re] of refusals) t.match(text(await rt.invoke('qg', 'arm', args)), re, what);
+    t.match(
+      text(await rt.invoke('qg', 'after', '{"delay":"10","harness":"ghost","tool":"echo","args":"{}"}')),
+      /refused: berm.call.after: no harness named ghost/,
+    );
+    t.match(
+      text(await rt.invoke('qg', 'after', '{"delay":"10","harness":"qg","tool":"echo","args":"nope"}')),
+      /refused: berm.call.after: args is not JSON/,
+    );
+
+    t.throws(
+      () => rt.arm({ harness: 'plain', delayMs: 10 }),
+      new ArmError('harness plain does not export on_wake; it cannot be woken'),
+    );
+    t.throws(() => rt.arm({ harness: 'ghost', delayMs: 10 }), {
+      name: 'ArmError',
+      message: /no harness named ghost is deployed/,
+    });
+    t.throws(() => rt.arm({ harness: 'qg', at: NaN }), { name: 'ArmError', message: /not a finite number/ });
+    t.throws(() => rt.arm({ harness: 'qg', delayMs: Infinity }), { name: 'ArmError', message: /not finite/ });
+    t.throws(() => rt.arm({ harness: 'qg', delayMs: 1, payload: 'y'.repeat(65_537) }), LimitError);
+    t.equal(rt.list().length, 0, 'nothing was armed');
+    t.equal(rt.stats().wakesPending, 0);
+
+    // without the schedule grant berm.wake.arm is not linked: the guest traps naming it
+    const bare = await runtime({}, []);
+    t.teardown(() => bare.close());
+    const o = await bare.invoke('qg', 'arm', '{"delay":"10"}');
+    t.match(o, { status: 'trapped', trap: { name: 'UnknownHostCall', message: /berm.wake.arm/ } });
+    t.equal(bare.list().length, 0, 'nothing was armed');
+
+    // cancel and re-arm
+    t.match(text(await rt.invoke('qg', 'arm', '{"delay":"60000","id":"later"}')), 'ok: later');
+    t.match(text(await rt.invoke('qg', 'arm', '{"delay":"50000","id":"later","payload":"v2"}')), 'ok: later');
+    t.same(
+      rt.list().map((w) => [w.id, w.payload]),
+      [['later', 'v2']],
+      're-arming an id replaces it',
+    );
+    t.equal(text(await rt.invoke('qg', 'cancel', '{"id":"later"}')), 'ok: 1');
+    t.equal(text(await rt.invoke('qg', 'cancel', '{"id":"later"}')), 'ok: 0');
+    t.equal(rt.list().length, 0);
+  },
+);
+
+t.test('berm.call.after runs the tool later, one level deeper in the chain', async (t) => {
+  const rt = await runtime();
+  t.teardown(() => rt.close());
+  const done = records(rt, 1, (r) => r.trigger === 'wake');
+  const first = await rt.invoke(
+    'qg',
+    'after',
+    '{"delay":"60000","harness":"qg","tool":"echo","args":"{\\"n\\":1}"}',
+  );
+  t.equal(text(first), 'ok: after:qg');
+  t.same(
+    rt.list().map((w) => [w.id, w.payload]),
+    [['after:qg', '{"n":1}']],
+  );
+  t.equal(
+    text(await rt.invoke('qg', 'after', '{"delay":"20","harness":"qg","tool":"echo","args":"{\\"n\\":2}"}')),
+    'ok: after:qg',
+  );
+  const [r] = await done;
+  t.same(rt.list(), [], 'one pending per arming harness: the later arming replaced the first');
+  t.match(r, { trigger: 'wake', harness: 'qg', entry: 'echo', outcome: 'ok', depth: 1 });
+  t.equal(first.info!.chain, first.info!.chain);
+});
+
+t.test('chains: an Interrupted or out-of-gas callee ends its caller; other traps are replies', async (t) => {
+  const rt = await runtime({ limits: { timeoutMs: 1500, chainInvocations: 2 } });
+  t.teardown(() => rt.close());
+  const spin = await rt.invoke('qg', 'call', '{"harness":"qg","tool":"spin"}');
+  t.match(
+    spin,
+    { status: 'trapped', trap: { name: 'Interrupted', symbol: /spin/ } },
+    'the caller did not get a reply',
+  );
+  t.ok(spin.info!.ms < 1500 * 5, 'within the chain deadline (with headroom)');
+  const trap = await rt.invoke('qg', 'call', '{"harness":"qg","tool":"trap"}');
+  t.match(text(trap), /^error: qg.trap trapped: MemoryFault/, "a MemoryFault is the callee's own");
+  const inner = JSON.stringify({ harness: 'qg', tool: 'echo' });
+  const gas = await rt.invoke('qg', 'call', JSON.stringify({ harness: 'qg', tool: 'call', args: inner }));
+  t.match(
+    gas,
+    { status: 'trapped', trap: { name: 'OutOfGas' } },
+    'the third invocation of a chain of 2 ends it',
+  );
+  t.match(
+    text(await rt.invoke('qg', 'call', '{"harness":"qg","tool":"echo","args":"{\\"x\\":1}"}')),
+    'ok: {"x":1}',
+  );
+
+  const fuel = await runtime({ limits: { fuel: 2_000_000 } });
+  t.teardown(() => fuel.close());
+  const f = await fuel.invoke('qg', 'call', '{"harness":"qg","tool":"spin"}');
+  t.match(f, { status: 'trapped', trap: { name: 'OutOfFuel', message: /2000000/ } });
+  t.ok(
+    f.info!.fuel >= 2_000_000 && f.info!.fuel < 2_000_000 + 2 * 16384,
+    `the chain drew its budget (${f.info!.fuel})`,
+  );
+});
+
+t.test('a spinning harness never delays others beyond its own timeout', async (t) => {
+  const rt = await runtime({ limits: { timeoutMs: 2000 } });
+  t.teardown(() => rt.close());
+  await rt.invoke('qg', 'echo', '{}'); // warm both workers' first instance
+  await rt.invoke('qg', 'echo', '{}');
+  const t0 = Date.now();
+  const spinning = rt.invoke('qg', 'spin', '{}');
+  const ends: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const o = await rt.invoke('qg', 'echo', `{"i":${i}}`);
+    t.equal(o.status, 'ok');
+    ends.push(Date.now());
+  }
+  const s = await spinning;
+  const spinEnd = Date.now();
+  t.match(s, { status: 'trapped', trap: { name: 'Interrupted' } });
+  t.ok(ends.at(-1)! < spinEnd, 'every other call finished while the spinner still held its worker');
+  t.ok(spinEnd - t0 >= 2000 - 50, 'the spinner ran to its own deadline');
+});
+
+t.test('a host call that never returns costs one worker, which is replaced', async (t) => {
+  // the capability must be in this thread's registry (deploy checks the name) and in each worker's
+  const blocker = new URL('./helpers/blocking-capability.ts', import.meta.url);
+  await import(blocker.href);
+  const rt = await BermRuntime.create({
+    state: path.join(tmp, `s${n++}`),
+    poolSize: 2,
+    cacheDir: TEST_CACHE,
+    limits: { timeoutMs: 800, graceMs: 500 },
+    workerModules: [blocker],
+  });
+  t.teardown(() => rt.close());
+  await rt.deploy('qg', QG, { capabilities: ['blocker'] });
+  const replaced = new Promise<string>((resolve) => rt.once('log', resolve));
+  const o = await rt.invoke('qg', 'hostcall', '{"name":"test.block"}');
+  t.match(o, {
+    status: 'error',
+    code: 'worker-lost',
+    message: /still running 500 ms after its deadline.*terminated and replaced/,
+  });
+  t.match(await replaced, /worker replaced/);
+  t.equal(rt.stats().workersReplaced, 1);
+  t.equal(rt.stats().workers, 2, 'the pool keeps its size');
+  for (let i = 0; i < 4; i++)
+    t.match(await rt.invoke('qg', 'echo', '{"after":1}'), { status: 'ok' }, 'later calls run');
+});
+
+t.test('host calls are bounded by the chain deadline', async (t) => {
+  const server = await startServer();
+  t.teardown(server.stop);
+  // a generous grace: the capability bridge's own start-up and grace come on top of the deadline
+  const rt = await runtime(
+    { limits: { timeoutMs: 800, graceMs: 20_000 }, capabilityLimits: { httpTimeoutMs: 600_000 } },
+    ['http'],
+  );
+  t.teardown(() => rt.close());
+  await rt.deploy('web', QG, { capabilities: ['http'], grant: { hosts: ['127.0.0.1'] } });
+  const o = await rt.invoke('web', 'fetch', JSON.stringify({ url: `http://127.0.0.1:${server.port}/hang` }));
+  // the fetch gives up at the deadline: the guest gets an error reply, or (if it then polls) the
+  // chain's Interrupted; either way the worker is not stuck
+  if (o.status === 'ok') t.match(o.result, /^error: /, 'an error reply');
+  else t.match(o, { status: 'trapped', trap: { name: 'Interrupted' } });
+  t.ok(o.info!.ms < 15_000, `long before the 600 s of its own timeout (${o.info!.ms} ms)`);
+  t.equal(rt.stats().workersReplaced, 0);
+});
+
+t.test('limits refuse with a typed error naming the limit and its value', async (t) => {
+  const rt = await runtime({ limits: { concurrency: 1, queueDepth: 1, timeoutMs: 1500 } });
+  t.teardown(() => rt.close());
+  const spinning = rt.invoke('qg', 'spin', '{}');
+  const queued = rt.invoke('qg', 'echo', '{"q":1}');
+  const r = await rt.invoke('qg', 'echo', '{"q":2}');
+  t.equal(r.status, 'refused');
+  if (r.status === 'refused') {
+    t.ok(r.error instanceof LimitError);
+    t.equal(r.error.limit, 'queueDepth');
+    t.equal(r.error.value, 1);
+    t.match(r.error.message, /refused by limit queueDepth = 1/);
+  }
+  t.equal((await spinning).status, 'trapped');
+  t.equal(text(await queued), '{"q":1}', 'the queued call ran once the worker was free');
+
+  const rate = await runtime({ limits: { harnessRate: 1, harnessBurst: 2 } });
+  t.teardown(() => rate.close());
+  const a = await Promise.all([
+    rate.invoke('qg', 'echo', '{}'),
+    rate.invoke('qg', 'echo', '{}'),
+    rate.invoke('qg', 'echo', '{}'),
+  ]);
+  t.same(
+    a.map((o) => o.status),
+    ['ok', 'ok', 'refused'],
+  );
+  t.match(a[2], { error: { limit: 'harnessRate', value: 1 } });
+});
+
+t.test('overrun skip: an occurrence due while the previous one runs is journaled as skipped', async (t) => {
+  const rt = await runtime({ limits: { timeoutMs: 1500 } });
+  t.teardown(() => rt.close());
+  const started = new Promise((resolve) => rt.once('wake', resolve));
+  const recs = records(rt, 2, (r) => r.wake === 'x');
+  rt.arm({ harness: 'qg', id: 'x', payload: 'spin' });
+  await started;
+  rt.arm({ harness: 'qg', id: 'x', payload: 'second' });
+  const [skip, spun] = await recs;
+  t.match(skip, { trigger: 'skip', wake: 'x', outcome: 'refused', detail: /overrun = skip/ });
+  t.match(spun, { trigger: 'wake', wake: 'x', outcome: 'trapped' });
+  t.equal(rt.stats().overrunSkips, 1);
+});
+
+t.test(
+  'at-least-once: a claimed wake whose outcome was never journaled re-fires with attempt 2; overdue wakes fire once',
+  async (t) => {
+    const state = path.join(tmp, `s${n++}`);
+    const store = SqliteStore.open(state);
+    const now = Date.now();
+    const spec = (id: string, when: number) => ({
+      id,
+      kind: 'wake' as const,
+      harness: 'qg',
+      entry: 'on_wake',
+      when,
+      payload: id,
+      armedBy: 'test',
+      chain: null,
+      depth: 0,
+      armedAt: now,
+    });
+    store.dues.armMany([
+      spec('claimed', now - 10_000),
+      spec('overdue', now - 5_000),
+      spec('future', now + 60_000),
+    ]);
+    const c = store.dues.claim(store.dues.get('claimed')!.seq);
+    t.equal(c!.attempt, 1, 'first delivery claimed (as by a process killed before journaling)');
+    store.close();
+    const rt = await BermRuntime.create({ state, poolSize: 2, cacheDir: TEST_CACHE });
+    t.teardown(() => rt.close());
+    t.equal(rt.stats().wakesPending, 2, 'reloaded without running a guest');
+    const recs = records(rt, 2, (r) => r.trigger === 'wake');
+    await rt.deploy('qg', QG, { capabilities: ['schedule'] });
+    rt.start();
+    const got = (await recs).sort((a, b) => a.wake!.localeCompare(b.wake!));
+    t.match(got[0], { wake: 'claimed', attempt: 2, outcome: 'ok', scheduledAt: now - 10_000 });
+    t.match(got[1], { wake: 'overdue', attempt: 1, outcome: 'ok', scheduledAt: now - 5_000 });
+    t.ok(got[1]!.start - got[1]!.scheduledAt! >= 5_000, 'carries scheduled_at and the later now');
+    t.equal(rt.stats().redeliveries, 1);
+    t.same(
+      rt.list().map((w) => w.id),
+      ['future'],
+    );
+  },
+);
