@@ -21,7 +21,7 @@ import { cpus } from 'node:os';
 import * as path from 'node:path';
 import type { CapabilityLimits, CapabilityReply, Grant } from '../capabilities/types.js';
 import { ok } from '../capabilities/types.js';
-import { CAPABILITY_NAMES } from '../capabilities/index.js';
+import { capabilityNames } from '../capabilities/index.js';
 import type { Declarations } from '../config/declarations.js';
 import { readElf } from '../elf/reader.js';
 import type { Manifest, ToolDecl } from '../harness/manifest.js';
@@ -302,11 +302,11 @@ export class BermRuntime extends EventEmitter {
       throw new ArmError(
         `harness name ${JSON.stringify(name)} must be letters, digits, '_' or '-' (no dots)`,
       );
+    // the live registry: capabilities registered after load (the protocol door's) count too
+    const known = capabilityNames();
     for (const c of grant.capabilities) {
-      if (!CAPABILITY_NAMES.includes(c))
-        throw new ArmError(
-          `unknown capability ${JSON.stringify(c)}; use one of ${CAPABILITY_NAMES.join(', ')}`,
-        );
+      if (!known.includes(c))
+        throw new ArmError(`unknown capability ${JSON.stringify(c)}; use one of ${known.join(', ')}`);
     }
     readElf(elf); // a malformed ELF is refused here, before a worker is bothered
     const compiled = await this.pool.compile(elf);
@@ -765,7 +765,7 @@ export class BermRuntime extends EventEmitter {
   private startWake(w: WakeRecord, now: number): void {
     const h = this.registry.get(w.harness);
     const chain: ChainSpec = {
-      ...this.freshChain(),
+      ...this.freshChain(w.authority ?? undefined),
       depth: w.depth,
       ...(w.chain && w.kind === 'call' ? { id: w.chain } : {}),
     };
@@ -889,6 +889,7 @@ export class BermRuntime extends EventEmitter {
       chain: spec.chain?.id ?? null,
       depth,
       armedAt: Date.now(),
+      authority: spec.chain?.authority ?? null,
     });
   }
 
@@ -1058,7 +1059,7 @@ export interface ArmSpec {
   /** 'api', 'cli' or the arming harness (default 'api') */
   armedBy?: string;
   chain?: ChainSpec;
-  /** who the wake acts for (kept with the chain of the arming invocation; not persisted yet) */
+  /** who the wake acts for (default: the arming chain's authority); persisted with the wake */
   authority?: Authority;
 }
 
@@ -1099,6 +1100,8 @@ export function wakeSpec(
     // hit the depth limit after a few occurrences)
     depth: 0,
     armedAt: Date.now(),
+    // ...but it acts for whoever armed it (persisted with the wake)
+    authority: spec.authority ?? spec.chain?.authority ?? null,
   };
 }
 
