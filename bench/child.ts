@@ -1,7 +1,7 @@
 /**
  * Child-process measurements for bench/run.ts (a new process per figure, so caches, JIT state and
  * RSS are those of a fresh process). Prints one JSON line on stdout.
- *   child.ts compile <elf> <cacheDir> <memorySize> <first-call JSON>
+ *   child.ts compile <elf> <cacheDir> <memorySize> <first-call JSON> [tier: auto|optimized|baseline]
  *   child.ts memory <elf> <cacheDir> <memorySize> <instances>
  * First call JSON: {"raw": symbol, "args": [..]} or {"tool": name, "args": "json text"}.
  */
@@ -24,7 +24,13 @@ function gc(): void {
 /** The compiled modules when dist/ is a build of the current sources (what the CLI runs), else the sources. */
 const FROM = builtIsCurrent() ? '../dist' : '../src';
 
-async function compile(elf: string, cacheDir: string, memorySize: number, first: FirstCall): Promise<object> {
+async function compile(
+  elf: string,
+  cacheDir: string,
+  memorySize: number,
+  first: FirstCall,
+  tier: 'auto' | 'optimized' | 'baseline',
+): Promise<object> {
   const t0 = performance.now();
   const { Engine, Linker, basicHostFunctions } = (await import(
     `${FROM}/engine/engine.js`
@@ -33,7 +39,7 @@ async function compile(elf: string, cacheDir: string, memorySize: number, first:
     `${FROM}/harness/harness.js`
   )) as typeof import('../src/harness/harness.js');
   const t1 = performance.now();
-  const engine = new Engine({ cacheDir, memorySize });
+  const engine = new Engine({ cacheDir, memorySize, tier });
   let result: string;
   let info;
   if ('raw' in first) {
@@ -91,10 +97,16 @@ async function memory(elf: string, cacheDir: string, memorySize: number, n: numb
   };
 }
 
-const [mode, elf, cacheDir, memorySize, extra] = process.argv.slice(2);
+const [mode, elf, cacheDir, memorySize, extra, tier] = process.argv.slice(2);
 const out =
   mode === 'compile'
-    ? await compile(elf, cacheDir, Number(memorySize), JSON.parse(extra) as FirstCall)
+    ? await compile(
+        elf,
+        cacheDir,
+        Number(memorySize),
+        JSON.parse(extra) as FirstCall,
+        (tier ?? 'auto') as 'auto' | 'optimized' | 'baseline',
+      )
     : mode === 'memory'
       ? await memory(elf, cacheDir, Number(memorySize), Number(extra))
       : null;

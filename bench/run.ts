@@ -1,5 +1,5 @@
 /**
- * berm benchmarks (issue 5): invocation latency, host-call round trip, compile time (cold and
+ * berm benchmarks: invocation latency, host-call round trip, compile time (cold and
  * warm), guest speed against native x86-64 and qemu-riscv64 baselines built in the same run, and
  * memory. Prints a table and writes bench/results/latest.json plus a timestamped copy.
  *   npm run bench            (or make bench)
@@ -110,6 +110,7 @@ type FirstCall = { raw: string; args: number[] } | { tool: string; args: string 
 
 function firstCallFor(elf: string): FirstCall {
   if (elf.startsWith('compute-')) return { raw: 'fib_rec', args: [20] };
+  if (elf.startsWith('big-')) return { raw: 'big_run', args: [1, 7] };
   const cases = JSON.parse(readFileSync(join(ROOT, 'fixtures/cases.json'), 'utf8')) as {
     tools: { source: string; tool: string; args: string; abi?: number }[];
   };
@@ -120,23 +121,36 @@ function firstCallFor(elf: string): FirstCall {
   return { tool: c.tool, args: c.args };
 }
 
+/** Fixtures measured by the compile section: two small ones, the largest, and the ~100 KiB guest. */
+function compileList(): string[] {
+  return [
+    ...new Set(['compute-gcc-O2.elf', 'compute-clang-O2.elf', largestFixture(), '../big/big-gcc-O2.elf']),
+  ];
+}
+
 function benchCompile(): void {
   const largest = largestFixture();
-  const list = [...new Set(['compute-gcc-O2.elf', 'compute-clang-O2.elf', largest])];
-  for (const f of list) {
+  for (const f of compileList()) {
     const elf = join(FIX, f);
-    const name = `compile.${f.replace(/\.elf$/, '')}`;
-    const first = JSON.stringify(firstCallFor(f));
+    const name = `compile.${basename(f).replace(/\.elf$/, '')}`;
+    const first = JSON.stringify(firstCallFor(basename(f)));
     const cold = mkdtempSync(join(WORK, 'cold-'));
-    progress(`compile ${f} cold`);
-    const c = nodeChild(['compile', elf, cold, String(64 * MiB), first]);
+    // cold, baseline tier ('auto' starts there): what a first call costs without a cache
+    progress(`compile ${f} cold (baseline tier)`);
+    const c = nodeChild(['compile', elf, cold, String(64 * MiB), first, 'auto']);
     const ci = c.info as CompileInfoJson;
     if (ci.cached) throw new Error(`cold compile of ${f} hit a cache`);
+    // cold, optimising tier in the foreground: what `berm compile` costs per image
+    progress(`compile ${f} cold (optimising tier)`);
+    const co = nodeChild(['compile', elf, cold, String(64 * MiB), first, 'optimized']);
+    const coi = co.info as CompileInfoJson;
+    if (co.result !== c.result)
+      throw new Error(`${f}: optimising tier gave ${co.result}, baseline ${c.result}`);
     progress(`compile ${f} warm (new process)`);
     const warm: Record<string, unknown>[] = [];
     const want = QUICK ? 1 : 3;
     for (let tries = 0; warm.length < want; tries++) {
-      const w = nodeChild(['compile', elf, cold, String(64 * MiB), first]);
+      const w = nodeChild(['compile', elf, cold, String(64 * MiB), first, 'auto']);
       if (w.result !== c.result)
         throw new Error(`${f}: warm first call gave ${w.result}, cold gave ${c.result}`);
       if ((w.info as CompileInfoJson).cached) warm.push(w);
@@ -148,25 +162,50 @@ function benchCompile(): void {
     const wm = (k: string): number => median(warm.map((w) => w[k] as number));
     const wi = (k: keyof CompileInfoJson): number =>
       median(warm.map((w) => (w.info as CompileInfoJson)[k] as number));
-    const tag = f === largest ? ' (largest fixture)' : '';
+    const tag = f === largest ? ' (largest fixture)' : f.includes('big-') ? ' (~100 KiB text guest)' : '';
     fig(`${name}.text_bytes`, textBytes(elf), 'B', `guest executable section bytes${tag}`);
-    fig(`${name}.wasm_bytes`, ci.wasmBytes, 'B', 'translated Wasm module bytes');
+    fig(`${name}.wasm_bytes`, coi.wasmBytes, 'B', 'translated Wasm module bytes (optimising tier)');
+    fig(`${name}.baseline_wasm_bytes`, ci.wasmBytes, 'B', 'translated Wasm module bytes (baseline tier)');
     fig(
       `${name}.cold_first_call_ms`,
       c.firstCallMs as number,
       'ms',
-      'no cache: compile + instantiate + first call',
+      'no cache, baseline tier: compile + instantiate + first call',
       'lower',
       'upstream 13.7 ms (99 KiB)',
     );
-    fig(`${name}.cold_translate_build_ms`, ci.translate?.build ?? NaN, 'ms', 'cold: build Binaryen IR');
-    fig(`${name}.cold_translate_optimize_ms`, ci.translate?.optimize ?? NaN, 'ms', 'cold: Binaryen optimize');
-    fig(`${name}.cold_translate_emit_ms`, ci.translate?.emit ?? NaN, 'ms', 'cold: emit binary');
+    fig(
+      `${name}.cold_translate_build_ms`,
+      ci.translate?.build ?? NaN,
+      'ms',
+      'cold baseline: analyse + build',
+    );
+    fig(`${name}.cold_translate_emit_ms`, ci.translate?.emit ?? NaN, 'ms', 'cold baseline: write the binary');
+    fig(`${name}.cold_v8_compile_ms`, ci.wasmCompileMs, 'ms', 'cold baseline: new WebAssembly.Module');
+    fig(
+      `${name}.cold_optimized_first_call_ms`,
+      co.firstCallMs as number,
+      'ms',
+      'no cache, optimising tier (berm compile): compile + instantiate + first call',
+    );
+    fig(
+      `${name}.cold_optimized_build_ms`,
+      coi.translate?.build ?? NaN,
+      'ms',
+      'optimising: build Binaryen IR',
+    );
+    fig(
+      `${name}.cold_optimized_optimize_ms`,
+      coi.translate?.optimize ?? NaN,
+      'ms',
+      'optimising: Binaryen optimize',
+    );
+    fig(`${name}.cold_optimized_emit_ms`, coi.translate?.emit ?? NaN, 'ms', 'optimising: emit binary');
     fig(
       `${name}.warm_first_call_ms`,
       wm('firstCallMs'),
       'ms',
-      'cache hit, new process: compile() + instantiate + first call',
+      'cache hit (optimising tier), new process: compile() + instantiate + first call',
       'lower',
       'upstream 5.3 ms; AOT 0.4 ms',
     );
@@ -229,7 +268,8 @@ async function benchInvocation(memorySize: number): Promise<void> {
   const tag = `mem${memorySize / MiB}MiB`;
   {
     progress(`invocation echo ${tag}: ${n} calls`);
-    const engine = new Engine({ cacheDir: CACHE, memorySize });
+    // the optimised tier, as a warm process runs it (translated in the foreground on a miss)
+    const engine = new Engine({ cacheDir: CACHE, memorySize, tier: 'optimized' });
     const h = await Harness.load(engine, join(FIX, 'echo-gcc-O2.elf'));
     for (let i = 0; i < 300; i++) h.invoke('echo', args);
     const t = new Array<number>(n);
@@ -283,7 +323,7 @@ async function benchInvocation(memorySize: number): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 async function benchHostCall(): Promise<void> {
   const calls = QUICK ? 250_000 : 1_000_000;
-  const engine = new Engine({ cacheDir: CACHE });
+  const engine = new Engine({ cacheDir: CACHE, tier: 'optimized' });
   const mod = await engine.compile(join(FIX, 'hostcalls-gcc-O2.elf'));
   const variants: [string, string, (m: GuestModule) => Linker][] = [
     [
@@ -331,12 +371,16 @@ async function benchHostCall(): Promise<void> {
   progress(`host call pure: ${calls} ecalls`);
   const pure = new Linker(engine).define('berm.heap.size', () => 0n);
   const runs: number[] = [];
-  for (let i = 0; i < 3; i++) {
+  const cpu: number[] = [];
+  for (let i = 0; i < 5; i++) {
     const inst = pure.instantiate(mod);
+    const c0 = process.cpuUsage();
     const t0 = hr();
     const r = inst.call('hc_loop', calls)[0];
     runs.push(((hr() - t0) * 1e6) / calls);
+    cpu.push((process.cpuUsage(c0).user * 1e3) / calls);
     if (r !== BigInt(calls)) throw new Error(`hc_loop(${calls}) returned ${r}`);
+    inst.dispose();
   }
   fig(
     'hostcall.pure.ns',
@@ -345,6 +389,14 @@ async function benchHostCall(): Promise<void> {
     'ns per ecall round trip with no guest work (hc_loop, host function returning 0)',
     'lower',
     'upstream ~30',
+  );
+  fig(
+    'hostcall.pure.cpu_ns',
+    median(cpu),
+    'ns',
+    'the same in CPU time of the thread (user; steadier than wall time on a shared machine)',
+    'lower',
+    'target <= 40',
   );
 }
 
@@ -407,45 +459,69 @@ function runDriver(cmd: string[], p: Program): { result: string; ms: number } {
 
 async function benchSpeed(): Promise<void> {
   const { native, rv } = buildDrivers();
-  const engine = new Engine({ cacheDir: CACHE });
-  const mod = await engine.compile(join(FIX, 'compute-gcc-O2.elf'));
-  const linker = new Linker(engine);
-  for (const [n, f] of basicHostFunctions(mod)) linker.define(n, f);
+  // the optimising tier (what `berm compile` caches) and the baseline tier (a cold start)
+  const tiers = [
+    { tier: 'optimized' as const, prefix: 'speed' },
+    { tier: 'baseline' as const, prefix: 'speed.baseline' },
+  ];
   const reps = QUICK ? 1 : 3;
-  const vsNative: number[] = [];
-  const vsQemu: number[] = [];
-  for (const p of PROGRAMS) {
-    progress(`guest speed ${p.name}: berm, native, qemu x${reps}`);
-    const ours: number[] = [];
-    const nat: number[] = [];
-    const qemu: number[] = [];
-    const results = new Set<string>();
-    for (let i = 0; i < reps; i++) {
-      const inst = linker.instantiate(mod);
-      const t0 = hr();
-      const r = inst.call(p.symbol, ...p.args)[0];
-      ours.push(hr() - t0);
-      results.add(`berm ${r.toString(16)}`);
-      const a = runDriver([native], p);
-      nat.push(a.ms);
-      results.add(`native ${a.result}`);
-      const b = runDriver(['qemu-riscv64', rv], p);
-      qemu.push(b.ms);
-      results.add(`qemu ${b.result}`);
+  const natMs = new Map<string, number>();
+  const qemuMs = new Map<string, number>();
+  const want = new Map<string, string>();
+  for (const { tier, prefix } of tiers) {
+    const engine = new Engine({ cacheDir: CACHE, tier });
+    const mod = await engine.compile(join(FIX, 'compute-gcc-O2.elf'));
+    const linker = new Linker(engine);
+    for (const [n, f] of basicHostFunctions(mod)) linker.define(n, f);
+    const vsNative: number[] = [];
+    const vsQemu: number[] = [];
+    for (const p of PROGRAMS) {
+      const baselinesDone = natMs.has(p.name);
+      progress(`guest speed ${p.name} (${tier} tier): berm${baselinesDone ? '' : ', native, qemu'} x${reps}`);
+      const ours: number[] = [];
+      const nat: number[] = [];
+      const qemu: number[] = [];
+      const results = new Set<string>();
+      for (let i = 0; i < reps; i++) {
+        const inst = linker.instantiate(mod);
+        const t0 = hr();
+        const r = inst.call(p.symbol, ...p.args)[0];
+        ours.push(hr() - t0);
+        results.add(`berm ${r.toString(16)}`);
+        if (baselinesDone) continue;
+        const a = runDriver([native], p);
+        nat.push(a.ms);
+        results.add(`native ${a.result}`);
+        const b = runDriver(['qemu-riscv64', rv], p);
+        qemu.push(b.ms);
+        results.add(`qemu ${b.result}`);
+      }
+      if (!baselinesDone) {
+        const values = new Set([...results].map((s) => s.split(' ')[1]));
+        if (values.size !== 1) throw new Error(`${p.name}: results differ: ${[...results].join(', ')}`);
+        want.set(p.name, [...values][0]);
+        natMs.set(p.name, median(nat));
+        qemuMs.set(p.name, median(qemu));
+        fig(`speed.${p.name}.native_ms`, median(nat), 'ms', `${p.what}: x86-64 gcc -O2`);
+        fig(`speed.${p.name}.qemu_ms`, median(qemu), 'ms', `${p.what}: qemu-riscv64 (rv64gc -O2)`);
+      } else if ([...results].some((r) => r !== `berm ${want.get(p.name)}`)) {
+        throw new Error(`${p.name} (${tier} tier): ${[...results].join(', ')}, native ${want.get(p.name)}`);
+      }
+      const [o, n, q] = [median(ours), natMs.get(p.name)!, qemuMs.get(p.name)!];
+      vsNative.push(o / n);
+      vsQemu.push(o / q);
+      fig(`${prefix}.${p.name}.berm_ms`, o, 'ms', `${p.what}: translated (compute-gcc-O2.elf, ${tier} tier)`);
+      fig(`${prefix}.${p.name}.vs_native`, o / n, 'x', `berm time / native time (${tier} tier)`);
+      fig(`${prefix}.${p.name}.vs_qemu`, o / q, 'x', `berm time / qemu time (${tier} tier)`);
     }
-    const values = new Set([...results].map((s) => s.split(' ')[1]));
-    if (values.size !== 1) throw new Error(`${p.name}: results differ: ${[...results].join(', ')}`);
-    const [o, n, q] = [median(ours), median(nat), median(qemu)];
-    vsNative.push(o / n);
-    vsQemu.push(o / q);
-    fig(`speed.${p.name}.berm_ms`, o, 'ms', `${p.what}: translated (compute-gcc-O2.elf)`);
-    fig(`speed.${p.name}.native_ms`, n, 'ms', `${p.what}: x86-64 gcc -O2`);
-    fig(`speed.${p.name}.qemu_ms`, q, 'ms', `${p.what}: qemu-riscv64 (rv64gc -O2)`);
-    fig(`speed.${p.name}.vs_native`, o / n, 'x', 'berm time / native time');
-    fig(`speed.${p.name}.vs_qemu`, o / q, 'x', 'berm time / qemu time');
+    fig(
+      `${prefix}.geomean.vs_native`,
+      geomean(vsNative),
+      'x',
+      `geometric mean of berm/native (${tier} tier)`,
+    );
+    fig(`${prefix}.geomean.vs_qemu`, geomean(vsQemu), 'x', `geometric mean of berm/qemu (${tier} tier)`);
   }
-  fig('speed.geomean.vs_native', geomean(vsNative), 'x', 'geometric mean of berm/native');
-  fig('speed.geomean.vs_qemu', geomean(vsQemu), 'x', 'geometric mean of berm/qemu');
 }
 
 // ---------------------------------------------------------------------------------------------

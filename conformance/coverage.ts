@@ -1,4 +1,4 @@
-/** Coverage report (issue 4, item 4): every mnemonic and compressed form with its test count. */
+/** Coverage report: every mnemonic and compressed form with its test count. */
 export const MNEMONICS = [
   'lui',
   'auipc',

@@ -1,5 +1,5 @@
 /**
- * Random-program differential fuzzing (issue 4, item 2): straight-line and branchy sequences over
+ * Random-program differential fuzzing: straight-line and branchy sequences over
  * 26 registers, loads and stores into a per-program scratch buffer (base s0), lr/sc pairs and AMOs,
  * and a mix of compressed and full encodings. A program is a list of items so it can be minimised.
  */

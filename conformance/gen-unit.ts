@@ -1,6 +1,6 @@
 /**
  * Instruction tests: every RV64IMAC instruction and every RV64C form over interesting operands
- * (issue 4, item 1), plus the named spec cases other implementations got wrong.
+ * plus the named spec cases other implementations got wrong.
  */
 import type { TestCase } from './lib.js';
 import { Rng } from './rng.js';
@@ -395,7 +395,7 @@ export function unitTests(seed = 1): TestCase[] {
   return T;
 }
 
-/** The named spec cases of the issue: expected values from the spec, cross-checked against qemu. */
+/** Named spec cases that other implementations got wrong: expected values from the spec, cross-checked against qemu. */
 export function namedSpecTests(): TestCase[] {
   const ones = -1n;
   const r = (name: string, op: string, a: bigint, b: bigint, want: bigint): TestCase => ({

@@ -1,5 +1,5 @@
 /**
- * Conformance harness (issue 4): renders batches of test functions to one assembly source, builds
+ * Conformance harness: renders batches of test functions to one assembly source, builds
  * it twice (a guest image for berm and a Linux-user program for qemu-riscv64 that writes the data
  * area to stdout), runs both and compares the data area test by test.
  */

@@ -1,4 +1,4 @@
-// The escape suite of upstream berm issue 6: hostile requests, each refused (or failing) with a
+// The escape suite: hostile requests, each refused (or failing) with a
 // clear message, and nothing outside the root read or touched. Handlers are called directly with
 // encoded fields; HTTP goes only to a local server on 127.0.0.1.
 import { execFileSync } from 'node:child_process';

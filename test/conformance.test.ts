@@ -1,4 +1,4 @@
-// Conformance suite (issue 4): instruction tests and random programs run in berm and in
+// Conformance suite: instruction tests and random programs run in berm and in
 // qemu-riscv64 and compared; the named spec cases; trap tests; saved regressions; coverage report.
 import t, { type Test } from 'tap';
 import { readdirSync, writeFileSync } from 'node:fs';

@@ -122,3 +122,62 @@ t.test('nothing imports src/daemon; the daemon never imports the CLI', async (t)
     }
   }
 });
+
+/**
+ * The "knows about" column of docs/architecture.md's layer table, read from the doc itself: for
+ * each folder, the folders it may import (besides its own). Parenthesised remarks are left out;
+ * "everything except the X" allows every folder but X; "... and below" allows every folder at or
+ * below the highest one named.
+ */
+function knowsAbout(): Map<string, Set<string>> {
+  const doc = readFileSync(resolve(SRC, '..', 'docs', 'architecture.md'), 'utf8');
+  const folders = Object.keys(LAYER);
+  const out = new Map<string, Set<string>>();
+  for (const line of doc.split('\n')) {
+    const cells = line.split('|').map((c) => c.trim());
+    if (cells.length < 5 || !cells[2]!.startsWith('src/')) continue;
+    const owners = cells[2]!.split(',').map((c) => c.trim().replace(/^src\//, ''));
+    let text = cells[3]!;
+    while (/\([^()]*\)/.test(text)) text = text.replace(/\([^()]*\)/g, '');
+    const named = folders.filter((f) =>
+      new RegExp(`(^|[\\s,;:])${f.replace('.', '\\.')}(?=$|[\\s,;:])`).test(text),
+    );
+    let allowed: string[];
+    const except = /everything except the (\w+)/.exec(text);
+    if (except) allowed = folders.filter((f) => f !== except[1]);
+    else if (/and below/.test(text)) {
+      const top = Math.max(...named.map((f) => LAYER[f]!));
+      allowed = folders.filter((f) => LAYER[f]! <= top);
+    } else allowed = named;
+    for (const o of owners) out.set(o, new Set([o, ...allowed, 'types']));
+  }
+  return out;
+}
+
+t.test('imports stay within the "knows about" column of docs/architecture.md', async (t) => {
+  const knows = knowsAbout();
+  t.same(
+    Object.keys(LAYER).filter((f) => f !== 'types' && !knows.has(f)),
+    [],
+    'every folder has a row in the doc',
+  );
+  t.same([...knows.get('cache')!].sort(), ['cache', 'types', 'util'], 'the doc is read as meant');
+  let checked = 0;
+  for (const file of files(SRC)) {
+    const rel = relative(SRC, file);
+    const folder = rel.split('/')[0]!;
+    const allowed = knows.get(folder);
+    if (!allowed) continue;
+    for (const m of readFileSync(file, 'utf8').matchAll(importRe)) {
+      const spec = m[1] ?? m[2];
+      if (!spec || !spec.startsWith('.')) continue;
+      const target = relative(SRC, resolve(dirname(file), spec)).split('/')[0]!;
+      checked++;
+      t.ok(
+        allowed.has(target),
+        `${rel} imports src/${target}, which the doc does not list for src/${folder}`,
+      );
+    }
+  }
+  t.ok(checked > 100, `${checked} imports checked`);
+});

@@ -26,7 +26,8 @@ async function outcome(bytes: Uint8Array): Promise<string> {
     await engine.compile(bytes);
     return 'compiled';
   } catch (e) {
-    if (e instanceof ElfError) return 'refused';
+    // an ElfError wrapping an internal error (a missed bounds check) is not a clean refusal
+    if (e instanceof ElfError && e.cause === undefined) return 'refused';
     if (e instanceof LayoutError) return 'refused';
     throw e;
   }

@@ -238,12 +238,16 @@ t.test('berm.call.after runs the tool later, one level deeper in the chain', asy
     '{"delay":"60000","harness":"qg","tool":"echo","args":"{\\"n\\":1}"}',
   );
   t.equal(text(first), 'ok: after:qg');
+  t.same(
+    rt.list().map((w) => [w.id, w.payload]),
+    [['after:qg', '{"n":1}']],
+  );
   t.equal(
     text(await rt.invoke('qg', 'after', '{"delay":"20","harness":"qg","tool":"echo","args":"{\\"n\\":2}"}')),
     'ok: after:qg',
   );
-  t.equal(rt.list().length, 1, 'one pending per arming harness');
   const [r] = await done;
+  t.same(rt.list(), [], 'one pending per arming harness: the later arming replaced the first');
   t.match(r, { trigger: 'wake', harness: 'qg', entry: 'echo', outcome: 'ok', depth: 1 });
   t.equal(first.info!.chain, first.info!.chain);
 });
@@ -303,19 +307,20 @@ t.test('a spinning harness never delays others beyond its own timeout', async (t
 });
 
 t.test('a host call that never returns costs one worker, which is replaced', async (t) => {
-  const server = await startServer();
-  t.teardown(server.stop);
+  // the capability must be in this thread's registry (deploy checks the name) and in each worker's
+  const blocker = new URL('./helpers/blocking-capability.ts', import.meta.url);
+  await import(blocker.href);
   const rt = await BermRuntime.create({
     state: path.join(tmp, `s${n++}`),
     poolSize: 2,
     cacheDir: TEST_CACHE,
     limits: { timeoutMs: 800, graceMs: 500 },
-    capabilityLimits: { httpTimeoutMs: 600_000 },
+    workerModules: [blocker],
   });
   t.teardown(() => rt.close());
-  await rt.deploy('qg', QG, { capabilities: ['http'], grant: { hosts: ['127.0.0.1'] } });
+  await rt.deploy('qg', QG, { capabilities: ['blocker'] });
   const replaced = new Promise<string>((resolve) => rt.once('log', resolve));
-  const o = await rt.invoke('qg', 'fetch', JSON.stringify({ url: `http://127.0.0.1:${server.port}/hang` }));
+  const o = await rt.invoke('qg', 'hostcall', '{"name":"test.block"}');
   t.match(o, {
     status: 'error',
     code: 'worker-lost',
@@ -326,6 +331,25 @@ t.test('a host call that never returns costs one worker, which is replaced', asy
   t.equal(rt.stats().workers, 2, 'the pool keeps its size');
   for (let i = 0; i < 4; i++)
     t.match(await rt.invoke('qg', 'echo', '{"after":1}'), { status: 'ok' }, 'later calls run');
+});
+
+t.test('host calls are bounded by the chain deadline', async (t) => {
+  const server = await startServer();
+  t.teardown(server.stop);
+  // a generous grace: the capability bridge's own start-up and grace come on top of the deadline
+  const rt = await runtime(
+    { limits: { timeoutMs: 800, graceMs: 20_000 }, capabilityLimits: { httpTimeoutMs: 600_000 } },
+    ['http'],
+  );
+  t.teardown(() => rt.close());
+  await rt.deploy('web', QG, { capabilities: ['http'], grant: { hosts: ['127.0.0.1'] } });
+  const o = await rt.invoke('web', 'fetch', JSON.stringify({ url: `http://127.0.0.1:${server.port}/hang` }));
+  // the fetch gives up at the deadline: the guest gets an error reply, or (if it then polls) the
+  // chain's Interrupted; either way the worker is not stuck
+  if (o.status === 'ok') t.match(o.result, /^error: /, 'an error reply');
+  else t.match(o, { status: 'trapped', trap: { name: 'Interrupted' } });
+  t.ok(o.info!.ms < 15_000, `long before the 600 s of its own timeout (${o.info!.ms} ms)`);
+  t.equal(rt.stats().workersReplaced, 0);
 });
 
 t.test('limits refuse with a typed error naming the limit and its value', async (t) => {

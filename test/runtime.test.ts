@@ -1,4 +1,4 @@
-// The runtime of a declaration file end to end (upstream berm issue 6): the os, fetch and probe
+// The runtime of a declaration file end to end: the os, fetch and probe
 // example harnesses (examples/*.elf, built from guest-sdk/examples by `make examples`) against a
 // temporary root and a local HTTP server on 127.0.0.1, grants by declaration only, berm.call
 // chains, and guest buffers that run past the end of guest memory.

@@ -1,12 +1,13 @@
 /**
- * On-disk cache of translated Wasm binaries (issue 3 "Cache"). Entries are keyed by a digest of
+ * On-disk cache of translated Wasm binaries. Entries are keyed by a digest of
  * the ELF bytes, the translator version and the options; written atomically (temp file + rename)
  * so concurrent compilers of one image are safe; each entry carries a header with its length and
  * sha256, so a corrupt or truncated entry is detected and treated as a miss.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
-  mkdirSync,
+  accessSync,
+  constants,
   readdirSync,
   readFileSync,
   renameSync,
@@ -17,6 +18,7 @@ import {
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { DirectoryError, ensureDirectory } from '../util/dirs.js';
 
 const MAGIC = Buffer.from('BERMWC01');
 const HEADER = MAGIC.length + 8 + 32;
@@ -49,6 +51,18 @@ export interface CacheEntry {
   key: string;
   bytes: number;
   modified: Date;
+  /** what the entry was compiled from, when the compiling program said so ({@link WasmCache.label}) */
+  label?: CacheLabel;
+}
+
+/** What a cache entry was compiled from, kept beside it as `<key>.json` for `berm cache ls`. */
+export interface CacheLabel {
+  /** the ELF's path as the user named it, when known */
+  source?: string;
+  /** lowercase hex sha256 of the ELF bytes */
+  sha256: string;
+  /** size of the ELF in bytes */
+  bytes: number;
 }
 
 /** A directory of cached Wasm binaries. */
@@ -86,7 +100,7 @@ export class WasmCache {
     const p = this.path(key);
     const tmp = `${p}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
     try {
-      mkdirSync(this.dir, { recursive: true });
+      ensureDirectory(this.dir);
       const len = Buffer.alloc(8);
       len.writeBigUInt64LE(BigInt(wasm.length));
       const digest = createHash('sha256').update(wasm).digest();
@@ -103,9 +117,36 @@ export class WasmCache {
     }
   }
 
-  /** Remove one entry, if present. */
+  /**
+   * Check that the cache can be used: the directory exists or can be created, and entries can be
+   * written in it.
+   * @returns null when usable, else what is wrong (e.g. "/proc/x: cannot create directory: ...",
+   *   "/tmp/f: exists and is not a directory").
+   */
+  problem(): string | null {
+    try {
+      ensureDirectory(this.dir);
+      accessSync(this.dir, constants.W_OK | constants.X_OK);
+      return null;
+    } catch (e) {
+      if (e instanceof DirectoryError) return e.message;
+      return `${this.dir}: not writable (${(e as NodeJS.ErrnoException).code ?? String(e)})`;
+    }
+  }
+
+  /** Record what an entry was compiled from (best effort: a cache is optional). */
+  label(key: string, label: CacheLabel): void {
+    try {
+      writeFileSync(`${this.path(key).slice(0, -'.wasm'.length)}.json`, JSON.stringify(label));
+    } catch {
+      // the label only helps `cache ls`
+    }
+  }
+
+  /** Remove one entry (and its label), if present. */
   delete(key: string): void {
     rmSync(this.path(key), { force: true });
+    rmSync(`${this.path(key).slice(0, -'.wasm'.length)}.json`, { force: true });
   }
 
   /** Entries, newest first. */
@@ -122,7 +163,13 @@ export class WasmCache {
       if (!m) continue;
       try {
         const st = statSync(join(this.dir, n));
-        out.push({ key: m[1], bytes: st.size, modified: st.mtime });
+        let label: CacheLabel | undefined;
+        try {
+          label = JSON.parse(readFileSync(join(this.dir, `${m[1]}.json`), 'utf8')) as CacheLabel;
+        } catch {
+          label = undefined;
+        }
+        out.push({ key: m[1], bytes: st.size, modified: st.mtime, ...(label ? { label } : {}) });
       } catch {
         // removed meanwhile
       }
@@ -140,7 +187,7 @@ export class WasmCache {
       return 0;
     }
     for (const name of names) {
-      if (/^[0-9a-f]{64}\.wasm(\.tmp-.*)?$/.test(name)) {
+      if (/^[0-9a-f]{64}\.(wasm(\.tmp-.*)?|json)$/.test(name)) {
         rmSync(join(this.dir, name), { force: true });
         if (name.endsWith('.wasm')) n++;
       }

@@ -1,5 +1,5 @@
 /**
- * Shapes shared by every capability (upstream berm issue 6). A capability is a set of synchronous
+ * Shapes shared by every capability. A capability is a set of synchronous
  * host-call handlers keyed by wire name; the harness layer decodes the guest's request fields,
  * calls the handler and stages the reply (src/wire/fields.ts).
  */

@@ -2,6 +2,9 @@
  * What every subcommand shares: exit codes, the I/O streams, global options and their parsing,
  * engine construction, and the mapping of errors to exit codes and messages.
  */
+import { createHash } from 'node:crypto';
+import { statSync, type Stats } from 'node:fs';
+import * as path from 'node:path';
 import { InputFileError, readRegularFile } from '../util/read-file.js';
 import { InvalidArgumentError } from 'commander';
 import { defaultCacheDir } from '../cache/cache.js';
@@ -150,18 +153,54 @@ export function cacheDirOf(opts: GlobalOptions): string | null {
   return opts.cacheDir ?? defaultCacheDir();
 }
 
-/** The directory `cache ls/clear` work on (ignores --no-cache). */
+/**
+ * The directory `cache ls/clear` work on (ignores --no-cache). A missing directory is an empty
+ * cache; one that exists but is not a directory is refused.
+ * @throws CliError (exit 2) when the path names something other than a directory
+ */
 export function cacheDirForListing(opts: GlobalOptions): string {
-  return opts.cacheDir ?? defaultCacheDir();
+  const dir = opts.cacheDir ?? defaultCacheDir();
+  let st: Stats | undefined;
+  try {
+    st = statSync(dir);
+  } catch {
+    st = undefined;
+  }
+  if (st && !st.isDirectory())
+    throw new CliError(`cache directory ${dir}: exists and is not a directory; ${CACHE_FIX}`);
+  return dir;
 }
+
+/**
+ * Label the cache entry of a compiled module with the ELF it came from, for `berm cache ls`.
+ * @param source the path the user named
+ * @param elf the ELF bytes that were compiled
+ */
+export function labelCacheEntry(engine: Engine, key: string, source: string, elf: Uint8Array): void {
+  engine.cache?.label(key, {
+    source: path.resolve(source),
+    sha256: createHash('sha256').update(elf).digest('hex'),
+    bytes: elf.length,
+  });
+}
+
+/** The fix printed with an unusable cache directory. */
+const CACHE_FIX =
+  'choose a writable directory with --cache-dir or $BERM_CACHE_DIR (default $XDG_CACHE_HOME/berm, else ~/.cache/berm), or run with --no-cache';
 
 /**
  * An engine configured by the global options. `tier`: see EngineConfig.tier (`berm compile`
  * writes the optimised tier; running commands start on the baseline tier when it is not cached).
+ * @throws CliError (exit 2) for a bad memory size, or a cache directory that cannot be created or
+ *   written (a file, a place under /proc, a read-only disk): failing is better than silently
+ *   caching nothing.
  */
 export function engineFor(opts: GlobalOptions, tier?: Tier): Engine {
   try {
-    return new Engine({ cacheDir: cacheDirOf(opts), memorySize: opts.memory, tier });
+    const engine = new Engine({ cacheDir: cacheDirOf(opts), memorySize: opts.memory, tier });
+    const problem = engine.cache?.problem();
+    if (problem) throw new CliError(`cache directory ${problem}; ${CACHE_FIX}`);
+    return engine;
   } catch (e) {
     if (e instanceof RangeError) throw new CliError(e.message);
     throw e;

@@ -5,9 +5,6 @@
  */
 import { configCallExtension } from './commands/call-config.js';
 import { runCli } from './program.js';
-// Registers the protocol door's `protocol:*` capabilities, so a declaration may grant them (the
-// agent daemon is reached through $BERM_AGENT_DAEMON; docs/protocol-door.md).
-import '../protocol/index.js';
 
 // A reader that stops early (`berm disasm x.elf | head`) is not an error of ours.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {

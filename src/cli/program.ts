@@ -5,17 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { registerCache } from './commands/cache.js';
-import { registerCall, type CallExtension } from './commands/call.js';
-import { registerCompile } from './commands/compile.js';
-import { registerDisasm } from './commands/disasm.js';
-import { registerExec } from './commands/exec.js';
-import { registerInspect } from './commands/inspect.js';
-import { registerNew } from './commands/new.js';
-import { registerPushPull } from './commands/push-pull.js';
-import { registerDaemonVerbs } from './commands/daemon-verbs.js';
-import { registerRun } from './commands/run.js';
-import { registerWakeClient } from './commands/wake-client.js';
+import type { CallExtension } from './commands/call.js';
 import {
   DEFAULT_CALL_TIMEOUT_MS,
   EXIT_CODES_HELP,
@@ -68,8 +58,64 @@ function version(): string {
   }
 }
 
-/** Build the berm program (commander) with every subcommand registered. */
-export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
+type Register = (program: Command, ctx: CliContext, options: ProgramOptions) => void;
+
+/**
+ * The subcommand modules, in help order, each with the command words it registers. A module is
+ * imported only when needed: a command line whose command word is listed loads that module alone
+ * (a tool call loads neither the registry client, the daemon client nor the disassembler); help,
+ * no command or a word not listed here load them all.
+ */
+const COMMANDS: { words: readonly string[]; load: () => Promise<Register> }[] = [
+  { words: ['inspect'], load: async () => (await import('./commands/inspect.js')).registerInspect },
+  {
+    words: ['call'],
+    load: async () => {
+      const { registerCall } = await import('./commands/call.js');
+      return (program, ctx, options) => registerCall(program, ctx, options.callExtensions ?? []);
+    },
+  },
+  {
+    words: ['check'],
+    load: async () => {
+      // a declaration may grant the protocol door's `protocol:*` capabilities: register them first
+      await import('../protocol/index.js');
+      return (await import('./commands/check.js')).registerCheck;
+    },
+  },
+  { words: ['exec'], load: async () => (await import('./commands/exec.js')).registerExec },
+  { words: ['compile'], load: async () => (await import('./commands/compile.js')).registerCompile },
+  { words: ['disasm'], load: async () => (await import('./commands/disasm.js')).registerDisasm },
+  { words: ['cache'], load: async () => (await import('./commands/cache.js')).registerCache },
+  { words: ['new'], load: async () => (await import('./commands/new.js')).registerNew },
+  { words: ['push', 'pull'], load: async () => (await import('./commands/push-pull.js')).registerPushPull },
+  {
+    words: ['deploy', 'ls', 'rm', 'invoke'],
+    load: async () => (await import('./commands/daemon-verbs.js')).registerDaemonVerbs,
+  },
+  { words: ['wake'], load: async () => (await import('./commands/wake-client.js')).registerWakeClient },
+  { words: ['run'], load: async () => (await import('./commands/run.js')).registerRun },
+];
+
+/** Global options that take a value (as a separate argument). */
+const VALUE_OPTIONS = new Set(['--cache-dir', '--memory', '--fuel', '--timeout']);
+
+/** The command word of `argv`: its first argument that is neither an option nor a global option's value. */
+export function commandWord(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') return argv[i + 1];
+    if (VALUE_OPTIONS.has(a)) i++;
+    else if (!a.startsWith('-')) return a;
+  }
+  return undefined;
+}
+
+/**
+ * Build the berm program (commander) with its subcommands registered: every one, or only the
+ * module registering `word` when one does (see COMMANDS).
+ */
+export async function buildProgram(options: ProgramOptions = {}, word?: string): Promise<BuiltProgram> {
   const io = options.io ?? processIo();
   let code: ExitCodeValue = ExitCode.Ok;
   const program = new Command('berm');
@@ -117,17 +163,10 @@ export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .addHelpText('after', `\n${EXIT_CODES_HELP}\n`);
 
-  registerInspect(program, ctx);
-  registerCall(program, ctx, options.callExtensions ?? []);
-  registerExec(program, ctx);
-  registerCompile(program, ctx);
-  registerDisasm(program, ctx);
-  registerCache(program, ctx);
-  registerNew(program, ctx);
-  registerPushPull(program, ctx);
-  registerDaemonVerbs(program, ctx);
-  registerWakeClient(program, ctx);
-  registerRun(program, ctx);
+  const one = COMMANDS.find((c) => word !== undefined && c.words.includes(word));
+  for (const register of await Promise.all((one ? [one] : COMMANDS).map((c) => c.load()))) {
+    register(program, ctx, options);
+  }
   options.extend?.(program, ctx);
   return { program, ctx, exitCode: () => code };
 }
@@ -137,7 +176,7 @@ export function buildProgram(options: ProgramOptions = {}): BuiltProgram {
  * @returns the exit code
  */
 export async function runCli(argv: string[], options: ProgramOptions = {}): Promise<ExitCodeValue> {
-  const built = buildProgram(options);
+  const built = await buildProgram(options, commandWord(argv));
   try {
     await built.program.parseAsync(argv, { from: 'user' });
   } catch (e) {

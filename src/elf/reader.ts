@@ -165,8 +165,11 @@ export function readElf(bytes: Uint8Array): ElfImage {
     return parse(new Reader(bytes));
   } catch (e) {
     if (e instanceof ElfError) throw e;
-    // A DataView RangeError would mean a bounds check was missed; keep the contract regardless.
-    throw new ElfError('truncated', `malformed ELF: ${e instanceof Error ? e.message : String(e)}`);
+    // A DataView RangeError would mean a bounds check was missed; keep the contract regardless,
+    // with the original error as the cause (tests refuse any such wrapped error).
+    const wrapped = new ElfError('truncated', `malformed ELF: ${e instanceof Error ? e.message : String(e)}`);
+    wrapped.cause = e;
+    throw wrapped;
   }
 }
 

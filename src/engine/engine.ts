@@ -1,5 +1,5 @@
 /**
- * The engine (issue 3 "Engine API"): compile an ELF to a module (translated or loaded from the
+ * The engine: compile an ELF to a module (translated or loaded from the
  * disk cache). Binaryen is imported only on a cache miss. Linking and instances live in
  * linker.ts and instance.ts; this module re-exports them so callers need one import.
  */

@@ -1,5 +1,5 @@
 /**
- * Typed guest traps (issue 3 "Engine API"). Every trap carries the guest pc, the function symbol
+ * Typed guest traps. Every trap carries the guest pc, the function symbol
  * and offset, and a short guest backtrace; they are filled in by the engine when the trap leaves
  * the guest, so the success path pays nothing for symbolisation.
  */

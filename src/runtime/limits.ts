@@ -23,7 +23,11 @@ export interface RuntimeLimits {
   chainDepth: number;
   /** wall-clock budget of a whole chain from its first start (default 30,000) */
   timeoutMs: number;
-  /** extra time a worker stuck in a host call gets past the chain's deadline before it is replaced (default 2,000) */
+  /**
+   * extra time a worker stuck in a host call gets past the chain's deadline before it is replaced
+   * (default 5,000: host calls end by the deadline, but the capability bridge adds its own grace
+   * of 2 s, src/capabilities/common/sync.ts)
+   */
   graceMs: number;
   /** instruction budget of a whole chain (default Infinity: only the deadline bounds it) */
   fuel: number;
@@ -58,7 +62,7 @@ export function defaultLimits(poolSize: number): RuntimeLimits {
     queueDepth: 10_000,
     chainDepth: 4,
     timeoutMs: 30_000,
-    graceMs: 2_000,
+    graceMs: 5_000,
     fuel: Infinity,
     chainInvocations: 64,
     overrun: 'skip',

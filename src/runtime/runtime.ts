@@ -302,11 +302,10 @@ export class BermRuntime extends EventEmitter {
       throw new ArmError(
         `harness name ${JSON.stringify(name)} must be letters, digits, '_' or '-' (no dots)`,
       );
-    // the live registry: capabilities registered after load (the protocol door's) count too
-    const known = capabilityNames();
+    const names = capabilityNames();
     for (const c of grant.capabilities) {
-      if (!known.includes(c))
-        throw new ArmError(`unknown capability ${JSON.stringify(c)}; use one of ${known.join(', ')}`);
+      if (!names.includes(c))
+        throw new ArmError(`unknown capability ${JSON.stringify(c)}; use one of ${names.join(', ')}`);
     }
     readElf(elf); // a malformed ELF is refused here, before a worker is bothered
     const compiled = await this.pool.compile(elf);

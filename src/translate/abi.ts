@@ -74,7 +74,7 @@ export interface TranslateOptions {
   optimizeLevel: number;
 }
 
-/** Defaults: 64 MiB memory and 1 MiB stack (issue 3 "Memory"), Binaryen -O2. */
+/** Defaults: 64 MiB memory and 1 MiB stack, Binaryen -O2. */
 export const DEFAULT_TRANSLATE_OPTIONS: TranslateOptions = {
   memorySize: 64 * 1024 * 1024,
   stackSize: 1024 * 1024,
@@ -122,7 +122,7 @@ export class TranslateError extends Error {
 }
 
 /**
- * Compute the guest layout: [image][heap][guard] ... [stack] (issue 3 "Memory").
+ * Compute the guest layout: [image][heap][guard] ... [stack].
  * @throws LayoutError when the image does not fit the memory with its stack and guard.
  */
 export function computeLayout(imageStart: number, imageEnd: number, opts: TranslateOptions): GuestLayout {

@@ -131,11 +131,11 @@ interface FuncDef {
 /** The Wasm module being built; `emitBinary()` writes it. */
 export class ByteModule implements ExprBuilder {
   /** node k: its sequence is buf[start[k] .. start[k] + len[k]), its result type type[k] */
-  private buf = new Int32Array(1 << 16);
+  private buf = new Int32Array(1 << 20);
   private used = 0;
-  private start = new Int32Array(1 << 12);
-  private len = new Int32Array(1 << 12);
-  private type = new Int32Array(1 << 12);
+  private start = new Int32Array(1 << 16);
+  private len = new Int32Array(1 << 16);
+  private type = new Int32Array(1 << 16);
   private count = 0;
   /** node -> the tuple local a tuple-typed local.get reads */
   private readonly tupleLocals = new Map<number, number>();
@@ -192,7 +192,8 @@ export class ByteModule implements ExprBuilder {
     this.type[k] = t;
     return k;
   }
-  private push(v: number): void {
+  /** Append one value to the node being built (the Sink that uleb/sleb write to). */
+  push(v: number): void {
     if (this.used === this.buf.length) this.reserve(1);
     this.buf[this.used++] = v;
   }
@@ -323,32 +324,37 @@ export class ByteModule implements ExprBuilder {
         this.tupleLocals.set(r, index);
         return r;
       }
-      const seq: number[] = [Op.local_get];
-      uleb(seq, index);
-      return this.node(type, seq);
+      const from = this.used;
+      this.push(Op.local_get);
+      uleb(this, index);
+      return this.close(type, from);
     },
     set: (index: number, value: Ref): Ref => {
       const t = this.typeOf(value);
-      const seq: number[] = [256 + value];
+      const from = this.used;
+      this.push(256 + value);
       // a tuple local is expanded into consecutive locals: pop them last to first
       const n = t >= TUPLE_BASE ? this.tuples[t - TUPLE_BASE].length : 1;
       for (let k = n - 1; k >= 0; k--) {
-        seq.push(Op.local_set);
-        uleb(seq, index + k);
+        this.push(Op.local_set);
+        uleb(this, index + k);
       }
-      return this.node(T_NONE, seq);
+      return this.close(T_NONE, from);
     },
   };
   readonly global = {
     get: (name: string, type: Ty): Ref => {
-      const seq: number[] = [Op.global_get];
-      uleb(seq, this.globalIdx(name));
-      return this.node(type, seq);
+      const from = this.used;
+      this.push(Op.global_get);
+      uleb(this, this.globalIdx(name));
+      return this.close(type, from);
     },
     set: (name: string, value: Ref): Ref => {
-      const seq: number[] = [256 + value, Op.global_set];
-      uleb(seq, this.globalIdx(name));
-      return this.node(T_NONE, seq);
+      const from = this.used;
+      this.push(256 + value);
+      this.push(Op.global_set);
+      uleb(this, this.globalIdx(name));
+      return this.close(T_NONE, from);
     },
   };
   private globalIdx(name: string): number {
@@ -370,9 +376,10 @@ export class ByteModule implements ExprBuilder {
 
   readonly i32 = {
     const: (v: number): Ref => {
-      const seq: number[] = [Op.i32_const];
-      sleb32(seq, v);
-      return this.node(T_I32, seq);
+      const from = this.used;
+      this.push(Op.i32_const);
+      sleb32(this, v);
+      return this.close(T_I32, from);
     },
     wrap: (v: Ref) => this.op1(T_I32, v, 0xa7),
     add: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x6a),
@@ -394,17 +401,19 @@ export class ByteModule implements ExprBuilder {
     ge_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x4f),
   };
   private mem(t: number, kids: Ref[], opcode: number, align: number, offset: number): Ref {
-    const seq = kids.map((k) => 256 + k);
-    seq.push(opcode);
-    uleb(seq, Math.log2(align));
-    uleb(seq, offset);
-    return this.node(t, seq);
+    const from = this.used;
+    for (const k of kids) this.push(256 + k);
+    this.push(opcode);
+    uleb(this, 31 - Math.clz32(align));
+    uleb(this, offset);
+    return this.close(t, from);
   }
   readonly i64 = {
     const: (v: bigint): Ref => {
-      const seq: number[] = [Op.i64_const];
-      sleb64(seq, v);
-      return this.node(T_I64, seq);
+      const from = this.used;
+      this.push(Op.i64_const);
+      sleb64(this, v);
+      return this.close(T_I64, from);
     },
     extend_s: (v: Ref) => this.op1(T_I64, v, 0xac),
     extend_u: (v: Ref) => this.op1(T_I64, v, 0xad),

@@ -1,6 +1,6 @@
 /**
  * Control-flow analysis of one guest function: decode its bytes, find basic-block leaders and
- * classify every control transfer (issue 3 "Translator": return, call, tail call, local jump,
+ * classify every control transfer (return, call, tail call, local jump,
  * indirect). Knows nothing of Wasm.
  */
 import { decode } from '../riscv/decode.js';
@@ -118,6 +118,29 @@ function inlineMillicode(facts: ImageFacts, target: number, link: number): CallS
   return undefined;
 }
 
+/** The relocation targets in ascending order, sorted once per image (per set). */
+const sortedCache = new WeakMap<ReadonlySet<number>, number[]>();
+function sortedTargets(set: ReadonlySet<number>): number[] {
+  let a = sortedCache.get(set);
+  if (a === undefined) {
+    a = [...set].sort((x, y) => x - y);
+    sortedCache.set(set, a);
+  }
+  return a;
+}
+
+/** The first index of sorted `a` whose value is >= v. */
+function lowerBound(a: number[], v: number): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (a[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 const BRANCHES = new Set(['beq', 'bne', 'blt', 'bge', 'bltu', 'bgeu']);
 
 /**
@@ -148,9 +171,11 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     return { kind: 'invalid', address };
   };
 
-  const localTargets = [...facts.relocationTargets]
-    .filter((a) => a !== start && inside(a))
-    .sort((a, b) => a - b);
+  const localTargets: number[] = [];
+  const named = sortedTargets(facts.relocationTargets);
+  for (let i = lowerBound(named, start); i < named.length && named[i] < end; i++) {
+    if (named[i] !== start && inside(named[i])) localTargets.push(named[i]);
+  }
   const leaders = new Set<number>([start, ...localTargets]);
 
   // Known register values inside straight-line code resolve auipc+jalr pairs (not by adjacency:

@@ -1,5 +1,5 @@
 /**
- * Binaryen code generation for one analysed guest function (issue 3 "Translator"): guest registers
+ * Binaryen code generation for one analysed guest function: guest registers
  * in Wasm locals, x0 a constant, gp/tp in globals, every memory access bounds-checked against the
  * guest memory, an interrupt/fuel check on every backward edge and on function entry.
  * Instruction semantics follow the RISC-V unprivileged spec (RV64I, M, A, Zicsr); the section is

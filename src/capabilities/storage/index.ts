@@ -24,7 +24,7 @@ import {
   type GrantEnv,
   type GrantProblem,
 } from '../types.js';
-import { isPostgresUrl, type KvJob } from './pg-kv.js';
+import type { KvJob } from './pg-kv.js';
 
 // better-sqlite3 ships no type declarations and @types/better-sqlite3 is not a dependency, so the
 // small surface used here is typed locally.
@@ -44,6 +44,14 @@ let sqliteCtor: DatabaseCtor | null = null;
 /** better-sqlite3, loaded when a store is first opened (not with the capability registry). */
 function sqlite(): DatabaseCtor {
   return (sqliteCtor ??= createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor);
+}
+
+/**
+ * True when `database` names a PostgreSQL database rather than a SQLite file. Here, not taken from
+ * pg-kv.ts: importing that job module on the main thread would load the pg client with it.
+ */
+function isPostgresUrl(database: string): boolean {
+  return /^postgres(ql)?:\/\//.test(database);
 }
 
 // A `database` that is a postgres:// URL keeps the keys in PostgreSQL (several daemons share

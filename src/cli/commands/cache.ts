@@ -8,10 +8,12 @@ import type { CliContext } from '../program.js';
 export function registerCache(program: Command, ctx: CliContext): void {
   const cache = program
     .command('cache')
-    .description('list or clear the Wasm cache (--cache-dir, $BERM_CACHE_DIR or ~/.cache/berm)');
+    .description(
+      'list or clear the Wasm cache (--cache-dir, else $BERM_CACHE_DIR, else $XDG_CACHE_HOME/berm, else ~/.cache/berm)',
+    );
   cache
     .command('ls')
-    .description('list cache entries, newest first')
+    .description('list cache entries, newest first, with the ELF each came from')
     .action((_opts: unknown, cmd: Command) =>
       ctx.run(cmd, () => {
         const g = ctx.globals(cmd);
@@ -23,11 +25,15 @@ export function registerCache(program: Command, ctx: CliContext): void {
             key: e.key,
             bytes: e.bytes,
             modified: e.modified.toISOString(),
+            ...(e.label ? { source: e.label.source ?? null, elfSha256: e.label.sha256 } : {}),
           }));
           ctx.io.out(JSON.stringify({ dir, entries: list, totalBytes: total }, null, 2) + '\n');
         } else {
           for (const e of entries) {
-            ctx.io.out(`${e.key}  ${String(e.bytes).padStart(10)}  ${e.modified.toISOString()}\n`);
+            // The ELF an entry came from: its path and the start of its sha256 (the path may
+            // since hold other bytes); "?" for entries written before labels existed.
+            const from = e.label ? `${e.label.source ?? '-'} (sha256 ${e.label.sha256.slice(0, 12)})` : '?';
+            ctx.io.out(`${e.key}  ${String(e.bytes).padStart(10)}  ${e.modified.toISOString()}  ${from}\n`);
           }
           ctx.io.err(`berm: ${entries.length} entries, ${total} bytes in ${dir}\n`);
         }

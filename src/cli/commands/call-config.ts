@@ -25,6 +25,9 @@ export function configCallExtension(io: Io = processIo()): CallExtension {
       if (typeof file !== 'string') return undefined;
       // loaded here, not with the CLI: a plain `call` needs neither TOML, ajv nor the capabilities
       const { CALL_DEADLINE } = await import('../../capabilities/index.js');
+      // registers the protocol door's `protocol:*` capabilities, so a declaration may grant them
+      // (the agent daemon is reached through $BERM_AGENT_DAEMON; docs/protocol-door.md)
+      await import('../../protocol/index.js');
       const { DeclarationError, loadDeclarations } = await import('../../config/declarations.js');
       const { Runtime, RuntimeError } = await import('../../runtime/declared.js');
       try {

@@ -13,6 +13,7 @@ import {
   describeCompile,
   engineFor,
   ExitCode,
+  labelCacheEntry,
   readInputFile,
   type ExitCodeValue,
   type GlobalOptions,
@@ -96,7 +97,9 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
           const known = manifest.tools.map((t) => t.name).join(', ') || 'none';
           throw new CliError(`${file} has no tool named ${tool} (tools: ${known})`);
         }
-        const harness = await Harness.load(engineFor(g), bytes);
+        const engine = engineFor(g);
+        const harness = await Harness.load(engine, bytes);
+        labelCacheEntry(engine, harness.module.info.key, file, bytes);
         if (g.verbose) io.err(`berm: ${file}: ${describeCompile(harness.module.info)}\n`);
         let invoke: InvokeOptions = base;
         for (const e of extensions) {

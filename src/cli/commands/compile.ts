@@ -10,6 +10,7 @@ import {
   engineFor,
   exitCodeOf,
   ExitCode,
+  labelCacheEntry,
   readInputFile,
   type ExitCodeValue,
 } from '../context.js';
@@ -67,7 +68,9 @@ export function registerCompile(program: Command, ctx: CliContext): void {
             bar?.update({ file });
             multi?.update();
             try {
-              const m = await engine.compile(readInputFile(file));
+              const elf = readInputFile(file);
+              const m = await engine.compile(elf);
+              labelCacheEntry(engine, m.info.key, file, elf);
               results.push({ file, ok: true, ...m.info });
               if (!g.json) {
                 const line = `${file}: ${describeCompile(m.info)}\n`;

@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander';
 import { basicHostFunctions, Linker } from '../../engine/engine.js';
+import { DEFAULT_CALL_LIMITS } from '../../harness/harness.js';
 import {
   callTimeoutOf,
   CliError,
@@ -12,6 +13,7 @@ import {
   engineFor,
   ExitCode,
   hex64,
+  labelCacheEntry,
   readInputFile,
 } from '../context.js';
 import type { CliContext } from '../program.js';
@@ -37,6 +39,9 @@ export function parseGuestInt(text: string): bigint {
   return BigInt.asIntN(64, v);
 }
 
+/** Most guest log lines `exec --verbose` prints per call (the harness layer's default too). */
+export const EXEC_MAX_LOG_LINES = DEFAULT_CALL_LIMITS.maxLogLines;
+
 /** Register `exec`. */
 export function registerExec(program: Command, ctx: CliContext): void {
   program
@@ -53,17 +58,44 @@ export function registerExec(program: Command, ctx: CliContext): void {
         const { io } = ctx;
         if (ints.length > 8) throw new CliError(`at most 8 integer arguments (a0..a7), got ${ints.length}`);
         const args = ints.map(parseGuestInt);
-        const module = await engineFor(g).compile(readInputFile(file));
+        const engine = engineFor(g);
+        const elf = readInputFile(file);
+        const module = await engine.compile(elf);
+        labelCacheEntry(engine, module.info.key, file, elf);
         if (g.verbose) io.err(`berm: ${file}: ${describeCompile(module.info)}\n`);
         if (!module.hasExport(symbol)) {
           throw new CliError(`${file} exports no function named ${symbol} (see berm inspect --functions)`);
         }
         const linker = new Linker(module.engine);
-        const log = g.verbose ? (line: string) => io.err(`[log] ${line}\n`) : undefined;
+        // As for tool calls (src/harness), a guest's log flood is cut per call and the drop reported.
+        let logged = 0;
+        let dropped = 0;
+        const log = g.verbose
+          ? (line: string) => {
+              if (logged >= EXEC_MAX_LOG_LINES) dropped++;
+              else {
+                logged++;
+                io.err(`[log] ${line}\n`);
+              }
+            }
+          : undefined;
+        const reportDropped = () => {
+          if (dropped > 0) {
+            io.err(
+              `[log] [berm: ${dropped} more log line(s) dropped; the limit is ${EXEC_MAX_LOG_LINES} per call]\n`,
+            );
+          }
+        };
         for (const [name, fn] of basicHostFunctions(module, log)) linker.define(name, fn);
         const inst = linker.instantiate(module, { fuel: g.fuel, timeoutMs: callTimeoutOf(g) });
         const t0 = performance.now();
-        const [a0, a1] = inst.call(symbol, ...args);
+        let a0: bigint;
+        let a1: bigint;
+        try {
+          [a0, a1] = inst.call(symbol, ...args);
+        } finally {
+          reportDropped();
+        }
         if (g.verbose) io.err(`berm: ${symbol} ran in ${(performance.now() - t0).toFixed(1)} ms\n`);
         io.out(
           g.json

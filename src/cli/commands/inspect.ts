@@ -7,7 +7,8 @@ import { readElf } from '../../elf/reader.js';
 import { relocationTargets } from '../../elf/targets.js';
 import type { ElfImage } from '../../elf/types.js';
 import { ManifestError, parseManifest, type Manifest } from '../../harness/manifest.js';
-import { ExitCode, readInputFile } from '../context.js';
+import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
+import { CliError, ExitCode, readInputFile, type ExitCodeValue, type GlobalOptions } from '../context.js';
 import type { CliContext } from '../program.js';
 import type { DaemonFlags } from './daemon-client.js';
 import { addDaemonOptions, inspectRemote, inspectsDaemon } from './daemon-verbs.js';
@@ -131,6 +132,52 @@ export function inspectText(r: InspectReport, listFunctions: boolean): string {
   return out.join('\n') + '\n';
 }
 
+/**
+ * `inspect --config FILE NAME`: the report of the ELF a declaration names, with the grants the
+ * declaration gives it (`grant` and `capabilities` in --json).
+ * @throws CliError (exit 2) when the file is unreadable, or NAME is not an accepted harness (its
+ *   refusal with file:line and the fix, or the names that are declared)
+ */
+function inspectDeclared(
+  ctx: CliContext,
+  g: GlobalOptions,
+  config: string,
+  name: string,
+  functions: boolean,
+): ExitCodeValue {
+  let decls;
+  try {
+    decls = loadDeclarations(config);
+  } catch (e) {
+    if (e instanceof DeclarationError) throw new CliError(e.message);
+    throw e;
+  }
+  const d = decls.harnesses.find((h) => h.name === name);
+  if (!d) {
+    const refused = decls.errors.find((e) => e.problem.startsWith(`harness ${JSON.stringify(name)}:`));
+    if (refused) throw new CliError(refused.message);
+    const known = decls.harnesses.map((h) => h.name).join(', ') || 'none';
+    throw new CliError(`${config}: no harness named ${name} is declared (declared: ${known})`);
+  }
+  const report = inspectImage(d.source, readElf(d.elf!));
+  if (g.json) {
+    ctx.io.out(
+      JSON.stringify({ ...report, harness: name, capabilities: d.capabilities, grant: d.grant }, null, 2) +
+        '\n',
+    );
+  } else {
+    ctx.io.out(inspectText(report, functions));
+    ctx.io.out(`declared as ${name} in ${config}:${d.line}\n`);
+    ctx.io.out(`capabilities: ${d.capabilities.join(', ') || 'none'}\n`);
+    for (const [k, v] of Object.entries(d.grant)) ctx.io.out(`  ${k} = ${JSON.stringify(v)}\n`);
+  }
+  if (report.manifestError) {
+    ctx.io.err(`berm: ${report.manifestError}\n`);
+    return ExitCode.BadInput;
+  }
+  return ExitCode.Ok;
+}
+
 /** Register `inspect`. */
 export function registerInspect(program: Command, ctx: CliContext): void {
   // `inspect NAME` of a deployment on bermd shares the verb: with --host, or when the argument is a
@@ -143,11 +190,16 @@ export function registerInspect(program: Command, ctx: CliContext): void {
           'with a deployed harness name (or --host), what bermd reports for it',
       )
       .argument('<file>', 'harness ELF, or the name of a harness deployed on bermd')
-      .option('--functions', 'list every function (address, size, global/local, name)'),
-  ).action((file: string, opts: { functions?: boolean } & DaemonFlags, cmd: Command) =>
+      .option('--functions', 'list every function (address, size, global/local, name)')
+      .option(
+        '--config <file>',
+        'declaration file (harnesses.toml): FILE is then a declared harness name; its grants are shown too',
+      ),
+  ).action((file: string, opts: { functions?: boolean; config?: string } & DaemonFlags, cmd: Command) =>
     ctx.run(cmd, () => {
-      if (inspectsDaemon(file, opts.host !== undefined)) return inspectRemote(ctx, cmd, file, opts);
       const g = ctx.globals(cmd);
+      if (opts.config !== undefined) return inspectDeclared(ctx, g, opts.config, file, !!opts.functions);
+      if (inspectsDaemon(file, opts.host !== undefined)) return inspectRemote(ctx, cmd, file, opts);
       const report = inspectImage(file, readElf(readInputFile(file)));
       ctx.io.out(g.json ? JSON.stringify(report, null, 2) + '\n' : inspectText(report, !!opts.functions));
       if (report.manifestError) {

@@ -9,6 +9,7 @@
  *   spin {}                            -> loops for ever (Interrupted or OutOfFuel)
  *   trap {}                            -> stores through address 8 (MemoryFault)
  *   fetch {url}                        -> berm.http.fetch GET url; the status line
+ *   hostcall {name}                    -> the capability call `name` (FNV-1a-64) with no fields
  * on_wake: logs "wake <record>"; payload "tick:<ms>" re-arms the same id first (a recurring
  * schedule), "tickt:<ms>" re-arms and then traps, "trap" traps, "spin" spins, "fail" fails;
  * otherwise done with the record.
@@ -104,6 +105,14 @@ BERM_TOOL(trap, "Store through address 8 (MemoryFault).") {
 BERM_TOOL(fetch, "GET {url} through berm.http.fetch.") {
   const char *a = berm_args(NULL);
   berm_reply r = berm_http_fetch("GET", member(a, "url"), NULL, 0, NULL);
+  reply_text(&r);
+}
+
+BERM_TOOL(hostcall, "Call the capability {name} (hashed with FNV-1a-64) with no fields.") {
+  const char *name = member(berm_args(NULL), "name");
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char *p = name; *p; p++) h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+  berm_reply r = berm_cap_call(h, NULL, 0);
   reply_text(&r);
 }
 
