@@ -97,7 +97,7 @@ t.test('wakes: arm, list, cancel, fire, refusals', async (t) => {
 });
 
 t.test('a spinning guest runs on a worker: the daemon keeps answering', async (t) => {
-  const d = await testDaemon({ limit: ['timeoutMs=3000'] });
+  const d = await testDaemon({ limit: ['timeoutMs=3000'], workers: '2' });
   t.teardown(() => d.stop());
   t.equal((await d.req('/harnesses/qg', { method: 'PUT', body: QG })).status, 200);
   const spinning = d.req('/harnesses/qg/tools/spin', { method: 'POST', body: '{}' });
@@ -135,7 +135,7 @@ t.test(
     t.match(line('chainDepth'), /chainDepth +3 +\(env BERMD_LIMITS\)/, 'env beats file');
     t.match(line('harnessRate'), /harnessRate +77 +\(env BERMD_LIMITS\)/);
     t.match(line('queueDepth'), /queueDepth +50 +\(flag --limit\)/);
-    t.match(line('concurrency'), /concurrency +2 +\(default\)/);
+    t.match(line('concurrency'), /concurrency +1 +\(default\)/);
     await t.rejects(testDaemon({ limit: ['nonsense=1'] }), /unknown limit "nonsense"/);
   },
 );

@@ -133,6 +133,8 @@ export interface Backend {
   join?(deployments: Deployments): Promise<string[]>;
   /** Every limit of the runtime as [name, value, source] for the boot log (optional). */
   limits?(): [string, string, string][];
+  /** How long a shutdown lets in-flight work finish, ms (the runtime's drain limit). */
+  readonly drainMs: number;
   /** Stop accepting work, let in-flight work finish for up to `drainMs`, persist, release workers. */
   close(drainMs: number): Promise<void>;
 }

@@ -142,7 +142,6 @@ export async function startDaemon(
   show('max-image-bytes', settings.maxImageBytes);
   show('max-body-bytes', settings.maxBodyBytes);
   show('body-timeout-ms', settings.bodyTimeoutMs);
-  show('drain-timeout-ms', settings.drainMs);
   show('workers', settings.workers);
   show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
   show(
@@ -214,8 +213,10 @@ export async function startDaemon(
     stopping ??= (async () => {
       const t0 = Date.now();
       log('stopping: no new connections; draining in-flight requests');
-      const left = await server.close(settings.drainMs.value);
-      const remaining = Math.max(0, settings.drainMs.value - (Date.now() - t0));
+      // one bound for the whole drain: the queue's drainMs limit (HTTP requests, then the runtime)
+      const bound = backend.drainMs;
+      const left = await server.close(bound);
+      const remaining = Math.max(0, bound - (Date.now() - t0));
       await backend.close(remaining);
       log(
         left === 0

@@ -18,10 +18,9 @@ const program = new Command('bermd')
   .option('--max-image-bytes <size>', 'largest ELF a deploy accepts (default 64M)')
   .option('--max-body-bytes <size>', 'largest body of other requests (default 2M)')
   .option('--body-timeout <ms>', 'a request body must arrive within this time (default 10000)')
-  .option('--drain-timeout <ms>', 'on SIGTERM/SIGINT, wait this long for in-flight work (default 10000)')
   .option(
     '--limit <key=value>',
-    "a queue limit, repeatable (e.g. --limit timeoutMs=5000); also [limits] in --config and env BERMD_LIMITS='k=v,k=v'",
+    "a queue limit, repeatable (e.g. --limit timeoutMs=5000; drainMs bounds the shutdown); also [limits] in --config and env BERMD_LIMITS='k=v,k=v'",
     (v: string, prev: string[]) => [...prev, v],
     [] as string[],
   )
@@ -50,7 +49,6 @@ const flags: Flags = {
   maxImageBytes: o.maxImageBytes,
   maxBodyBytes: o.maxBodyBytes,
   bodyTimeoutMs: o.bodyTimeout,
-  drainMs: o.drainTimeout,
   workers: o.workers,
   protocolEndpoint: o.protocolEndpoint,
   store: o.store,

@@ -193,6 +193,10 @@ export class QueueBackend implements Backend {
     ]);
   }
 
+  get drainMs(): number {
+    return this.runtime.limits.drainMs;
+  }
+
   async close(drainMs: number): Promise<void> {
     for (const f of this.closers.splice(0)) await f();
     await this.runtime.close(drainMs);

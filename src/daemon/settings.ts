@@ -24,7 +24,6 @@ export interface Settings {
   maxImageBytes: Setting<number>;
   maxBodyBytes: Setting<number>;
   bodyTimeoutMs: Setting<number>;
-  drainMs: Setting<number>;
   workers: Setting<number>;
   /** berm's protocol endpoint for the agent-daemon side (`unix:/path` or `127.0.0.1:port`), or none */
   protocolEndpoint: Setting<string | null>;
@@ -121,12 +120,6 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
     bodyTimeoutMs: {
       flag: 'body-timeout',
       env: 'BERMD_BODY_TIMEOUT_MS',
-      def: () => 10_000,
-      parse: parsePositive,
-    },
-    drainMs: {
-      flag: 'drain-timeout',
-      env: 'BERMD_DRAIN_TIMEOUT_MS',
       def: () => 10_000,
       parse: parsePositive,
     },

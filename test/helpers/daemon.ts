@@ -25,7 +25,7 @@ export async function testDaemon(
 ): Promise<TestDaemon> {
   const logs: string[] = [];
   const settings = {
-    ...resolveSettings({ addr: '127.0.0.1:0', root, workers: '2', cacheDir: TEST_CACHE, ...flags }, env),
+    ...resolveSettings({ addr: '127.0.0.1:0', root, workers: '1', cacheDir: TEST_CACHE, ...flags }, env),
     limit: flags.limit ?? [],
   };
   const d = await startDaemon(settings, createRuntimeBackend, env, (l) => logs.push(l));
