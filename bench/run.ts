@@ -621,6 +621,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   hostcall: benchHostCall,
   startup: async () => benchStartup(),
   speed: benchSpeed,
+  compile: async () => benchCompile(),
 };
 
 async function main(): Promise<void> {
@@ -630,7 +631,6 @@ async function main(): Promise<void> {
     }
   }
   try {
-    benchCompile();
     for (const name of Object.keys(SECTIONS)) section(name);
     await benchMemory();
     benchDaemon();
