@@ -86,6 +86,8 @@ export class QueueBackend implements Backend {
     log: (line: string) => void;
     /** a storage backend shared with other daemons (default: SQLite under root) */
     store?: RuntimeStore;
+    /** modules every worker imports first (capability registrations, e.g. the protocol door) */
+    workerModules?: (string | URL)[];
   }): Promise<QueueBackend> {
     const runtime = await BermRuntime.create({
       state: options.root,
@@ -95,6 +97,7 @@ export class QueueBackend implements Backend {
       limits: options.limits,
       limitSources: options.limitSources,
       log: options.log,
+      ...(options.workerModules ? { workerModules: options.workerModules } : {}),
     });
     return new QueueBackend(runtime);
   }

@@ -9,6 +9,7 @@
 import * as path from 'node:path';
 import { attachProtocol } from '../protocol/attach.js';
 import { PROTOCOL_SERVICE } from '../protocol/groups.js';
+import { PROTOCOL_MODULE } from '../protocol/index.js';
 import { PgStore } from '../cluster/pg-store.js';
 import { clusterBackend } from './cluster.js';
 import { BootError, type BackendFactory } from './daemon.js';
@@ -34,6 +35,8 @@ export const createRuntimeBackend: BackendFactory = async (ctx) => {
       limits: ctx.limits,
       limitSources: ctx.limitSources,
       log: ctx.log,
+      // the workers link the protocol:* capabilities (the agent daemon: $BERM_AGENT_DAEMON)
+      workerModules: [PROTOCOL_MODULE],
       ...(shared ? { store: shared } : {}),
     });
   } catch (e) {
