@@ -124,8 +124,11 @@ t.test(
     t.equal(reStore.dues.count(), 0, 'nothing left pending');
     t.same(reStore.dues.claimed(), [], 'nothing left claimed');
     reStore.close();
+    const redelivered = records.filter((r) => r.attempt! > 1).length;
+    t.ok(redelivered > 0, 'kills during firing left claims that were delivered again');
     t.comment(
-      `${records.length} deliveries of ${WAKES} wakes: ${duplicates} repeats after ${KILLS} SIGKILLs`,
+      `${records.length} deliveries of ${WAKES} wakes after ${KILLS} SIGKILLs: ${redelivered} with ` +
+        `attempt > 1 (claimed by a killed process), ${duplicates} of them repeating a journaled delivery`,
     );
   },
 );
