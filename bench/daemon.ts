@@ -8,6 +8,7 @@
  *
  *   node --import ./scripts/ts/register.mjs bench/daemon.ts [--seconds S] [--health-seconds S] [--json]
  *
+ * bermd runs with the per-harness rate limit lifted (it would refuse most of the load).
  * Defaults: 30 s for the tool, 10 s for each health phase (BENCH_QUICK=1: 3 s and 2 s). bermd runs
  * as a child process with 2 workers; the load generator is this process (both share the machine).
  * With --json the last stdout line is `{"figures": {...}}` (bench/run.ts reads it).
@@ -44,6 +45,9 @@ function startBermd(root: string, cacheDir: string): Promise<{ proc: ChildProces
       [
         join(ROOT, 'bin/bermd.js'),
         ...['--addr', '127.0.0.1:0', '--root', root, '--cache-dir', cacheDir, '--workers', '2'],
+        // the per-harness rate limit (default 1000/s) would refuse most of the load: lift it, the
+        // figure is the throughput of the path, not of the limiter
+        ...['--limit', 'harnessRate=1000000', '--limit', 'harnessBurst=1000000'],
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );

@@ -20,6 +20,7 @@ const ECHO = join(BUILD, 'echo-gcc-O2.elf');
 const TEXT = join(BUILD, 'text-gcc-O2.elf');
 const HOSTCALLS = join(BUILD, 'hostcalls-gcc-O2.elf');
 const PROBE = join(ROOT, 'examples', 'probe.elf');
+const QG = join(ROOT, 'test', 'data', 'queue-guest.elf');
 const TOKEN = 'cli-client-test-token';
 const TMP = mkdtempSync(join(tmpdir(), 'berm-cli-daemon-'));
 const TOKEN_FILE = join(TMP, 'token');
@@ -230,13 +231,57 @@ t.test('wake add|ls|rm reach /wakes', async (t) => {
   const ls = await berm(['wake', 'ls', '--json']);
   t.equal(ls.code, 0, ls.stderr);
   t.same(JSON.parse(ls.stdout), []);
+  t.equal((await berm(['wake', 'ls'])).stdout, 'no wakes pending\n');
   const add = await berm(['wake', 'add', 'echo', '--in', '1h']);
   // echo has no on_wake: the daemon refuses, and the CLI shows the daemon's reason
   t.equal(add.code, 2);
-  t.match(add.stderr, /wake add echo: wake refused: /);
+  t.match(add.stderr, /wake add echo: .*on_wake/);
   const rm = await berm(['wake', 'rm', 'no-such-wake']);
   t.equal(rm.code, 2);
   t.match(rm.stderr, /no wake with id no-such-wake/);
+
+  // test/data/queue-guest.elf exports on_wake
+  t.equal((await berm(['deploy', 'qg', QG])).code, 0);
+  const before = Date.now();
+  const a = await berm(['wake', 'add', 'qg', '--in', '10m', '--payload', 'later', '--id', 'w-later']);
+  t.equal(a.code, 0, a.stderr);
+  t.equal(a.stdout, 'w-later\n');
+  const at = Math.ceil((Date.now() + 86_400_000) / 1000) * 1000;
+  const b = await berm(['wake', 'add', 'qg', '--at', new Date(at).toISOString(), '--json']);
+  t.equal(b.code, 0, b.stderr);
+  const bw = JSON.parse(b.stdout);
+  t.match(bw, { harness: 'qg', due_at: at });
+  const far = await berm(['wake', 'add', 'qg', '--at', '2099-01-01T00:00:00Z']);
+  t.equal(far.code, 2, 'beyond the maximum delay');
+  t.match(far.stderr, /wake add qg: .*maxDelayMs/);
+  const list = JSON.parse((await berm(['wake', 'ls', '--json'])).stdout) as {
+    id: string;
+    due_at: number;
+    payload: string;
+  }[];
+  t.same(
+    list.map((w) => w.id),
+    ['w-later', bw.id],
+    'earliest first',
+  );
+  t.ok(list[0].due_at >= before + 600_000 && list[0].due_at <= Date.now() + 600_000, 'due in 10 minutes');
+  t.equal(list[0].payload, 'later');
+  const text = (await berm(['wake', 'ls'])).stdout;
+  t.match(text, /^ID +HARNESS +DUE +IN +PAYLOAD$/m);
+  t.match(text, /^w-later +qg +\S+ +(599|600)s +"later"$/m);
+  t.equal((await berm(['wake', 'rm', 'w-later'])).stdout, 'cancelled w-later\n');
+  t.equal((await berm(['wake', 'rm', bw.id, '--json'])).code, 0);
+  t.same(JSON.parse((await berm(['wake', 'ls', '--json'])).stdout), []);
+
+  // a wake due now fires and leaves the list
+  t.equal((await berm(['wake', 'add', 'qg', '--in', '0', '--id', 'w-now'])).code, 0);
+  const t0 = Date.now();
+  let pending: unknown[] = ['w-now'];
+  while (pending.length > 0 && Date.now() - t0 < 60_000) {
+    await new Promise((r) => setTimeout(r, 100));
+    pending = JSON.parse((await berm(['wake', 'ls', '--json'])).stdout);
+  }
+  t.same(pending, [], 'the due wake fired');
 });
 
 t.test('deploy REF pulls from a registry, then uploads', async (t) => {

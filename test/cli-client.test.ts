@@ -170,6 +170,11 @@ t.test('usage errors and an unreachable daemon', async (t) => {
     [['wake', 'add', 'echo', '--in', '5s', '--at', '1', '--host', host], /exactly one of --in/],
     [['wake', 'add', 'echo', '--in', 'soon'], /expected a delay/],
     [['invoke', 'echo'], /missing required argument 'tool'/],
+    [
+      ['wake', 'ls', '--state', TMP, '--host', host],
+      /--state .* and --host\/--token-file .* exclude each other/,
+    ],
+    [['wake', 'rm', 'x', '--state', TMP, '--token-file', join(TMP, 'token')], /exclude each other/],
     [['ls', '--host', 'ftp://x'], /only http and https/],
   ];
   for (const [argv, re] of cases) {

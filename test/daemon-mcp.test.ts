@@ -32,7 +32,7 @@ function waitFor(pred: () => boolean, what: string, ms = 10_000): Promise<void> 
 
 t.test('MCP: tools, calls, list_changed, usage resource', async (t) => {
   const token = 'mcp-test-token';
-  const d = await testDaemon({ drainMs: '60000' }, { BERMD_TOKEN: token });
+  const d = await testDaemon({ limit: ['drainMs=60000'] }, { BERMD_TOKEN: token });
   t.teardown(() => d.stop());
   t.equal((await d.req('/harnesses/text', { method: 'PUT', body: TEXT })).status, 200);
   t.equal((await d.req('/harnesses/probe', { method: 'PUT', body: PROBE })).status, 200);

@@ -56,6 +56,23 @@ for (const sig of ['SIGTERM', 'SIGINT'] as const) {
   });
 }
 
+t.test('SIGTERM while a call runs: the call gets its reply, then exit 0', { timeout: 120_000 }, async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'bermd-sig-'));
+  const b = await start(root, ['--limit', 'timeoutMs=1500']);
+  t.equal(
+    (await fetch(`${b.url}/harnesses/qg`, { method: 'PUT', body: elf('test/data/queue-guest.elf') })).status,
+    200,
+  );
+  const inFlight = fetch(`${b.url}/harnesses/qg/tools/spin`, { method: 'POST', body: '{}' });
+  await new Promise((r) => setTimeout(r, 300));
+  b.proc.kill('SIGTERM');
+  const r = await inFlight;
+  t.equal(r.status, 500, 'the spinning call ended at its deadline and was answered');
+  t.match(((await r.json()) as { trap: string }).trap, 'Interrupted');
+  t.equal(await b.exit, 0);
+  t.match(b.stderr(), /stopped after \d+ ms; state persisted/);
+});
+
 t.test('a refused boot exits 2 naming the reason', { timeout: 60_000 }, async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'bermd-sig-'));
   const r = spawnSync(process.execPath, [BERMD, '--addr', '0.0.0.0:0', '--root', root], {

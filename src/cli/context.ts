@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { statSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { InputFileError, readRegularFile } from '../util/read-file.js';
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError } from './commander.js';
 import { defaultCacheDir } from '../cache/cache.js';
 import { Engine, type CompileInfo, type Tier } from '../engine/engine.js';
 import { Trap } from '../engine/traps.js';

@@ -4,7 +4,7 @@
  * example `call --config`, through {@link ProgramOptions.callExtensions}).
  */
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, Option } from './commander.js';
 import type { CallExtension } from './commands/call.js';
 import {
   DEFAULT_CALL_TIMEOUT_MS,

@@ -119,6 +119,15 @@ export interface Backend {
   stats(): RuntimeStats;
   /** Subscribe to finished invocations (for the latency histogram and outcome counters). */
   onInvocation(listener: (e: InvocationEvent) => void): void;
+  /**
+   * Begin firing due wakes; called once the stored deployments are republished, so an overdue
+   * wake finds its harness (optional: a runtime without wakes has nothing to start).
+   */
+  start?(): void;
+  /** Every limit of the runtime as [name, value, source] for the boot log (optional). */
+  limits?(): [string, string, string][];
+  /** How long a shutdown lets in-flight work finish, ms (the runtime's drain limit). */
+  readonly drainMs: number;
   /** Stop accepting work, let in-flight work finish for up to `drainMs`, persist, release workers. */
   close(drainMs: number): Promise<void>;
 }

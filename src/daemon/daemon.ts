@@ -10,6 +10,8 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
+import type { LimitSource, RuntimeLimits } from '../runtime/index.js';
+import { LimitsError, limitsFromFile, limitsFromFlags, mergeLimits } from '../runtime/settings.js';
 import { isLoopback, loadToken } from './auth.js';
 import type { Backend } from './backend.js';
 import { Deployments } from './deployments.js';
@@ -31,6 +33,11 @@ export interface BackendContext {
   cacheDir: string;
   /** worker threads for guests and translations */
   workers: number;
+  /** berm's protocol endpoint to listen on, or null */
+  protocolEndpoint: string | null;
+  /** the queue's limits given by the operator, and where each came from */
+  limits: Partial<RuntimeLimits>;
+  limitSources: Partial<Record<keyof RuntimeLimits, LimitSource>>;
   grants: Grants;
   log: (line: string) => void;
 }
@@ -71,7 +78,7 @@ function version(): string {
  *   (EADDRINUSE, ...)
  */
 export async function startDaemon(
-  settings: Settings,
+  settings: Settings & { limit?: string[] },
   makeBackend: BackendFactory,
   env: NodeJS.ProcessEnv,
   log: (line: string) => void,
@@ -93,6 +100,21 @@ export async function startDaemon(
     grants = settings.config.value === null ? Grants.none() : Grants.load(settings.config.value);
   } catch (e) {
     throw new BootError((e as Error).message);
+  }
+  // the queue's limits: [limits] of the declaration file, then BERMD_LIMITS, then --limit flags
+  let limits;
+  try {
+    limits = mergeLimits([
+      { source: 'file', limits: settings.config.value === null ? {} : limitsFromFile(settings.config.value) },
+      {
+        source: 'env',
+        limits: limitsFromFlags((env.BERMD_LIMITS ?? '').split(',').filter((x) => x.trim() !== '')),
+      },
+      { source: 'flag', limits: limitsFromFlags(settings.limit ?? []) },
+    ]);
+  } catch (e) {
+    if (e instanceof LimitsError) throw new BootError(e.message);
+    throw new BootError(`limits: ${(e as Error).message}`);
   }
   const root = settings.root.value;
   let store: DeploymentStore;
@@ -116,12 +138,23 @@ export async function startDaemon(
   show('max-image-bytes', settings.maxImageBytes);
   show('max-body-bytes', settings.maxBodyBytes);
   show('body-timeout-ms', settings.bodyTimeoutMs);
-  show('drain-timeout-ms', settings.drainMs);
   show('workers', settings.workers);
+  show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
 
-  const backend = await makeBackend({ root, cacheDir, workers: settings.workers.value, grants, log });
+  const backend = await makeBackend({
+    root,
+    cacheDir,
+    workers: settings.workers.value,
+    limits: limits.limits,
+    limitSources: limits.sources,
+    protocolEndpoint: settings.protocolEndpoint.value,
+    grants,
+    log,
+  });
+  for (const [k, v, source] of backend.limits?.() ?? []) log(`  ${k.padEnd(16)} ${v}  (${source})`);
   const deployments = new Deployments(store, backend, grants);
   const problems = await deployments.restore();
+  backend.start?.();
   for (const d of deployments.list()) {
     const g = d.granted;
     const args = Object.entries(g.grant)
@@ -164,8 +197,10 @@ export async function startDaemon(
     stopping ??= (async () => {
       const t0 = Date.now();
       log('stopping: no new connections; draining in-flight requests');
-      const left = await server.close(settings.drainMs.value);
-      const remaining = Math.max(0, settings.drainMs.value - (Date.now() - t0));
+      // one bound for the whole drain: the queue's drainMs limit (HTTP requests, then the runtime)
+      const bound = backend.drainMs;
+      const left = await server.close(bound);
+      const remaining = Math.max(0, bound - (Date.now() - t0));
       await backend.close(remaining);
       log(
         left === 0

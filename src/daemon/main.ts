@@ -18,11 +18,20 @@ const program = new Command('bermd')
   .option('--max-image-bytes <size>', 'largest ELF a deploy accepts (default 64M)')
   .option('--max-body-bytes <size>', 'largest body of other requests (default 2M)')
   .option('--body-timeout <ms>', 'a request body must arrive within this time (default 10000)')
-  .option('--drain-timeout <ms>', 'on SIGTERM/SIGINT, wait this long for in-flight work (default 10000)')
+  .option(
+    '--limit <key=value>',
+    "a queue limit, repeatable (e.g. --limit timeoutMs=5000; drainMs bounds the shutdown); also [limits] in --config and env BERMD_LIMITS='k=v,k=v'",
+    (v: string, prev: string[]) => [...prev, v],
+    [] as string[],
+  )
+  .option(
+    '--protocol-endpoint <where>',
+    "berm's protocol endpoint for the agent daemon: unix:/path or 127.0.0.1:port (env BERMD_PROTOCOL_ENDPOINT)",
+  )
   .option('--workers <n>', 'worker threads for guests and translations (default: the core count)')
   .allowExcessArguments(false);
 program.parse(process.argv);
-const o = program.opts<Record<string, string>>();
+const o = program.opts<Record<string, string> & { limit: string[] }>();
 const flags: Flags = {
   addr: o.addr,
   root: o.root,
@@ -32,13 +41,13 @@ const flags: Flags = {
   maxImageBytes: o.maxImageBytes,
   maxBodyBytes: o.maxBodyBytes,
   bodyTimeoutMs: o.bodyTimeout,
-  drainMs: o.drainTimeout,
   workers: o.workers,
+  protocolEndpoint: o.protocolEndpoint,
 };
 const log = (line: string): void => void process.stderr.write(`bermd: ${line}\n`);
 
 try {
-  const settings = resolveSettings(flags, process.env);
+  const settings = { ...resolveSettings(flags, process.env), limit: o.limit };
   const daemon = await startDaemon(settings, createRuntimeBackend, process.env, log);
   const onSignal = (sig: string): void => {
     log(`${sig} received`);

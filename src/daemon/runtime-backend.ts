@@ -1,8 +1,40 @@
 /**
- * The runtime bermd runs on. Until the queue's runtime is wired in, this is the inline backend.
+ * The runtime bermd runs on: the queue (src/runtime) with its worker pool, due-set and journal,
+ * its state directly under --root, and the protocol door attached to it (src/protocol/attach.ts):
+ * the harness event bus (subscriptions in <root>/subscriptions.sqlite, deliveries as notify
+ * triggers), the door's service for guests, and, with --protocol-endpoint, berm's endpoint for the
+ * agent-daemon side arming wakes in the same due-set.
  */
+import * as path from 'node:path';
+import { attachProtocol } from '../protocol/attach.js';
+import { PROTOCOL_SERVICE } from '../protocol/groups.js';
 import type { BackendFactory } from './daemon.js';
-import { InlineBackend } from './inline-backend.js';
+import { QueueBackend } from './queue-backend.js';
 
-/** Build bermd's runtime under `root` . */
-export const createRuntimeBackend: BackendFactory = async (ctx) => new InlineBackend(ctx.cacheDir);
+/** Build bermd's runtime: the queue's BermRuntime with state under ctx.root, the door attached. */
+export const createRuntimeBackend: BackendFactory = async (ctx) => {
+  const backend = await QueueBackend.create({
+    root: ctx.root,
+    cacheDir: ctx.cacheDir,
+    workers: ctx.workers,
+    limits: ctx.limits,
+    limitSources: ctx.limitSources,
+    log: ctx.log,
+  });
+  try {
+    const door = await attachProtocol(backend.runtime, {
+      database: path.join(ctx.root, 'subscriptions.sqlite'),
+      ...(ctx.protocolEndpoint !== null ? { endpoint: ctx.protocolEndpoint } : {}),
+      log: ctx.log,
+    });
+    backend.runtime.registerService(PROTOCOL_SERVICE, (harness, chain, request) =>
+      door.serve(harness, chain, request),
+    );
+    backend.onClose(() => door.close());
+    if (ctx.protocolEndpoint !== null) ctx.log(`protocol endpoint on ${ctx.protocolEndpoint}`);
+  } catch (e) {
+    await backend.close(0);
+    throw e;
+  }
+  return backend;
+};

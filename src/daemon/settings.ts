@@ -24,12 +24,16 @@ export interface Settings {
   maxImageBytes: Setting<number>;
   maxBodyBytes: Setting<number>;
   bodyTimeoutMs: Setting<number>;
-  drainMs: Setting<number>;
   workers: Setting<number>;
+  /** berm's protocol endpoint for the agent-daemon side (`unix:/path` or `127.0.0.1:port`), or none */
+  protocolEndpoint: Setting<string | null>;
 }
 
 /** Flag values as commander hands them over (strings; undefined when absent). */
-export type Flags = Partial<Record<keyof Settings, string>>;
+export type Flags = Partial<Record<keyof Settings, string>> & {
+  /** `--limit key=value` of the queue's limits (repeatable) */
+  limit?: string[];
+};
 
 interface Spec<T> {
   flag: string;
@@ -115,11 +119,11 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
       def: () => 10_000,
       parse: parsePositive,
     },
-    drainMs: {
-      flag: 'drain-timeout',
-      env: 'BERMD_DRAIN_TIMEOUT_MS',
-      def: () => 10_000,
-      parse: parsePositive,
+    protocolEndpoint: {
+      flag: 'protocol-endpoint',
+      env: 'BERMD_PROTOCOL_ENDPOINT',
+      def: () => null,
+      parse: (s) => s,
     },
     workers: {
       flag: 'workers',

@@ -4,7 +4,8 @@
  * keeps the other core). The worker is unreferenced while idle, so it never keeps a process alive;
  * `settled()` references it while someone waits.
  */
-import { Worker } from 'node:worker_threads';
+import { createRequire } from 'node:module';
+import type { Worker } from 'node:worker_threads';
 import { TranslateError, type TranslateOptions } from '../translate/abi.js';
 
 /** The result of one optimisation job. */
@@ -65,6 +66,10 @@ export class BackgroundOptimizer {
   private start(): Worker {
     if (this.worker) return this.worker;
     // execArgv passed explicitly: an entry point may append a module loader to process.execArgv
+    // node:worker_threads is loaded here, on the first job: a warm start never needs it
+    const { Worker } = createRequire(import.meta.url)(
+      'node:worker_threads',
+    ) as typeof import('node:worker_threads');
     const w = new Worker(workerUrl(), {
       execArgv: process.execArgv.filter((a) => !a.startsWith('--stack-size')),
       resourceLimits: { stackSizeMb: 32 },

@@ -783,7 +783,7 @@ export class BermRuntime extends EventEmitter {
   private startWake(w: WakeRecord, now: number): void {
     const h = this.registry.get(w.harness);
     const chain: ChainSpec = {
-      ...this.freshChain(),
+      ...this.freshChain(w.authority ?? undefined),
       depth: w.depth,
       ...(w.chain && w.kind === 'call' ? { id: w.chain } : {}),
     };
@@ -907,6 +907,7 @@ export class BermRuntime extends EventEmitter {
       chain: spec.chain?.id ?? null,
       depth,
       armedAt: Date.now(),
+      authority: spec.chain?.authority ?? null,
     });
   }
 
@@ -1079,7 +1080,7 @@ export interface ArmSpec {
   /** 'api', 'cli' or the arming harness (default 'api') */
   armedBy?: string;
   chain?: ChainSpec;
-  /** who the wake acts for (kept with the chain of the arming invocation; not persisted yet) */
+  /** who the wake acts for (default: the arming chain's authority); persisted with the wake */
   authority?: Authority;
 }
 
@@ -1120,6 +1121,8 @@ export function wakeSpec(
     // hit the depth limit after a few occurrences)
     depth: 0,
     armedAt: Date.now(),
+    // ...but it acts for whoever armed it (persisted with the wake)
+    authority: spec.authority ?? spec.chain?.authority ?? null,
   };
 }
 

@@ -24,10 +24,10 @@ export async function testDaemon(
   root = mkdtempSync(join(tmpdir(), 'bermd-test-')),
 ): Promise<TestDaemon> {
   const logs: string[] = [];
-  const settings = resolveSettings(
-    { addr: '127.0.0.1:0', root, workers: '2', cacheDir: TEST_CACHE, ...flags },
-    env,
-  );
+  const settings = {
+    ...resolveSettings({ addr: '127.0.0.1:0', root, workers: '1', cacheDir: TEST_CACHE, ...flags }, env),
+    limit: flags.limit ?? [],
+  };
   const d = await startDaemon(settings, createRuntimeBackend, env, (l) => logs.push(l));
   const token = env.BERMD_TOKEN ?? null;
   return {

@@ -64,6 +64,21 @@ export function wakesText(ws: WakeInfo[], now = Date.now()): string {
   return rows.join('\n') + '\n';
 }
 
+/**
+ * True when a wake verb works on a `berm run` state directory (`--state`) rather than a daemon.
+ * `--state` with `--host` or `--token-file` is ambiguous and refused.
+ * @throws CliError for the ambiguous combination
+ */
+function local(flags: DaemonFlags & { state?: string }): flags is DaemonFlags & { state: string } {
+  if (flags.state === undefined) return false;
+  if (flags.host !== undefined || flags.tokenFile !== undefined) {
+    throw new CliError(
+      'wake: --state (a berm run state directory) and --host/--token-file (a daemon) exclude each other',
+    );
+  }
+  return true;
+}
+
 /** Options of `wake add`. */
 interface AddFlags extends DaemonFlags, Partial<Omit<LocalAddFlags, 'state'>> {
   in?: number;
@@ -90,7 +105,7 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
   ).action((harness: string, flags: AddFlags, cmd: Command) =>
     ctx.run(cmd, async () => {
       const g = ctx.globals(cmd);
-      if (flags.state !== undefined) return localWakeAdd(ctx, cmd, harness, { ...flags, state: flags.state });
+      if (local(flags)) return localWakeAdd(ctx, cmd, harness, { ...flags, state: flags.state });
       if ((flags.in === undefined) === (flags.at === undefined)) {
         throw new CliError('wake add: give exactly one of --in DELAY and --at TIME');
       }
@@ -111,7 +126,7 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
   ).action((flags: DaemonFlags & { state?: string }, cmd: Command) =>
     ctx.run(cmd, async () => {
       const g = ctx.globals(cmd);
-      if (flags.state !== undefined) return localWakeLs(ctx, cmd, { state: flags.state });
+      if (local(flags)) return localWakeLs(ctx, cmd, { state: flags.state });
       const ws = await withDaemon(flags, (c) => c.listWakes());
       ctx.io.out(g.json ? JSON.stringify(ws) + '\n' : wakesText(ws));
       return ExitCode.Ok;
@@ -125,7 +140,7 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
   ).action((id: string, flags: DaemonFlags & { state?: string }, cmd: Command) =>
     ctx.run(cmd, async () => {
       const g = ctx.globals(cmd);
-      if (flags.state !== undefined) return localWakeRm(ctx, cmd, id, { state: flags.state });
+      if (local(flags)) return localWakeRm(ctx, cmd, id, { state: flags.state });
       await withDaemon(flags, (c) => c.removeWake(id));
       ctx.io.out(g.json ? JSON.stringify({ status: 'ok', id }) + '\n' : `cancelled ${id}\n`);
       return ExitCode.Ok;

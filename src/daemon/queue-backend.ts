@@ -1,0 +1,200 @@
+/**
+ * The daemon's {@link Backend} over the queue's runtime (src/runtime): guests and translations run
+ * on its worker pool, wakes live in its due-set, every invocation is journaled by it. The daemon
+ * keeps its own deployment store (content-addressed files under --root), so deploys go to the
+ * runtime unpersisted.
+ */
+import {
+  BermRuntime,
+  type LimitSource,
+  type Outcome,
+  type RuntimeLimits,
+  type WakeRecord,
+} from '../runtime/index.js';
+import type {
+  Authority,
+  Backend,
+  DeployGrant,
+  InvocationEvent,
+  InvokeOutcome,
+  RuntimeStats,
+  WakeInfo,
+  WakeRequest,
+} from './backend.js';
+
+/** The wake as the API shows it (ms since the epoch; the runtime's record fields in snake_case). */
+export function wakeInfo(w: WakeRecord): WakeInfo {
+  return {
+    id: w.id,
+    harness: w.harness,
+    due_at: w.when,
+    payload: w.payload,
+    kind: w.kind,
+    entry: w.entry,
+    armed_by: w.armedBy,
+    armed_at: w.armedAt,
+    attempt: w.attempt,
+  };
+}
+
+/** Map the runtime's outcome to the daemon's. */
+export function toInvokeOutcome(o: Outcome): InvokeOutcome {
+  const chain = o.info?.chain;
+  const withChain = <T extends InvokeOutcome>(x: T): T => (chain !== undefined ? { ...x, chain } : x);
+  switch (o.status) {
+    case 'ok':
+      return withChain({ status: 'ok', result: o.result });
+    case 'failed':
+      return withChain({ status: 'failed', message: o.message });
+    case 'trapped':
+      return withChain({
+        status: 'trapped',
+        trap: o.trap.name,
+        message: o.trap.message,
+        pc: o.trap.pc,
+        symbol: o.trap.symbol ? `${o.trap.symbol}+0x${o.trap.offset.toString(16)}` : '',
+      });
+    case 'refused':
+      return { status: 'refused', message: o.error.message, limit: o.error.limit };
+    case 'error':
+      return withChain({ status: 'error', message: o.message, code: o.code });
+  }
+}
+
+/** A Backend on a running {@link BermRuntime}. */
+export class QueueBackend implements Backend {
+  private readonly closers: (() => Promise<void>)[] = [];
+
+  constructor(readonly runtime: BermRuntime) {}
+
+  /** Run `f` when the backend closes, before the runtime does (attached services). */
+  onClose(f: () => Promise<void>): void {
+    this.closers.push(f);
+  }
+
+  /**
+   * Create the runtime with its state (due-set, journal, storage keys) directly under `root`.
+   * @param limits the queue limits with their sources (flag, env, file)
+   */
+  static async create(options: {
+    root: string;
+    cacheDir: string;
+    workers: number;
+    limits: Partial<RuntimeLimits>;
+    limitSources: Partial<Record<keyof RuntimeLimits, LimitSource>>;
+    log: (line: string) => void;
+  }): Promise<QueueBackend> {
+    const runtime = await BermRuntime.create({
+      state: options.root,
+      cacheDir: options.cacheDir,
+      poolSize: options.workers,
+      limits: options.limits,
+      limitSources: options.limitSources,
+      log: options.log,
+    });
+    return new QueueBackend(runtime);
+  }
+
+  async deploy(name: string, elf: Uint8Array, grant: DeployGrant): Promise<void> {
+    await this.runtime.deploy(
+      name,
+      elf,
+      { capabilities: grant.capabilities, grant: grant.grant },
+      { persist: false },
+    );
+  }
+
+  async undeploy(name: string): Promise<void> {
+    this.runtime.undeploy(name);
+  }
+
+  async invoke(
+    harness: string,
+    tool: string,
+    argsJson: string,
+    options: { onLog?: (line: string) => void; authority?: Authority },
+  ): Promise<InvokeOutcome> {
+    const o = await this.runtime.invoke(harness, tool, argsJson, {
+      ...(options.onLog ? { onLog: options.onLog } : {}),
+      ...(options.authority ? { authority: options.authority } : {}),
+    });
+    return toInvokeOutcome(o);
+  }
+
+  async armWake(req: WakeRequest): Promise<WakeInfo> {
+    return wakeInfo(
+      this.runtime.arm({
+        harness: req.harness,
+        delayMs: req.delayMs,
+        payload: req.payload,
+        armedBy: 'api',
+        ...(req.id !== undefined ? { id: req.id } : {}),
+      }),
+    );
+  }
+
+  async listWakes(): Promise<WakeInfo[]> {
+    return this.runtime.list().map(wakeInfo);
+  }
+
+  async cancelWake(id: string): Promise<boolean> {
+    return this.runtime.cancel(id);
+  }
+
+  stats(): RuntimeStats {
+    const s = this.runtime.stats();
+    return {
+      queueDepth: s.queueDepth,
+      inFlight: s.inFlight,
+      wakesPending: s.wakesPending,
+      spills: s.spills,
+      translations: s.translations.translated,
+    };
+  }
+
+  onInvocation(listener: (e: InvocationEvent) => void): void {
+    this.runtime.on(
+      'invocation',
+      (rec: { trigger: string; harness: string; outcome: string }, o: Outcome | null) => {
+        if (rec.trigger !== 'call' && rec.trigger !== 'wake' && rec.trigger !== 'notify') return;
+        const info = o?.info;
+        listener({
+          trigger: rec.trigger,
+          harness: rec.harness,
+          outcome: rec.outcome as InvocationEvent['outcome'],
+          seconds: info ? (info.ms + info.waitMs) / 1000 : 0,
+        });
+      },
+    );
+  }
+
+  start(): void {
+    this.runtime.start();
+  }
+
+  limits(): [string, string, string][] {
+    const rt = this.runtime;
+    return (Object.keys(rt.limits) as (keyof RuntimeLimits)[]).map((k) => [
+      k,
+      String(rt.limits[k]),
+      rt.limitSources[k] === 'default'
+        ? 'default'
+        : rt.limitSources[k] === 'flag'
+          ? 'flag --limit'
+          : rt.limitSources[k] === 'env'
+            ? 'env BERMD_LIMITS'
+            : rt.limitSources[k] === 'file'
+              ? 'file [limits]'
+              : rt.limitSources[k],
+    ]);
+  }
+
+  get drainMs(): number {
+    return this.runtime.limits.drainMs;
+  }
+
+  async close(drainMs: number): Promise<void> {
+    for (const f of this.closers.splice(0)) await f();
+    await this.runtime.close(drainMs);
+  }
+}

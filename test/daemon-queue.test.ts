@@ -1,0 +1,170 @@
+// bermd on the queue: wakes through the HTTP API on the queue's due-set (arm, list, cancel,
+// refusals, a wake that fires), and guests off the serving thread (a spinning guest does not stop
+// the daemon from answering).
+import t from 'tap';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AgentClient, decodeServer, encodeClient, parseEndpoint } from '../src/protocol/index.js';
+import { elf, testDaemon } from './helpers/daemon.js';
+
+const QG = elf('test/data/queue-guest.elf');
+const ECHO = elf('fixtures/build/echo-gcc-O2.elf');
+
+async function until<T>(f: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+t.test('wakes: arm, list, cancel, fire, refusals', async (t) => {
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal((await d.req('/harnesses/qg', { method: 'PUT', body: QG })).status, 200);
+  t.equal((await d.req('/harnesses/echo', { method: 'PUT', body: ECHO })).status, 200);
+
+  const before = Date.now();
+  const arm = await d.req('/wakes', {
+    method: 'POST',
+    body: JSON.stringify({ harness: 'qg', delay_ms: 600_000, payload: 'later', id: 'w-later' }),
+  });
+  t.equal(arm.status, 201);
+  const w = (await arm.json()) as { id: string; harness: string; due_at: number; payload: string };
+  t.equal(w.id, 'w-later');
+  t.equal(w.harness, 'qg');
+  t.equal(w.payload, 'later');
+  t.ok(w.due_at >= before + 600_000 && w.due_at <= Date.now() + 600_000, 'due in 10 minutes');
+
+  const list = (await (await d.req('/wakes')).json()) as { wakes: { id: string }[] };
+  t.same(
+    list.wakes.map((x) => x.id),
+    ['w-later'],
+  );
+  t.equal((await d.req('/wakes/w-later', { method: 'DELETE' })).status, 204);
+  t.same(((await (await d.req('/wakes')).json()) as { wakes: unknown[] }).wakes, []);
+  const again = await d.req('/wakes/w-later', { method: 'DELETE' });
+  t.equal(again.status, 404);
+  t.match(((await again.json()) as { error: string }).error, /no wake with id w-later/);
+
+  const noWake = await d.req('/wakes', {
+    method: 'POST',
+    body: JSON.stringify({ harness: 'echo', delay_ms: 10 }),
+  });
+  t.equal(noWake.status, 400);
+  t.match(((await noWake.json()) as { error: string }).error, /on_wake/);
+  const unknown = await d.req('/wakes', {
+    method: 'POST',
+    body: JSON.stringify({ harness: 'nope', delay_ms: 10 }),
+  });
+  t.equal(unknown.status, 404);
+  for (const body of [
+    { harness: 'qg', delay_ms: -1 },
+    { harness: 'qg', delay_ms: 'soon' },
+    { harness: 'qg' },
+    { harness: 'qg', at: 'tomorrow' },
+    { harness: 'q.g', delay_ms: 1 },
+  ]) {
+    const r = await d.req('/wakes', { method: 'POST', body: JSON.stringify(body) });
+    t.equal(r.status, 400, `refused: ${JSON.stringify(body)}`);
+  }
+  t.equal((await d.req('/wakes', { method: 'POST', body: '{"harness":' })).status, 400);
+  t.same(((await (await d.req('/wakes')).json()) as { wakes: unknown[] }).wakes, [], 'nothing armed');
+
+  // a wake due now fires through the queue
+  t.equal(
+    (
+      await d.req('/wakes', {
+        method: 'POST',
+        body: JSON.stringify({ harness: 'qg', delay_ms: 0, payload: 'now' }),
+      })
+    ).status,
+    201,
+  );
+  const line = await until(async () => {
+    const text = await (await d.req('/metrics')).text();
+    return /^berm_invocations_total\{trigger="wake",outcome="ok"\} 1$/m.exec(text)?.[0];
+  }, 'the wake to fire');
+  t.ok(line, 'a wake-triggered invocation finished ok');
+  t.same(
+    ((await (await d.req('/wakes')).json()) as { wakes: unknown[] }).wakes,
+    [],
+    'fired wake left the due-set',
+  );
+});
+
+t.test('a spinning guest runs on a worker: the daemon keeps answering', async (t) => {
+  const d = await testDaemon({ limit: ['timeoutMs=3000'], workers: '2' });
+  t.teardown(() => d.stop());
+  t.equal((await d.req('/harnesses/qg', { method: 'PUT', body: QG })).status, 200);
+  const spinning = d.req('/harnesses/qg/tools/spin', { method: 'POST', body: '{}' });
+  await new Promise((r) => setTimeout(r, 200));
+  const t0 = Date.now();
+  const health = await d.req('/health');
+  t.equal(health.status, 200);
+  const echo = await d.req('/harnesses/qg/tools/echo', { method: 'POST', body: '{"during":"spin"}' });
+  t.same(await echo.json(), { done: '{"during":"spin"}' }, 'another call ran meanwhile (2 workers)');
+  const answered = Date.now() - t0;
+  const r = await spinning;
+  const spun = Date.now() - t0;
+  t.ok(answered < spun, `answered in ${answered} ms while the spin ran ${spun} ms more`);
+  t.equal(r.status, 500);
+  t.match(await r.json(), { trap: 'Interrupted' });
+  t.ok(
+    d.logs.some((l) => /timeoutMs +3000 +\(flag --limit\)/.test(l)),
+    'boot log names the limit and its source',
+  );
+});
+
+t.test(
+  'queue limits: [limits] of the declaration file, BERMD_LIMITS, --limit; each with its source',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'bermd-limits-'));
+    const file = join(dir, 'decl.toml');
+    writeFileSync(file, '[limits]\ntimeoutMs = 4000\nchainDepth = 2\n');
+    const d = await testDaemon(
+      { config: file, limit: ['queueDepth=50'] },
+      { BERMD_LIMITS: 'chainDepth=3,harnessRate=77' },
+    );
+    t.teardown(() => d.stop());
+    const line = (k: string): string | undefined => d.logs.find((l) => new RegExp(`^  ${k} `).test(l));
+    t.match(line('timeoutMs'), /timeoutMs +4000 +\(file \[limits\]\)/);
+    t.match(line('chainDepth'), /chainDepth +3 +\(env BERMD_LIMITS\)/, 'env beats file');
+    t.match(line('harnessRate'), /harnessRate +77 +\(env BERMD_LIMITS\)/);
+    t.match(line('queueDepth'), /queueDepth +50 +\(flag --limit\)/);
+    t.match(line('concurrency'), /concurrency +1 +\(default\)/);
+    await t.rejects(testDaemon({ limit: ['nonsense=1'] }), /unknown limit "nonsense"/);
+  },
+);
+
+t.test('the protocol endpoint arms wakes in the same due-set as POST /wakes', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'bermd-proto-'));
+  const sock = join(dir, 'berm.sock');
+  const d = await testDaemon({ protocolEndpoint: `unix:${sock}` });
+  t.teardown(() => d.stop());
+  t.ok(d.logs.some((l) => l === `protocol endpoint on unix:${sock}`));
+  t.equal((await d.req('/harnesses/qg', { method: 'PUT', body: QG })).status, 200);
+  const c = new AgentClient(parseEndpoint(`unix:${sock}`));
+  t.teardown(() => c.close());
+  const at = Date.now() + 3_600_000;
+  const reply = decodeServer(
+    (
+      await c.call(
+        encodeClient('berm', { schedule_wake: { at_ms: at, harness: 'qg', payload: 'p', id: 'via-proto' } }),
+        { timeoutMs: 10_000 },
+      )
+    )[0]!,
+  );
+  t.match(reply.berm, { wake: { id: 'via-proto', harness: 'qg', entry: 'on_wake', payload: 'p' } });
+  const list = (await (await d.req('/wakes')).json()) as {
+    wakes: { id: string; due_at: number; armed_by: string }[];
+  };
+  t.same(
+    list.wakes.map((w) => [w.id, w.due_at, w.armed_by]),
+    [['via-proto', at, 'protocol']],
+  );
+  t.equal((await d.req('/wakes/via-proto', { method: 'DELETE' })).status, 204);
+});
