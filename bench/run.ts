@@ -623,6 +623,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   startup: async () => benchStartup(),
   speed: benchSpeed,
   queue: () => benchQueue(fig, progress),
+  compile: async () => benchCompile(),
 };
 
 async function main(): Promise<void> {
@@ -632,7 +633,6 @@ async function main(): Promise<void> {
     }
   }
   try {
-    benchCompile();
     for (const name of Object.keys(SECTIONS)) section(name);
     await benchMemory();
     benchDaemon();
