@@ -83,6 +83,8 @@ export class QueueBackend implements Backend {
     limits: Partial<RuntimeLimits>;
     limitSources: Partial<Record<keyof RuntimeLimits, LimitSource>>;
     log: (line: string) => void;
+    /** modules every worker imports first (capability registrations, e.g. the protocol door) */
+    workerModules?: (string | URL)[];
   }): Promise<QueueBackend> {
     const runtime = await BermRuntime.create({
       state: options.root,
@@ -91,6 +93,7 @@ export class QueueBackend implements Backend {
       limits: options.limits,
       limitSources: options.limitSources,
       log: options.log,
+      ...(options.workerModules ? { workerModules: options.workerModules } : {}),
     });
     return new QueueBackend(runtime);
   }

@@ -8,6 +8,7 @@
 import * as path from 'node:path';
 import { attachProtocol } from '../protocol/attach.js';
 import { PROTOCOL_SERVICE } from '../protocol/groups.js';
+import { PROTOCOL_MODULE } from '../protocol/index.js';
 import type { BackendFactory } from './daemon.js';
 import { QueueBackend } from './queue-backend.js';
 
@@ -20,6 +21,8 @@ export const createRuntimeBackend: BackendFactory = async (ctx) => {
     limits: ctx.limits,
     limitSources: ctx.limitSources,
     log: ctx.log,
+    // the workers link the protocol:* capabilities (the agent daemon: $BERM_AGENT_DAEMON)
+    workerModules: [PROTOCOL_MODULE],
   });
   try {
     const door = await attachProtocol(backend.runtime, {
