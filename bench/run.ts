@@ -32,6 +32,7 @@ import {
   type Figure,
   type Results,
 } from './lib/figures.js';
+import { benchQueue } from './queue.js';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const FIX = join(ROOT, 'fixtures/build');
@@ -621,6 +622,8 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   hostcall: benchHostCall,
   startup: async () => benchStartup(),
   speed: benchSpeed,
+  queue: () => benchQueue(fig, progress),
+  compile: async () => benchCompile(),
 };
 
 async function main(): Promise<void> {
@@ -630,7 +633,6 @@ async function main(): Promise<void> {
     }
   }
   try {
-    benchCompile();
     for (const name of Object.keys(SECTIONS)) section(name);
     await benchMemory();
     benchDaemon();

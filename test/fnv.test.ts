@@ -15,12 +15,6 @@ import '../src/protocol/index.js';
 // FNV-1a-64 of "berm.log", computed independently (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
 t.equal(fnv1a64('berm.log'), 0x718e2c830194e059n);
 
-/**
- * Names guest-sdk/caps.txt may hold before a capability serving them has landed: the schedule
- * capability's wake calls (the runtime's queue serves them).
- */
-const PLANNED = new Set(['berm.wake.arm', 'berm.wake.cancel', 'berm.call.after']);
-
 t.test(
   'guest-sdk/caps.txt names exactly what the host knows: core calls and the capability registry',
   async (t) => {
@@ -35,7 +29,7 @@ t.test(
       'every host call can be named by the SDK',
     );
     t.same(
-      caps.filter((n) => !host.includes(n) && !PLANNED.has(n)),
+      caps.filter((n) => !host.includes(n)),
       [],
       'every SDK name is answered by the host',
     );

@@ -21,6 +21,8 @@ const LAYER: Record<string, number> = {
   config: 8,
   runtime: 9,
   protocol: 10,
+  // the PostgreSQL store of the runtime (scale-out): beside the protocol, above the runtime
+  cluster: 10,
   cli: 11,
   // the library entry (`import ... from 'berm'`): re-exports the engine and harness layers
   'index.ts': 15,

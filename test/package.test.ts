@@ -169,6 +169,17 @@ t.test('npm pack, install into an empty project, type-check and run the document
     listing.some((n) => n.startsWith('package/src/') || n.startsWith('package/test/')),
     'no sources or tests',
   );
+  const { exports } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    exports: Record<string, string | Record<string, string>>;
+  };
+  for (const [entry, target] of Object.entries(exports)) {
+    for (const file of typeof target === 'string' ? [target] : Object.values(target)) {
+      t.ok(
+        listing.includes(`package/${file.replace(/^\.\//, '')}`),
+        `exports ${entry}: ${file} is in the tarball`,
+      );
+    }
+  }
 
   const dir = project(tgz);
   let r = run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], dir);

@@ -4,6 +4,7 @@
  * every guest run and every translation happens behind it, on worker threads.
  */
 import type { Grant } from '../capabilities/types.js';
+import type { Deployments } from './deployments.js';
 
 /**
  * Who an invocation acts for, as the caller states it: the agent (e.g. the MCP client or a
@@ -124,6 +125,12 @@ export interface Backend {
    * wake finds its harness (optional: a runtime without wakes has nothing to start).
    */
   start?(): void;
+  /**
+   * With a store shared by several daemons: bring `deployments` in line with the store and keep
+   * them in step (src/daemon/cluster.ts); called after the local restore, before {@link start}.
+   * @returns problems met, one line each
+   */
+  join?(deployments: Deployments): Promise<string[]>;
   /** Every limit of the runtime as [name, value, source] for the boot log (optional). */
   limits?(): [string, string, string][];
   /** How long a shutdown lets in-flight work finish, ms (the runtime's drain limit). */

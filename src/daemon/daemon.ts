@@ -35,6 +35,10 @@ export interface BackendContext {
   workers: number;
   /** berm's protocol endpoint to listen on, or null */
   protocolEndpoint: string | null;
+  /** a PostgreSQL store shared with other daemons, or null (SQLite under root) */
+  store: string | null;
+  /** lease of a claimed wake with a PostgreSQL store, ms */
+  leaseMs: number;
   /** the queue's limits given by the operator, and where each came from */
   limits: Partial<RuntimeLimits>;
   limitSources: Partial<Record<keyof RuntimeLimits, LimitSource>>;
@@ -140,6 +144,14 @@ export async function startDaemon(
   show('body-timeout-ms', settings.bodyTimeoutMs);
   show('workers', settings.workers);
   show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
+  show(
+    'store',
+    settings.store,
+    settings.store.value === null
+      ? `sqlite under ${root}`
+      : `${settings.store.value.replace(/:[^:@/]*@/, ':***@')} (shared; docs/scale-out.md)`,
+  );
+  if (settings.store.value !== null) show('lease-ms', settings.leaseMs);
 
   const backend = await makeBackend({
     root,
@@ -148,12 +160,16 @@ export async function startDaemon(
     limits: limits.limits,
     limitSources: limits.sources,
     protocolEndpoint: settings.protocolEndpoint.value,
+    store: settings.store.value,
+    leaseMs: settings.leaseMs.value,
     grants,
     log,
   });
   for (const [k, v, source] of backend.limits?.() ?? []) log(`  ${k.padEnd(16)} ${v}  (${source})`);
   const deployments = new Deployments(store, backend, grants);
   const problems = await deployments.restore();
+  // with a shared store: deployments follow the database before any wake may fire
+  if (backend.join) problems.push(...(await backend.join(deployments)));
   backend.start?.();
   for (const d of deployments.list()) {
     const g = d.granted;

@@ -28,6 +28,14 @@ const program = new Command('bermd')
     '--protocol-endpoint <where>',
     "berm's protocol endpoint for the agent daemon: unix:/path or 127.0.0.1:port (env BERMD_PROTOCOL_ENDPOINT)",
   )
+  .option(
+    '--store <url>',
+    'share due-set, deployments, storage keys and journal with other daemons in PostgreSQL (postgres://user@host:port/db; env BERMD_STORE); default: SQLite under --root',
+  )
+  .option(
+    '--lease <ms>',
+    'with --store: lease of a claimed wake, renewed while it runs (default 10000; env BERMD_LEASE_MS)',
+  )
   .option('--workers <n>', 'worker threads for guests and translations (default: the core count)')
   .allowExcessArguments(false);
 program.parse(process.argv);
@@ -43,6 +51,8 @@ const flags: Flags = {
   bodyTimeoutMs: o.bodyTimeout,
   workers: o.workers,
   protocolEndpoint: o.protocolEndpoint,
+  store: o.store,
+  leaseMs: o.lease,
 };
 const log = (line: string): void => void process.stderr.write(`bermd: ${line}\n`);
 

@@ -9,6 +9,7 @@ import {
   type LimitSource,
   type Outcome,
   type RuntimeLimits,
+  type RuntimeStore,
   type WakeRecord,
 } from '../runtime/index.js';
 import type {
@@ -83,14 +84,20 @@ export class QueueBackend implements Backend {
     limits: Partial<RuntimeLimits>;
     limitSources: Partial<Record<keyof RuntimeLimits, LimitSource>>;
     log: (line: string) => void;
+    /** a storage backend shared with other daemons (default: SQLite under root) */
+    store?: RuntimeStore;
+    /** modules every worker imports first (capability registrations, e.g. the protocol door) */
+    workerModules?: (string | URL)[];
   }): Promise<QueueBackend> {
     const runtime = await BermRuntime.create({
       state: options.root,
+      ...(options.store ? { store: options.store } : {}),
       cacheDir: options.cacheDir,
       poolSize: options.workers,
       limits: options.limits,
       limitSources: options.limitSources,
       log: options.log,
+      ...(options.workerModules ? { workerModules: options.workerModules } : {}),
     });
     return new QueueBackend(runtime);
   }

@@ -27,6 +27,10 @@ export interface Settings {
   workers: Setting<number>;
   /** berm's protocol endpoint for the agent-daemon side (`unix:/path` or `127.0.0.1:port`), or none */
   protocolEndpoint: Setting<string | null>;
+  /** a PostgreSQL store shared with other daemons (`postgres://...`), or null: SQLite under --root */
+  store: Setting<string | null>;
+  /** with a PostgreSQL store: lease of a claimed wake, ms */
+  leaseMs: Setting<number>;
 }
 
 /** Flag values as commander hands them over (strings; undefined when absent). */
@@ -124,6 +128,28 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
       env: 'BERMD_PROTOCOL_ENDPOINT',
       def: () => null,
       parse: (s) => s,
+    },
+    store: {
+      flag: 'store',
+      env: 'BERMD_STORE',
+      def: () => null,
+      parse: (s, where) => {
+        if (!/^postgres(ql)?:\/\//.test(s))
+          throw new SettingsError(
+            `${where}: ${JSON.stringify(s.replace(/:[^:@/]*@/, ':***@'))} is not a postgres:// URL (postgres://user[:password]@host:port/database); leave it out to keep the state in SQLite under --root`,
+          );
+        return s;
+      },
+    },
+    leaseMs: {
+      flag: 'lease',
+      env: 'BERMD_LEASE_MS',
+      def: () => 10_000,
+      parse: (s, where) => {
+        const n = parsePositive(s, where);
+        if (n < 300) throw new SettingsError(`${where}: a lease of ${n} ms is under the minimum of 300 ms`);
+        return n;
+      },
     },
     workers: {
       flag: 'workers',

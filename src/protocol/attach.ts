@@ -27,6 +27,8 @@ import {
 import { HarnessEventBus, SubscriptionError } from './events.js';
 import { PROTOCOL_SERVICE } from './groups.js';
 import { ProtocolServer, type ServerWakes } from './server.js';
+// the queue's thread checks grants against its registry too: register the protocol groups here
+import './index.js';
 
 /** A pending wake as the queue lists it. */
 export interface QueueWake {
@@ -48,6 +50,8 @@ export interface QueueSurface {
     id?: string;
     armedBy?: string;
     authority?: Authority;
+    /** the arming invocation's chain */
+    chain?: never;
   }): QueueWake;
   /** cancel a pending wake (of `harness` when given) */
   cancel(id: string, harness?: string): boolean;
@@ -59,6 +63,11 @@ export interface QueueSurface {
     record: { id: string; source: string; payload: string },
     options: { chain?: never; authority?: Authority },
   ): Promise<{ status: string; error?: { message: string }; message?: string }>;
+  /** register a service guests reach through CapabilityContext.service */
+  registerService?(
+    name: string,
+    service: (harness: string, chain: unknown, request: unknown) => CapabilityReply,
+  ): void;
 }
 
 /** Options of {@link attachProtocol}. */
@@ -162,6 +171,26 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
           return json(bus.publish(r.source, r.payload, { chain }));
         case 'list_wakes':
           return json(queue.list({ harness }).map(view));
+        case 'arm':
+          try {
+            return json(
+              view(
+                queue.arm({
+                  harness,
+                  at: r.at,
+                  payload: r.payload,
+                  ...(r.id !== undefined ? { id: r.id } : {}),
+                  armedBy: harness,
+                  authority: r.authority,
+                  chain: chain as never,
+                }),
+              ),
+            );
+          } catch (e) {
+            return { refused: (e as Error).message };
+          }
+        case 'cancel':
+          return json(queue.cancel(r.id, harness));
         default:
           return { refused: `${PROTOCOL_SERVICE}: unknown request` };
       }
@@ -171,6 +200,7 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
         : { error: `${PROTOCOL_SERVICE}: ${(e as Error).message}` };
     }
   };
+  queue.registerService?.(PROTOCOL_SERVICE, serve);
   return {
     bus,
     ...(server ? { server } : {}),

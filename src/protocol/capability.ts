@@ -119,9 +119,29 @@ interface ScheduleHostLike {
 }
 
 function wakesFrom(ctx: CapabilityContext): WakeBackend | undefined {
+  const ask = serviceOf(ctx);
+  if (ask) {
+    // the queue's own thread arms it: the exact instant, the invocation's authority and chain
+    return {
+      arm(w) {
+        const v = ask({
+          op: 'arm',
+          at: w.atMs,
+          payload: w.payload,
+          ...(w.id !== undefined ? { id: w.id } : {}),
+          authority: w.authority,
+        }) as WakeView | { refused: string };
+        return v;
+      },
+      cancel: (_h, id) => ask({ op: 'cancel', id }) === true,
+      list: () => {
+        const v = ask({ op: 'list_wakes' });
+        return Array.isArray(v) ? (v as WakeView[]) : [];
+      },
+    };
+  }
   const host = (ctx as { schedule?: ScheduleHostLike }).schedule;
   if (!host) return undefined;
-  const ask = serviceOf(ctx);
   const text = (r: CapabilityReply): string | { refused: string } =>
     'fields' in r
       ? fieldText(r.fields[0] ?? new Uint8Array(0))
@@ -137,8 +157,7 @@ function wakesFrom(ctx: CapabilityContext): WakeBackend | undefined {
       return text(host.cancel(id)) === '1';
     },
     list() {
-      const v = ask?.({ op: 'list_wakes' });
-      return Array.isArray(v) ? (v as WakeView[]) : [];
+      return [];
     },
   };
 }

@@ -120,6 +120,8 @@ export type ServiceRequest =
   | { op: 'list_subscriptions' }
   | { op: 'publish'; source: string; payload: string }
   | { op: 'list_wakes' }
+  | { op: 'arm'; at: number; payload: string; id?: string; authority: Authority }
+  | { op: 'cancel'; id: string }
   | { op: 'take' };
 
 /** berm's event bus towards harnesses (protocol:events). */

@@ -19,6 +19,12 @@ export function registerProtocolCapabilities(): void {
 
 registerProtocolCapabilities();
 
+/**
+ * This module's URL: hand it to the queue's `workerModules` so every worker thread registers the
+ * protocol capabilities too (each thread has its own registry).
+ */
+export const PROTOCOL_MODULE: string = import.meta.url;
+
 export {
   configureProtocol,
   protocolConfig,

@@ -1,5 +1,5 @@
 /**
- * The runtime of an operator's declaration file (upstream berm issue 6): every declared harness
+ * The runtime of an operator's declaration file: every declared harness
  * compiled from its verified bytes, and tool calls that link exactly the capabilities the
  * declaration grants. A capability a harness's manifest asks for but the declaration does not
  * grant is simply not linked (its ecall traps UnknownHostCall): the manifest is documentation.

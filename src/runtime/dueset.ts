@@ -101,16 +101,17 @@ export class DueHeap {
   }
 
   /**
-   * Entries due at `now` (when <= now), stale ones included, counted by a walk that prunes
-   * subtrees whose root is later; at most `cap` are counted.
+   * Entries with after < when <= now, stale ones included, counted by a walk that prunes subtrees
+   * whose root is later than `now`; at most `cap` are counted.
    */
-  countDue(now: number, cap = 1_000_000): number {
+  countDue(now: number, after = -Infinity, cap = 1_000_000): number {
     let count = 0;
     const stack = this.n > 0 ? [0] : [];
     while (stack.length > 0 && count < cap) {
       const i = stack.pop()!;
-      if (this.when[i]! > now) continue;
-      count++;
+      const w = this.when[i]!;
+      if (w > now) continue;
+      if (w > after) count++;
       const l = 2 * i + 1;
       if (l < this.n) stack.push(l);
       if (l + 1 < this.n) stack.push(l + 1);

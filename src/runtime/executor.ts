@@ -111,6 +111,8 @@ export class Executor {
       gm = new GuestModule(this.engine, image, layout, module.wasm, module.info);
     }
     const harness = Harness.fromModule(gm);
+    // one instance slot made now (memory + Wasm instance), so the first invocation does not pay it
+    gm.releaseSlot(gm.takeSlot());
     const g: Grant = { ...grant };
     if (capabilities.includes('storage') && g.database === undefined && this.defaultDatabase !== null)
       g.database = this.defaultDatabase;

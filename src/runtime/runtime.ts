@@ -207,6 +207,10 @@ export class BermRuntime extends EventEmitter {
   private readonly schedules = new Map<string, WakeRecord | null>();
   private heap = new DueHeap();
   private maxSeq = 0;
+  /** pending wakes in the store (kept here: counting rows per arm would be O(n)) */
+  private pendingCount = 0;
+  /** due wakes up to this instant have been counted as spilled once */
+  private spillMark = -Infinity;
   private redeliver: WakeRecord[] = [];
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
@@ -668,6 +672,7 @@ export class BermRuntime extends EventEmitter {
     for (const c of claimed) this.redeliver.push(c);
     const { when, seq } = this.store.dues.index(0);
     this.heap = DueHeap.from(when, seq);
+    this.pendingCount = seq.length;
     for (let i = 0; i < seq.length; i++) if (seq[i]! > this.maxSeq) this.maxSeq = seq[i]!;
   }
 
@@ -693,6 +698,8 @@ export class BermRuntime extends EventEmitter {
       this.heap.push(when[i]!, seq[i]!);
       if (seq[i]! > this.maxSeq) this.maxSeq = seq[i]!;
     }
+    // another process may also have cancelled some: take the store's word for the count
+    this.pendingCount = this.store.dues.count();
     this.armTimer();
     return seq.length;
   }
@@ -737,19 +744,31 @@ export class BermRuntime extends EventEmitter {
       this.heap.pop();
       const w = this.store.dues.claim(seq);
       if (!w) continue; // cancelled or replaced
+      this.pendingCount--;
       if (!this.canStart(w.harness) || !this.bucket(w.harness).take(now)) {
         // the harness is at its concurrency or rate limit: back to pending for a later drain
         this.store.dues.release(w.id, w.seq, w.when);
+        this.pendingCount++;
         setAside.push([when, seq]);
+        // a few set aside are enough to let other harnesses' wakes pass; more would cost two
+        // transactions each on every drain
+        if (setAside.length >= 16) break;
         continue;
       }
       this.startWake(w, now);
     }
-    const spilled = this.heap.countDue(now) + setAside.length + this.redeliver.length;
     for (const [when, seq] of setAside) this.heap.push(when, seq);
+    // each due wake left behind is counted once (those that fell due since the last count), at
+    // most every 50 ms: the count walks the due part of the heap
+    let spilled = 0;
+    if (this.heap.peekWhen() > now) this.spillMark = now;
+    else if (now - this.spillMark >= 50) {
+      spilled = this.heap.countDue(now, this.spillMark);
+      this.spillMark = now;
+    }
     if (spilled > 0) {
       this.counters.spills += spilled;
-      const oldest = Math.min(this.heap.peekWhen(), ...this.redeliver.map((w) => w.when));
+      const oldest = this.heap.peekWhen();
       this.emit('spill', { count: spilled, lateMs: now - oldest });
       if (now - this.lastSpillLog >= 1000) {
         this.lastSpillLog = now;
@@ -764,7 +783,7 @@ export class BermRuntime extends EventEmitter {
   private startWake(w: WakeRecord, now: number): void {
     const h = this.registry.get(w.harness);
     const chain: ChainSpec = {
-      ...this.freshChain(),
+      ...this.freshChain(w.authority ?? undefined),
       depth: w.depth,
       ...(w.chain && w.kind === 'call' ? { id: w.chain } : {}),
     };
@@ -888,13 +907,15 @@ export class BermRuntime extends EventEmitter {
       chain: spec.chain?.id ?? null,
       depth,
       armedAt: Date.now(),
+      authority: spec.chain?.authority ?? null,
     });
   }
 
   private put(spec: WakeSpec): WakeRecord {
-    if (!this.store.dues.get(spec.id) && this.store.dues.count() >= this.limits.maxPendingWakes)
+    if (this.pendingCount >= this.limits.maxPendingWakes && !this.store.dues.get(spec.id))
       throw new LimitError('maxPendingWakes', this.limits.maxPendingWakes, 'the due-set is full');
-    const { record } = this.store.dues.arm(spec);
+    const { record, replaced } = this.store.dues.arm(spec);
+    if (!replaced) this.pendingCount++;
     if (record.seq > this.maxSeq) this.maxSeq = record.seq;
     this.heap.push(record.when, record.seq);
     this.armTimer();
@@ -904,7 +925,9 @@ export class BermRuntime extends EventEmitter {
 
   /** Cancel a pending wake (of `harness` when given). @returns whether one was cancelled. */
   cancel(id: string, harness?: string): boolean {
-    return this.store.dues.cancel(id, harness);
+    const done = this.store.dues.cancel(id, harness);
+    if (done) this.pendingCount--;
+    return done;
   }
 
   /** Pending wakes, earliest first. */
@@ -972,7 +995,7 @@ export class BermRuntime extends EventEmitter {
       workers: this.pool.size,
       idleWorkers: this.pool.idle(),
       invocations: { ...this.counters.invocations },
-      wakesPending: this.store.dues.count(),
+      wakesPending: this.pendingCount,
       wakesClaimed: this.running.size + this.redeliver.length,
       spills: this.counters.spills,
       overrunSkips: this.counters.overrunSkips,
@@ -1057,7 +1080,7 @@ export interface ArmSpec {
   /** 'api', 'cli' or the arming harness (default 'api') */
   armedBy?: string;
   chain?: ChainSpec;
-  /** who the wake acts for (kept with the chain of the arming invocation; not persisted yet) */
+  /** who the wake acts for (default: the arming chain's authority); persisted with the wake */
   authority?: Authority;
 }
 
@@ -1098,6 +1121,8 @@ export function wakeSpec(
     // hit the depth limit after a few occurrences)
     depth: 0,
     armedAt: Date.now(),
+    // ...but it acts for whoever armed it (persisted with the wake)
+    authority: spec.authority ?? spec.chain?.authority ?? null,
   };
 }
 

@@ -14,6 +14,7 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { JsonlJournal } from './journal.js';
+import type { Authority } from './protocol.js';
 import type {
   DeploymentRecord,
   DeploymentStore,
@@ -43,9 +44,10 @@ type DatabaseCtor = new (file: string, options?: { timeout?: number }) => Databa
 const Sqlite = createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor;
 
 /** Schema version kept in PRAGMA user_version; a newer one is refused. */
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
-const WAKE_COLUMNS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at';
+const WAKE_COLUMNS =
+  'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority';
 
 interface WakeRow {
   seq: number;
@@ -59,6 +61,8 @@ interface WakeRow {
   chain: string | null;
   depth: number;
   armed_at: number;
+  /** JSON of the arming invocation's authority, or null (schema 2) */
+  authority: string | null;
   attempt: number;
 }
 
@@ -76,8 +80,14 @@ function fromRow(r: WakeRow): WakeRecord {
     depth: r.depth,
     attempt: r.attempt,
     armedAt: r.armed_at,
+    authority: r.authority ? (JSON.parse(r.authority) as Authority) : null,
   };
 }
+
+const authorityJson = (a: Authority | null | undefined): string | null =>
+  a && (a.agent !== undefined || a.session !== undefined || a.sender !== undefined)
+    ? JSON.stringify(a)
+    : null;
 
 /** Options of {@link SqliteStore.open}. */
 export interface SqliteStoreOptions {
@@ -95,20 +105,20 @@ class SqliteDues implements DueStore {
     this.s = {
       del: p('DELETE FROM wakes WHERE id = ?'),
       delOf: p('DELETE FROM wakes WHERE id = ? AND harness = ?'),
-      ins: p(`INSERT INTO wakes (${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`),
+      ins: p(`INSERT INTO wakes (${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`),
       get: p('SELECT * FROM wakes WHERE id = ?'),
       count: p('SELECT count(*) AS n FROM wakes'),
       index: p('SELECT when_ms, seq FROM wakes WHERE seq > ? ORDER BY seq').raw(true),
       take: p('DELETE FROM wakes WHERE seq = ? RETURNING *'),
       claimIns: p(
-        `INSERT OR REPLACE INTO claims (seq, ${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT OR REPLACE INTO claims (seq, ${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       claimed: p('SELECT * FROM claims ORDER BY when_ms, seq'),
       bump: p('UPDATE claims SET attempt = attempt + 1 WHERE id = ? AND seq = ? RETURNING *'),
       finish: p('DELETE FROM claims WHERE id = ? AND seq = ?'),
       unclaim: p('DELETE FROM claims WHERE id = ? AND seq = ? RETURNING *'),
       reinsert: p(
-        `INSERT OR IGNORE INTO wakes (seq, ${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT OR IGNORE INTO wakes (seq, ${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
     };
   }
@@ -126,6 +136,7 @@ class SqliteDues implements DueStore {
       w.chain,
       w.depth,
       w.armedAt,
+      authorityJson(w.authority),
     );
     return { record: { ...w, seq: Number(r.lastInsertRowid), attempt: 0 }, replaced };
   }
@@ -200,6 +211,7 @@ class SqliteDues implements DueStore {
         r.chain,
         r.depth,
         r.armedAt,
+        authorityJson(r.authority),
         r.attempt,
       );
       return r;
@@ -237,6 +249,7 @@ class SqliteDues implements DueStore {
         row.chain,
         row.depth,
         row.armed_at,
+        row.authority,
         attempt,
       );
     })();
@@ -379,17 +392,23 @@ export class SqliteStore implements RuntimeStore {
           seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
           harness TEXT NOT NULL, entry TEXT NOT NULL, when_ms REAL NOT NULL, payload TEXT NOT NULL,
           armed_by TEXT NOT NULL, chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL,
-          attempt INTEGER NOT NULL DEFAULT 0);
+          attempt INTEGER NOT NULL DEFAULT 0, authority TEXT);
         CREATE INDEX IF NOT EXISTS wakes_when ON wakes (when_ms, seq);
         CREATE TABLE IF NOT EXISTS claims (
           seq INTEGER NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL, harness TEXT NOT NULL,
           entry TEXT NOT NULL, when_ms REAL NOT NULL, payload TEXT NOT NULL, armed_by TEXT NOT NULL,
           chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL, attempt INTEGER NOT NULL,
-          PRIMARY KEY (id, seq));
+          authority TEXT, PRIMARY KEY (id, seq));
         CREATE TABLE IF NOT EXISTS deployments (
           name TEXT PRIMARY KEY, sha256 TEXT NOT NULL, elf BLOB NOT NULL, capabilities TEXT NOT NULL,
           grant_json TEXT NOT NULL, deployed_at REAL NOT NULL);
       `);
+      // schema 1 -> 2: wakes keep the arming invocation's authority
+      for (const table of ['wakes', 'claims']) {
+        const cols = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+        if (!cols.some((c) => c.name === 'authority'))
+          db.exec(`ALTER TABLE ${table} ADD COLUMN authority TEXT`);
+      }
       db.pragma(`user_version = ${SCHEMA_VERSION}`);
     } catch (e) {
       db.close();

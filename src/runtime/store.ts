@@ -8,6 +8,8 @@
  * local cache and writing through, or a later revision can make the interface asynchronous.
  */
 
+import type { Authority } from './protocol.js';
+
 /** What a wake starts when it fires. */
 export type WakeKind = 'wake' | 'call';
 
@@ -37,6 +39,11 @@ export interface WakeRecord {
   attempt: number;
   /** when it was armed, ms since epoch */
   armedAt: number;
+  /**
+   * Who the fired work acts for: the authority of the invocation that armed it (its agent,
+   * session and sender), so a wake may act as the agent that asked; null or absent for none.
+   */
+  authority?: Authority | null;
 }
 
 /** A wake to arm (the store assigns seq; attempt starts at 0). */

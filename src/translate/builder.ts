@@ -57,6 +57,7 @@ type I64Ops =
   | 'lt_s'
   | 'lt_u'
   | 'gt_u'
+  | 'le_u'
   | 'ge_s'
   | 'ge_u'
   | 'load'

@@ -436,6 +436,7 @@ export class ByteModule implements ExprBuilder {
     lt_s: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x53),
     lt_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x54),
     gt_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x56),
+    le_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x58),
     ge_s: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x59),
     ge_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x5a),
     load: (offset: number, align: number, ptr: Ref) => this.mem(T_I64, [ptr], 0x29, align, offset),

@@ -80,12 +80,14 @@ const L_E = 29; // effective address minus base
 const L_T = 30; // scratch
 const L_T2 = 31;
 const L_LABEL = 32; // i32: the Relooper's label helper, the direct structure's next block
-const L_PAIR = 33; // (i64, i64) call results; last, as ByteModule expands it into two locals
+const L_PC = 33; // i32: pc of the indirect jump that entered the function's shared switch
+const L_PAIR = 34; // (i64, i64) call results; last, as ByteModule expands it into two locals
 const VAR_TYPES = (t: Types, pair: binaryen.Type): binaryen.Type[] => [
   ...new Array(20).fill(t.i64),
   t.i64,
   t.i64,
   t.i64,
+  t.i32,
   t.i32,
   pair,
 ];
@@ -151,9 +153,13 @@ class FunctionEmitter {
     ]);
   }
   private fuel(cost: number, pc: number): Ref {
+    return this.fuelBy(this.c32(cost), pc);
+  }
+  /** Charge `cost` (an i32 expression) of fuel; poll the engine when the slice runs out. */
+  private fuelBy(cost: Ref, pc: number): Ref {
     const m = this.m;
     return m.block(null, [
-      m.global.set(Names.fuel, m.i32.sub(m.global.get(Names.fuel, this.t.i32), this.c32(cost))),
+      m.global.set(Names.fuel, m.i32.sub(m.global.get(Names.fuel, this.t.i32), cost)),
       m.if(
         m.i32.lt_s(m.global.get(Names.fuel, this.t.i32), this.c32(0)),
         m.global.set(Names.fuel, m.call(Names.poll, [this.c32(pc)], this.t.i32)),
@@ -217,14 +223,15 @@ class FunctionEmitter {
     const cfg = this.cfg;
     const r = (this.ctx.structure as { relooper: () => binaryen.Relooper }).relooper();
     const rb = new Map<number, number>();
-    const isSwitch = (b: BasicBlock) => b.term.kind === 'indirect-jump' && cfg.localTargets.length > 0;
-    for (const b of cfg.blocks.values()) {
-      rb.set(
-        b.start,
-        isSwitch(b)
-          ? r.addBlockWithSwitch(this.blockCode(b), this.switchIndex())
-          : r.addBlock(this.blockCode(b)),
-      );
+    for (const b of cfg.blocks.values()) rb.set(b.start, r.addBlock(this.blockCode(b)));
+    // one switch per function over every jump-table target, entered from each indirect jump with
+    // L_T = target and L_PC = its pc (a switch per jump would be quadratic in function size)
+    const sw = this.hasSwitch() ? r.addBlockWithSwitch(this.switchCode(), this.switchIndex()) : null;
+    if (sw !== null) {
+      const lo = cfg.localTargets[0];
+      for (const a of cfg.localTargets) r.addBranchForSwitch(sw, rb.get(a)!, [(a - lo) / 2], m.nop());
+      // inside the span but not a jump-table target: only a function entry could be valid
+      r.addBranchForSwitch(sw, r.addBlock(this.switchTail()), [], m.nop());
     }
 
     // synthetic blocks: tail calls, traps and the indirect-jump default share one per target
@@ -281,13 +288,7 @@ class FunctionEmitter {
           break;
         }
         case 'indirect-jump': {
-          if (!isSwitch(b)) break;
-          const lo = cfg.localTargets[0];
-          for (const a of cfg.localTargets) {
-            r.addBranchForSwitch(from, rb.get(a)!, [(a - lo) / 2], edgeCode(b, a));
-          }
-          // inside the span but not a jump-table target: only a function entry could be valid
-          r.addBranchForSwitch(from, r.addBlock(this.indirectTail(t.pc)), [], m.nop());
+          if (sw !== null) r.addBranch(from, sw, 0, m.nop());
           break;
         }
         default:
@@ -320,7 +321,9 @@ class FunctionEmitter {
     const entry = blocks.findIndex((b) => b.start === cfg.start);
     if (entry > 0) blocks.unshift(...blocks.splice(entry, 1));
     const index = new Map(blocks.map((b, k) => [b.start, k]));
-    const n = blocks.length;
+    // the shared switch (see indirectJump) is one more case after the blocks
+    const sw = this.hasSwitch() ? blocks.length : -1;
+    const n = blocks.length + (sw >= 0 ? 1 : 0);
     const none = this.t.none;
     const parts: (Ref | number[])[] = [[Op.loop, 0x40]];
     for (let k = 0; k < n; k++) parts.push([Op.block, 0x40]);
@@ -355,6 +358,29 @@ class FunctionEmitter {
         : this.m.nop();
 
     for (let k = 0; k < n; k++) {
+      if (k === sw) {
+        // blocks that end in an indirect jump set L_T, L_PC and come here: a br_table over
+        // (L_T - lowest) / 2 to one handler per target; the default leaves through the dispatcher
+        const targets = cfg.localTargets;
+        const lo = targets[0];
+        const q = targets.length;
+        const span = (targets[q - 1] - lo) / 2 + 1;
+        const slot = new Map(targets.map((a, i) => [(a - lo) / 2, i]));
+        const head: number[] = [Op.block, 0x40];
+        for (let i = 0; i < q; i++) head.push(Op.block, 0x40);
+        const code: (Ref | number[])[] = [this.switchCode(), head, this.switchIndex()];
+        const sel: number[] = [Op.br_table];
+        uleb(sel, span);
+        for (let x = 0; x < span; x++) uleb(sel, slot.get(x) ?? q);
+        uleb(sel, q);
+        code.push(sel);
+        targets.forEach((a, i) => {
+          code.push([Op.end], ...jump(k, { kind: 'local', address: a }, 0, q - i, false));
+        });
+        code.push([Op.end], this.switchTail());
+        parts.push(bm.seq(none, code));
+        continue;
+      }
       const b = blocks[k];
       const code: (Ref | number[])[] = [this.blockCode(b)];
       const t = b.term;
@@ -383,28 +409,9 @@ class FunctionEmitter {
           code.push(edge(b, addr), ...jump(k, t.target, t.pc, 0, true));
           break;
         }
-        case 'indirect-jump': {
-          if (!(t.kind === 'indirect-jump' && cfg.localTargets.length > 0)) break;
-          // blockCode left L_T2 = target - lowest in range: a br_table over its halves
-          const targets = cfg.localTargets;
-          const lo = targets[0];
-          const q = targets.length;
-          const span = (targets[q - 1] - lo) / 2 + 1;
-          const slot = new Map(targets.map((a, i) => [(a - lo) / 2, i]));
-          const head: number[] = [Op.block, 0x40];
-          for (let i = 0; i < q; i++) head.push(Op.block, 0x40);
-          code.push(head, this.switchIndex());
-          const sel: number[] = [Op.br_table];
-          uleb(sel, span);
-          for (let x = 0; x < span; x++) uleb(sel, slot.get(x) ?? q);
-          uleb(sel, q);
-          code.push(sel);
-          targets.forEach((a, i) => {
-            code.push([Op.end], edge(b, a), ...jump(k, { kind: 'local', address: a }, t.pc, q - i, false));
-          });
-          code.push([Op.end], this.indirectTail(t.pc));
+        case 'indirect-jump':
+          if (sw >= 0) code.push(br(sw - k - 1));
           break;
-        }
         default:
           break; // return and fell-off end inside the block code
       }
@@ -463,7 +470,7 @@ class FunctionEmitter {
       case 'return':
         return m.return(m.tuple.make([this.get(10), this.get(11)]));
       case 'indirect-jump':
-        return this.indirectJump(t.rs1, t.imm, t.pc);
+        return this.indirectJump(t.rs1, t.imm, t.pc, b);
       case 'jump':
         return t.link ? this.set(t.link.rd, this.c64(t.link.value)) : m.nop();
       default:
@@ -518,23 +525,59 @@ class FunctionEmitter {
     );
   }
 
+  /** Whether the function has jump-table targets (and so the shared switch). */
+  private hasSwitch(): boolean {
+    return this.cfg.localTargets.length > 0;
+  }
+
   /**
-   * `jalr x0, imm(rs1)` with an unknown target. Without local jump-table targets it is an indirect
-   * tail call. With them, the block becomes a Relooper switch over (target - lowest) / 2 (targets
-   * are 2-byte aligned); targets outside that span leave as indirect tail calls here.
+   * `jalr x0, imm(rs1)` with an unknown target, in block `b`. Without local jump-table targets it
+   * is an indirect tail call. With them, L_T and L_PC are set for the function's shared switch
+   * (switchCode), which control enters next. A target in [lowest target, b.start] is a back edge:
+   * it is charged here as a static back edge would be, the length of the code it spans
+   * ((b.end - target) / 2, rounded up).
    */
-  private indirectJump(rs1: number, imm: number, pc: number): Ref {
+  private indirectJump(rs1: number, imm: number, pc: number, b: BasicBlock): Ref {
     const m = this.m;
+    const i64 = this.t.i64;
     const setT = m.local.set(L_T, m.i64.and(m.i64.add(this.get(rs1), this.c64(imm)), this.c64(-2)));
+    if (!this.hasSwitch()) return m.block(null, [setT, this.indirectTail(pc)]);
+    const lo = this.cfg.localTargets[0];
+    const parts = [setT, m.local.set(L_PC, this.c32(pc))];
+    if (lo <= b.start) {
+      const cost = m.i32.shr_u(
+        m.i32.sub(this.c32(b.end + 1), m.i32.wrap(m.local.get(L_T, i64))),
+        this.c32(1),
+      );
+      parts.push(
+        m.if(
+          m.i64.le_u(m.i64.sub(m.local.get(L_T, i64), this.c64(lo)), this.c64(b.start - lo)),
+          this.fuelBy(cost, pc),
+        ),
+      );
+    }
+    return m.block(null, parts);
+  }
+
+  /** The shared switch's own code: leave through the dispatcher unless L_T is in the span. */
+  private switchCode(): Ref {
+    const m = this.m;
     const targets = this.cfg.localTargets;
-    if (targets.length === 0) return m.block(null, [setT, this.indirectTail(pc)]);
     const lo = targets[0];
     const hi = targets[targets.length - 1];
     return m.block(null, [
-      setT,
       m.local.set(L_T2, m.i64.sub(m.local.get(L_T, this.t.i64), this.c64(lo))),
-      m.if(m.i64.gt_u(m.local.get(L_T2, this.t.i64), this.c64(hi - lo)), this.indirectTail(pc)),
+      m.if(m.i64.gt_u(m.local.get(L_T2, this.t.i64), this.c64(hi - lo)), this.switchTail()),
     ]);
+  }
+
+  /** `return_call dispatch(L_PC, L_T, ...)`: the shared switch's indirect tail call. */
+  private switchTail(): Ref {
+    return this.m.return_call(
+      Names.dispatch,
+      [this.m.local.get(L_PC, this.t.i32), this.m.local.get(L_T, this.t.i64), ...this.args()],
+      this.ctx.pair,
+    );
   }
 
   /** The br_table index of a switch block, valid after indirectJump's code ran. */

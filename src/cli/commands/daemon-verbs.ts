@@ -13,24 +13,15 @@
  * unknown name, missing token, daemon not reachable), 3 the guest trapped, 4 a daemon error.
  */
 import { existsSync } from 'node:fs';
-import { Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { parseReference } from '../../oci/index.js';
 import { CliError, ExitCode, readInputFile, type ExitCodeValue } from '../context.js';
 import type { CliContext } from '../program.js';
 import { DaemonClient, resolveTarget, type DaemonFlags, type HarnessInfo } from './daemon-client.js';
+import { addDaemonOptions, HARNESS_NAME } from './daemon-options.js';
 import { pullChecked, registryCall } from './registry-common.js';
 
-/** Harness names bermd accepts: 1 to 64 of a-z, 0-9, '_' and '-'. */
-export const HARNESS_NAME = /^[a-z0-9_-]{1,64}$/;
-
-/** Add `--host` and `--token-file` to a command. */
-export function addDaemonOptions(cmd: Command): Command {
-  return cmd
-    .addOption(new Option('--host <url>', 'bermd address (default $BERM_HOST, else http://127.0.0.1:7777)'))
-    .addOption(
-      new Option('--token-file <file>', "file whose first line is bermd's token (default $BERM_TOKEN)"),
-    );
-}
+export { addDaemonOptions, HARNESS_NAME, inspectsDaemon } from './daemon-options.js';
 
 /** Run `body` with a client of the daemon the flags select; the client is closed afterwards. */
 export async function withDaemon<T>(flags: DaemonFlags, body: (c: DaemonClient) => Promise<T>): Promise<T> {
@@ -78,19 +69,6 @@ export function harnessText(h: HarnessInfo): string {
     if (t.parameters !== undefined) out.push(`    parameters: ${JSON.stringify(t.parameters)}`);
   }
   return out.join('\n') + '\n';
-}
-
-/**
- * Whether `berm inspect ARG` means a daemon deployment rather than a local ELF. An ARG that is not
- * a valid harness name (it has a dot, a slash, an uppercase letter...) is always a file. A valid
- * name is a deployment when `--host` is given, or when no file of that name exists. So
- * `berm inspect build/echo.elf` and `berm inspect echo.elf` read the file, `berm inspect echo`
- * asks the daemon unless ./echo exists (`berm inspect ./echo` reads it), and
- * `berm inspect echo --host URL` always asks the daemon.
- */
-export function inspectsDaemon(arg: string, hostGiven: boolean): boolean {
-  if (!HARNESS_NAME.test(arg)) return false;
-  return hostGiven || !existsSync(arg);
 }
 
 /** `berm inspect NAME` against the daemon. */

@@ -11,7 +11,7 @@ import { DeclarationError, loadDeclarations } from '../../config/declarations.js
 import { CliError, ExitCode, readInputFile, type ExitCodeValue, type GlobalOptions } from '../context.js';
 import type { CliContext } from '../program.js';
 import type { DaemonFlags } from './daemon-client.js';
-import { addDaemonOptions, inspectRemote, inspectsDaemon } from './daemon-verbs.js';
+import { addDaemonOptions, inspectsDaemon } from './daemon-options.js';
 
 /** What inspect reports (the --json shape). */
 export interface InspectReport {
@@ -199,7 +199,9 @@ export function registerInspect(program: Command, ctx: CliContext): void {
     ctx.run(cmd, () => {
       const g = ctx.globals(cmd);
       if (opts.config !== undefined) return inspectDeclared(ctx, g, opts.config, file, !!opts.functions);
-      if (inspectsDaemon(file, opts.host !== undefined)) return inspectRemote(ctx, cmd, file, opts);
+      if (inspectsDaemon(file, opts.host !== undefined)) {
+        return import('./daemon-verbs.js').then((m) => m.inspectRemote(ctx, cmd, file, opts));
+      }
       const report = inspectImage(file, readElf(readInputFile(file)));
       ctx.io.out(g.json ? JSON.stringify(report, null, 2) + '\n' : inspectText(report, !!opts.functions));
       if (report.manifestError) {

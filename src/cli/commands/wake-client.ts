@@ -4,7 +4,7 @@
  * one. Body of `POST /wakes`: `{"harness", "delay_ms" | "at", "payload"?, "id"?}` (at: ms since
  * the Unix epoch); the answer and the list entries are `{id, harness, due_at, payload, ...}`.
  */
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, type Command } from '../commander.js';
 import { CliError, ExitCode } from '../context.js';
 import type { CliContext } from '../program.js';
 import type { DaemonFlags, WakeInfo } from './daemon-client.js';

@@ -1,0 +1,577 @@
+/**
+ * The PostgreSQL backend's SQL, asynchronous (pg 8): the schema and its version check, the shared
+ * due-set (arm, claim under a lease with `FOR UPDATE SKIP LOCKED`, lease renewal and expiry),
+ * deployments (image bytes once by digest), the storage capability's keys and the journal. The
+ * synchronous store (pg-store.ts) runs these in a bridge worker; tests call them directly.
+ * docs/scale-out.md describes the design.
+ *
+ * Tables (schema version {@link SCHEMA_VERSION}, kept in berm_schema):
+ *   berm_wakes        pending wakes. seq (bigserial) orders armings; id is unique among pending
+ *                     first deliveries (a partial unique index), so re-arming replaces; a
+ *                     redelivery row (a claim whose lease expired) may share its id with the next
+ *                     pending occurrence of the same schedule.
+ *   berm_claims       claimed wakes: running on `owner` until `lease_until` (ms, database clock).
+ *                     An owner renews its leases; an expired claim goes back to berm_wakes as a
+ *                     redelivery with a fresh seq and keeps its attempt count.
+ *   berm_images       ELF bytes by sha256, stored once.
+ *   berm_deployments  name -> sha256, grant, deployed_at.
+ *   berm_kv           the storage capability's keys (same shape as its SQLite table).
+ *   berm_journal      one row per finished invocation (the JSONL record as jsonb) and its daemon.
+ *
+ * Ordering: every statement that assigns a seq takes one transaction-scoped advisory lock first,
+ * so seqs become visible in increasing order and a daemon that has seen every seq up to N can
+ * pick up newer armings with `seq > N` without missing a slower concurrent transaction.
+ *
+ * Channels: NOTIFY berm_wakes (payload: the newest seq) after any arming or redelivery;
+ * NOTIFY berm_deployments (payload: JSON {name, op: 'put' | 'remove', by}) after a deploy or
+ * undeploy.
+ */
+import pg from 'pg';
+
+/** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
+export const SCHEMA_VERSION = 1;
+
+/** Channel of due-set changes. */
+export const WAKES_CHANNEL = 'berm_wakes';
+/** Channel of deployment changes. */
+export const DEPLOYMENTS_CHANNEL = 'berm_deployments';
+
+/** Key of the advisory lock that serialises seq assignment (any constant; "berm" in ASCII). */
+const SEQ_LOCK = 0x6265726d;
+/** Key of the advisory lock held while the schema is created or migrated. */
+const SCHEMA_LOCK = 0x6265726e;
+
+/** A pool or a client: anything that runs a query. */
+export type Queryable = Pick<pg.Pool, 'query'>;
+
+/** Raised when the database's schema is newer than this berm's. */
+export class SchemaVersionError extends Error {
+  override name = 'SchemaVersionError';
+}
+
+/** One migration per version: migrations[v - 1] takes a database from version v - 1 to v. */
+const MIGRATIONS: string[] = [
+  `
+  CREATE OR REPLACE FUNCTION berm_now_ms() RETURNS double precision
+    LANGUAGE sql VOLATILE AS $$ SELECT extract(epoch FROM clock_timestamp()) * 1000 $$;
+  CREATE TABLE berm_wakes (
+    seq bigserial PRIMARY KEY,
+    id text NOT NULL,
+    redelivery boolean NOT NULL DEFAULT false,
+    kind text NOT NULL,
+    harness text NOT NULL,
+    entry text NOT NULL,
+    when_ms double precision NOT NULL,
+    payload text NOT NULL,
+    armed_by text NOT NULL,
+    chain text,
+    depth integer NOT NULL,
+    armed_at double precision NOT NULL,
+    attempt integer NOT NULL DEFAULT 0);
+  CREATE UNIQUE INDEX berm_wakes_id ON berm_wakes (id) WHERE NOT redelivery;
+  CREATE INDEX berm_wakes_when ON berm_wakes (when_ms, seq);
+  CREATE TABLE berm_claims (
+    seq bigint NOT NULL,
+    id text NOT NULL,
+    kind text NOT NULL,
+    harness text NOT NULL,
+    entry text NOT NULL,
+    when_ms double precision NOT NULL,
+    payload text NOT NULL,
+    armed_by text NOT NULL,
+    chain text,
+    depth integer NOT NULL,
+    armed_at double precision NOT NULL,
+    attempt integer NOT NULL,
+    owner text NOT NULL,
+    lease_until double precision NOT NULL,
+    PRIMARY KEY (id, seq));
+  CREATE INDEX berm_claims_lease ON berm_claims (lease_until);
+  CREATE INDEX berm_claims_owner ON berm_claims (owner);
+  CREATE TABLE berm_images (
+    sha256 text PRIMARY KEY,
+    elf bytea NOT NULL,
+    stored_at double precision NOT NULL);
+  CREATE TABLE berm_deployments (
+    name text PRIMARY KEY,
+    sha256 text NOT NULL REFERENCES berm_images (sha256),
+    capabilities jsonb NOT NULL,
+    grant_json jsonb NOT NULL,
+    deployed_at double precision NOT NULL);
+  CREATE TABLE IF NOT EXISTS berm_kv (
+    harness text NOT NULL,
+    key bytea NOT NULL,
+    value bytea NOT NULL,
+    PRIMARY KEY (harness, key));
+  CREATE TABLE berm_journal (
+    n bigserial PRIMARY KEY,
+    daemon text NOT NULL,
+    rec jsonb NOT NULL);
+  `,
+];
+
+/**
+ * Create or migrate berm's schema in the database behind `pool`, under an advisory lock (several
+ * daemons may start at once).
+ * @param by who writes the schema (recorded in berm_schema)
+ * @returns the version found before (0 for an empty database)
+ * @throws SchemaVersionError when the database holds a newer schema (the message gives the fix);
+ *   pg errors when the database cannot be reached or refuses the DDL
+ */
+export async function migrate(pool: pg.Pool, by: string, where: string): Promise<number> {
+  const c = await pool.connect();
+  try {
+    await c.query('BEGIN');
+    await c.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
+    await c.query(
+      `CREATE TABLE IF NOT EXISTS berm_schema (
+         one boolean PRIMARY KEY DEFAULT true CHECK (one),
+         version integer NOT NULL,
+         written_by text NOT NULL,
+         updated_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const r = await c.query<{ version: number }>('SELECT version FROM berm_schema');
+    const found = r.rows[0]?.version ?? 0;
+    if (found > SCHEMA_VERSION) {
+      throw new SchemaVersionError(
+        `${where} holds berm schema version ${found}, newer than this berm's ${SCHEMA_VERSION}: a newer berm wrote it. ` +
+          `Fix: run a berm that knows schema ${found} on every daemon sharing this database, or point --store at another database`,
+      );
+    }
+    for (let v = found + 1; v <= SCHEMA_VERSION; v++) await c.query(MIGRATIONS[v - 1]!);
+    if (found < SCHEMA_VERSION) {
+      await c.query(
+        `INSERT INTO berm_schema (one, version, written_by) VALUES (true, $1, $2)
+         ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version, written_by = EXCLUDED.written_by, updated_at = now()`,
+        [SCHEMA_VERSION, by],
+      );
+    }
+    await c.query('COMMIT');
+    return found;
+  } catch (e) {
+    await c.query('ROLLBACK').catch(() => {});
+    throw e;
+  } finally {
+    c.release();
+  }
+}
+
+// ------------------------------------------------------------------ due-set
+
+/** A wake as stored (mirrors WakeRecord of store.ts; kept structural so this file stands alone). */
+export interface PgWake {
+  id: string;
+  seq: number;
+  kind: 'wake' | 'call';
+  harness: string;
+  entry: string;
+  when: number;
+  payload: string;
+  armedBy: string;
+  chain: string | null;
+  depth: number;
+  attempt: number;
+  armedAt: number;
+}
+/** A wake to arm. */
+export type PgWakeSpec = Omit<PgWake, 'seq' | 'attempt'>;
+
+interface WakeRow {
+  seq: string;
+  id: string;
+  kind: string;
+  harness: string;
+  entry: string;
+  when_ms: number;
+  payload: string;
+  armed_by: string;
+  chain: string | null;
+  depth: number;
+  armed_at: number;
+  attempt: number;
+}
+
+function wake(r: WakeRow): PgWake {
+  return {
+    id: r.id,
+    seq: Number(r.seq),
+    kind: r.kind === 'call' ? 'call' : 'wake',
+    harness: r.harness,
+    entry: r.entry,
+    when: r.when_ms,
+    payload: r.payload,
+    armedBy: r.armed_by,
+    chain: r.chain,
+    depth: r.depth,
+    attempt: r.attempt,
+    armedAt: r.armed_at,
+  };
+}
+
+const COLS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at';
+const UPDATE_COLS = COLS.split(', ')
+  .filter((c) => c !== 'id')
+  .map((c) => `${c} = EXCLUDED.${c}`)
+  .join(', ');
+
+/**
+ * Arm wakes (re-arming a pending id replaces it: new seq, attempt 0), in one statement, and
+ * notify the other daemons. Duplicate ids in `specs`: the last one wins.
+ * @returns the stored records in the order of `specs` (duplicates get the winner's record) and
+ *   which ids replaced a pending wake
+ */
+export async function arm(
+  db: Queryable,
+  specs: readonly PgWakeSpec[],
+): Promise<{ records: PgWake[]; replaced: Set<string> }> {
+  const last = new Map<string, PgWakeSpec>();
+  for (const s of specs) last.set(s.id, s);
+  const u = [...last.values()];
+  const r = await db.query<WakeRow & { replaced: boolean }>(
+    `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x)
+     INSERT INTO berm_wakes (${COLS}, attempt)
+       SELECT a.id, a.kind, a.harness, a.entry, a.when_ms, a.payload, a.armed_by, a.chain, a.depth, a.armed_at, 0
+       FROM l, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[],
+                      $8::text[], $9::int[], $10::float8[]) WITH ORDINALITY
+            AS a(id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, ord)
+       ORDER BY a.ord
+     ON CONFLICT (id) WHERE NOT redelivery DO UPDATE
+       SET seq = nextval(pg_get_serial_sequence('berm_wakes', 'seq')), ${UPDATE_COLS}, attempt = 0
+     RETURNING *, (xmax <> 0) AS replaced`,
+    [
+      u.map((s) => s.id),
+      u.map((s) => s.kind),
+      u.map((s) => s.harness),
+      u.map((s) => s.entry),
+      u.map((s) => s.when),
+      u.map((s) => s.payload),
+      u.map((s) => s.armedBy),
+      u.map((s) => s.chain),
+      u.map((s) => s.depth),
+      u.map((s) => s.armedAt),
+    ],
+  );
+  const byId = new Map<string, PgWake>();
+  const replaced = new Set<string>();
+  let top = 0;
+  for (const row of r.rows) {
+    const w = wake(row);
+    byId.set(w.id, w);
+    if (row.replaced) replaced.add(w.id);
+    if (w.seq > top) top = w.seq;
+  }
+  if (top > 0) await db.query('SELECT pg_notify($1, $2)', [WAKES_CHANNEL, String(top)]);
+  return { records: specs.map((s) => byId.get(s.id)!), replaced };
+}
+
+/**
+ * Cancel the pending wake `id` (of `harness` when given), a pending redelivery of it included.
+ * @returns whether anything was removed
+ */
+export async function cancel(db: Queryable, id: string, harness?: string): Promise<boolean> {
+  const r = await db.query('DELETE FROM berm_wakes WHERE id = $1 AND ($2::text IS NULL OR harness = $2)', [
+    id,
+    harness ?? null,
+  ]);
+  return (r.rowCount ?? 0) > 0;
+}
+
+/** The pending (first-delivery) wake `id`, or undefined. */
+export async function get(db: Queryable, id: string): Promise<PgWake | undefined> {
+  const r = await db.query<WakeRow>('SELECT * FROM berm_wakes WHERE id = $1 AND NOT redelivery', [id]);
+  return r.rows[0] ? wake(r.rows[0]) : undefined;
+}
+
+/** Pending wakes by due instant (then seq), optionally of one harness, at most `limit`. */
+export async function list(
+  db: Queryable,
+  options: { harness?: string; limit?: number } = {},
+): Promise<PgWake[]> {
+  const r = await db.query<WakeRow>(
+    'SELECT * FROM berm_wakes WHERE ($1::text IS NULL OR harness = $1) ORDER BY when_ms, seq LIMIT $2',
+    [options.harness ?? null, options.limit !== undefined && options.limit >= 0 ? options.limit : null],
+  );
+  return r.rows.map(wake);
+}
+
+/** Number of pending wakes. */
+export async function count(db: Queryable): Promise<number> {
+  const r = await db.query<{ n: string }>('SELECT count(*) AS n FROM berm_wakes');
+  return Number(r.rows[0]!.n);
+}
+
+/** (when, seq) of every pending wake with seq > afterSeq, in seq order. */
+export async function index(db: Queryable, afterSeq: number): Promise<{ when: number[]; seq: number[] }> {
+  const r = await db.query<[number, string]>({
+    text: 'SELECT when_ms, seq FROM berm_wakes WHERE seq > $1 ORDER BY seq',
+    values: [afterSeq],
+    rowMode: 'array',
+  });
+  const when = new Array<number>(r.rows.length);
+  const seq = new Array<number>(r.rows.length);
+  for (let i = 0; i < r.rows.length; i++) {
+    when[i] = r.rows[i]![0];
+    seq[i] = Number(r.rows[i]![1]);
+  }
+  return { when, seq };
+}
+
+/**
+ * Claim the pending arming `seq` for `owner` under a lease of `leaseMs` (database clock): in one
+ * statement, take the row unless another daemon holds it (`FOR UPDATE SKIP LOCKED`), move it to
+ * berm_claims with attempt + 1.
+ * @param harnesses when given, only a wake of one of these harnesses is claimed (a daemon does
+ *   not take a wake of a harness it has not deployed yet: another daemon runs it, or this one
+ *   once the deployment arrives and the wake is re-announced)
+ * @returns the claimed record, or null when the arming is gone (claimed elsewhere, cancelled,
+ *   replaced), locked by a daemon claiming it right now, or of another harness
+ */
+export async function claim(
+  db: Queryable,
+  seq: number,
+  owner: string,
+  leaseMs: number,
+  harnesses: readonly string[] | null = null,
+): Promise<PgWake | null> {
+  const r = await db.query<WakeRow>(
+    `WITH w AS (
+       DELETE FROM berm_wakes WHERE seq = (
+         SELECT seq FROM berm_wakes WHERE seq = $1 AND ($4::text[] IS NULL OR harness = ANY($4))
+         FOR UPDATE SKIP LOCKED)
+       RETURNING *)
+     INSERT INTO berm_claims (seq, ${COLS}, attempt, owner, lease_until)
+       SELECT seq, ${COLS}, attempt + 1, $2, berm_now_ms() + $3 FROM w
+     ON CONFLICT (id, seq) DO UPDATE
+       SET attempt = EXCLUDED.attempt, owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
+     RETURNING *`,
+    [seq, owner, leaseMs, harnesses],
+  );
+  return r.rows[0] ? wake(r.rows[0]) : null;
+}
+
+/** Claims held by `owner` (their wakes run there or wait for a schedule's previous occurrence). */
+export async function claimedBy(db: Queryable, owner: string): Promise<PgWake[]> {
+  const r = await db.query<WakeRow>('SELECT * FROM berm_claims WHERE owner = $1 ORDER BY when_ms, seq', [
+    owner,
+  ]);
+  return r.rows.map(wake);
+}
+
+/** Count one more delivery of a claim and take it for `owner`. @returns it, or null when gone. */
+export async function reclaim(
+  db: Queryable,
+  id: string,
+  seq: number,
+  owner: string,
+  leaseMs: number,
+): Promise<PgWake | null> {
+  const r = await db.query<WakeRow>(
+    `UPDATE berm_claims SET attempt = attempt + 1, owner = $3, lease_until = berm_now_ms() + $4
+     WHERE id = $1 AND seq = $2 RETURNING *`,
+    [id, seq, owner, leaseMs],
+  );
+  return r.rows[0] ? wake(r.rows[0]) : null;
+}
+
+/** Forget claims whose outcome is journaled ([id, seq] pairs). */
+export async function finish(db: Queryable, done: readonly [string, number][]): Promise<void> {
+  if (done.length === 0) return;
+  await db.query(
+    'DELETE FROM berm_claims c USING unnest($1::text[], $2::bigint[]) AS d(id, seq) WHERE c.id = d.id AND c.seq = d.seq',
+    [done.map((d) => d[0]), done.map((d) => d[1])],
+  );
+}
+
+/**
+ * Put a claim back as pending at `when` under its own seq (the releasing daemon's index still
+ * holds it), with the attempt that did not start taken back. When the schedule was re-armed
+ * meanwhile, the newer arming wins and this one is dropped.
+ */
+export async function release(db: Queryable, id: string, seq: number, when: number): Promise<void> {
+  await db.query(
+    `WITH c AS (DELETE FROM berm_claims WHERE id = $1 AND seq = $2 RETURNING *)
+     INSERT INTO berm_wakes (seq, ${COLS}, redelivery, attempt)
+       SELECT seq, id, kind, harness, entry, $3, payload, armed_by, chain, depth, armed_at,
+              attempt > 1, greatest(attempt - 1, 0) FROM c
+     ON CONFLICT DO NOTHING`,
+    [id, seq, when],
+  );
+}
+
+/**
+ * The periodic lease work of daemon `owner`, in this order: renew its own leases to now +
+ * `leaseMs`; move every expired claim (its daemon died or lost the database) back to the pending
+ * set as a redelivery with a fresh seq (attempt kept, so its next delivery counts attempt + 1);
+ * notify the other daemons when any moved.
+ * @returns how many leases were renewed and how many expired claims were put back
+ */
+export async function leaseWork(
+  db: Queryable,
+  owner: string,
+  leaseMs: number,
+): Promise<{ renewed: number; expired: number }> {
+  const renewed = await db.query('UPDATE berm_claims SET lease_until = berm_now_ms() + $2 WHERE owner = $1', [
+    owner,
+    leaseMs,
+  ]);
+  const moved = await db.query<{ seq: string }>(
+    `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x),
+     dead AS (
+       DELETE FROM berm_claims WHERE (id, seq) IN (
+         SELECT c.id, c.seq FROM berm_claims c, l WHERE c.lease_until < berm_now_ms()
+         ORDER BY c.when_ms LIMIT 10000 FOR UPDATE OF c SKIP LOCKED)
+       RETURNING *)
+     INSERT INTO berm_wakes (${COLS}, redelivery, attempt)
+       SELECT ${COLS}, true, attempt FROM dead ORDER BY when_ms
+     RETURNING seq`,
+  );
+  const expired = moved.rowCount ?? 0;
+  if (expired > 0) {
+    const top = Math.max(...moved.rows.map((r) => Number(r.seq)));
+    await db.query('SELECT pg_notify($1, $2)', [WAKES_CHANNEL, String(top)]);
+  }
+  return { renewed: renewed.rowCount ?? 0, expired };
+}
+
+/**
+ * Give every pending wake due before `dueBefore` (of `harness`, when given) a fresh seq and
+ * notify, so every daemon's index takes it again: after a daemon lost the database mid-claim it
+ * may have dropped its copy; after a harness is deployed, daemons that skipped its wakes take them.
+ * @returns how many were re-announced
+ */
+export async function reannounce(db: Queryable, dueBefore: number, harness?: string): Promise<number> {
+  const r = await db.query<{ seq: string }>(
+    `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x)
+     UPDATE berm_wakes SET seq = nextval(pg_get_serial_sequence('berm_wakes', 'seq'))
+     WHERE seq IN (SELECT w.seq FROM berm_wakes w, l WHERE w.when_ms < $1
+                     AND ($2::text IS NULL OR w.harness = $2)
+                   ORDER BY w.when_ms FOR UPDATE OF w SKIP LOCKED)
+     RETURNING seq`,
+    [dueBefore, harness ?? null],
+  );
+  const n = r.rowCount ?? 0;
+  if (n > 0) {
+    const top = Math.max(...r.rows.map((x) => Number(x.seq)));
+    await db.query('SELECT pg_notify($1, $2)', [WAKES_CHANNEL, String(top)]);
+  }
+  return n;
+}
+
+// ------------------------------------------------------------------ deployments
+
+/** A deployment as stored (mirrors DeploymentRecord of store.ts). */
+export interface PgDeployment {
+  name: string;
+  sha256: string;
+  elf: Uint8Array;
+  capabilities: string[];
+  grant: Record<string, unknown>;
+  deployedAt: number;
+}
+
+interface DeploymentRow {
+  name: string;
+  sha256: string;
+  elf: Buffer;
+  capabilities: string[];
+  grant_json: Record<string, unknown>;
+  deployed_at: number;
+}
+
+function deployment(r: DeploymentRow): PgDeployment {
+  return {
+    name: r.name,
+    sha256: r.sha256,
+    elf: new Uint8Array(r.elf.buffer, r.elf.byteOffset, r.elf.byteLength),
+    capabilities: r.capabilities,
+    grant: r.grant_json,
+    deployedAt: r.deployed_at,
+  };
+}
+
+/**
+ * Record a deployment: the image is uploaded only when its digest is not stored yet; the name is
+ * (re)pointed at it in the same transaction, then the other daemons are notified.
+ * @param by the daemon (notification payload, so it can ignore its own)
+ */
+export async function putDeployment(pool: pg.Pool, d: PgDeployment, by: string): Promise<void> {
+  const c = await pool.connect();
+  try {
+    await c.query('BEGIN');
+    const have = await c.query('SELECT 1 FROM berm_images WHERE sha256 = $1', [d.sha256]);
+    if (have.rowCount === 0) {
+      await c.query(
+        'INSERT INTO berm_images (sha256, elf, stored_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+        [d.sha256, Buffer.from(d.elf.buffer, d.elf.byteOffset, d.elf.byteLength), Date.now()],
+      );
+    }
+    await c.query(
+      `INSERT INTO berm_deployments (name, sha256, capabilities, grant_json, deployed_at)
+       VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (name) DO UPDATE SET sha256 = EXCLUDED.sha256, capabilities = EXCLUDED.capabilities,
+         grant_json = EXCLUDED.grant_json, deployed_at = EXCLUDED.deployed_at`,
+      [d.name, d.sha256, JSON.stringify(d.capabilities), JSON.stringify(d.grant), d.deployedAt],
+    );
+    await c.query(
+      `DELETE FROM berm_images i WHERE NOT EXISTS (SELECT 1 FROM berm_deployments d WHERE d.sha256 = i.sha256)`,
+    );
+    await c.query('SELECT pg_notify($1, $2)', [
+      DEPLOYMENTS_CHANNEL,
+      JSON.stringify({ name: d.name, op: 'put', sha256: d.sha256, by }),
+    ]);
+    await c.query('COMMIT');
+  } catch (e) {
+    await c.query('ROLLBACK').catch(() => {});
+    throw e;
+  } finally {
+    c.release();
+  }
+}
+
+/** Remove a deployment (and its image when no other name uses it), then notify. */
+export async function removeDeployment(db: Queryable, name: string, by: string): Promise<boolean> {
+  const r = await db.query<{ removed: string }>(
+    `WITH d AS (DELETE FROM berm_deployments WHERE name = $1 RETURNING sha256),
+     i AS (DELETE FROM berm_images WHERE sha256 IN (SELECT sha256 FROM d)
+           AND NOT EXISTS (SELECT 1 FROM berm_deployments x WHERE x.sha256 = berm_images.sha256 AND x.name <> $1))
+     SELECT count(*) AS removed, pg_notify($2, $3) FROM d`,
+    [name, DEPLOYMENTS_CHANNEL, JSON.stringify({ name, op: 'remove', by })],
+  );
+  return Number(r.rows[0]?.removed ?? 0) > 0;
+}
+
+/** One deployment with its image, or undefined. */
+export async function getDeployment(db: Queryable, name: string): Promise<PgDeployment | undefined> {
+  const r = await db.query<DeploymentRow>(
+    'SELECT d.*, i.elf FROM berm_deployments d JOIN berm_images i USING (sha256) WHERE d.name = $1',
+    [name],
+  );
+  return r.rows[0] ? deployment(r.rows[0]) : undefined;
+}
+
+/** Every deployment with its image, by name. */
+export async function listDeployments(db: Queryable): Promise<PgDeployment[]> {
+  const r = await db.query<DeploymentRow>(
+    'SELECT d.*, i.elf FROM berm_deployments d JOIN berm_images i USING (sha256) ORDER BY d.name',
+  );
+  return r.rows.map(deployment);
+}
+
+// ------------------------------------------------------------------ journal
+
+/** Append journal records of daemon `by` (one statement). */
+export async function appendJournal(db: Queryable, by: string, recs: readonly object[]): Promise<void> {
+  if (recs.length === 0) return;
+  await db.query('INSERT INTO berm_journal (daemon, rec) SELECT $1, r FROM unnest($2::jsonb[]) AS r', [
+    by,
+    recs.map((r) => JSON.stringify(r)),
+  ]);
+}
+
+/** Every journal record, oldest first, with the daemon that wrote it. */
+export async function readJournal(db: Queryable): Promise<(Record<string, unknown> & { daemon: string })[]> {
+  const r = await db.query<{ daemon: string; rec: Record<string, unknown> }>(
+    'SELECT daemon, rec FROM berm_journal ORDER BY n',
+  );
+  return r.rows.map((x) => ({ ...x.rec, daemon: x.daemon }));
+}

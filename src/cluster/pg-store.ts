@@ -1,0 +1,551 @@
+/**
+ * The PostgreSQL backend of {@link RuntimeStore}: several daemons (bermd, `berm run`) share one
+ * due-set, deployments, storage-capability keys and journal. docs/scale-out.md has the design.
+ *
+ * The store interface is synchronous (the queue calls it between guest runs on its own thread);
+ * PostgreSQL is not. Each call is therefore a blocking round trip through the synchronous bridge
+ * of the capabilities (src/capabilities/common/sync.ts: a worker thread that runs pg-job.ts while
+ * the caller waits in Atomics.wait). Everything that need not block runs asynchronously on the
+ * caller's event loop: one LISTEN connection (wakes armed and deployments changed by other
+ * daemons), and the lease work (renewal every third of the lease; expiry of dead daemons' claims
+ * once per lease period — the only periodic query, never faster than the lease period).
+ *
+ * Delivery stays at-least-once across daemons: a wake is claimed (moved to berm_claims with
+ * attempt + 1, under a lease owned by this process) before it runs and forgotten only after its
+ * journal record is written; a daemon that dies stops renewing, its leases expire and any daemon
+ * puts the claims back as redeliveries, which fire again with attempt + 1.
+ *
+ * The database going away: claims fail (the wake stays pending in the database and is
+ * re-announced to every daemon once the database is back), finished claims and their journal
+ * records wait in memory and are written on reconnection (in that order), arming and deploying
+ * throw (the caller refuses the request), {@link PgStore.available} turns false so callers can
+ * refuse invocations cleanly.
+ */
+import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { runSync } from '../capabilities/common/sync.js';
+import type { KvJob } from '../capabilities/storage/pg-kv.js';
+import * as sql from './pg-sql.js';
+import type { PgJob } from './pg-job.js';
+import type {
+  DeploymentRecord,
+  DeploymentStore,
+  DueStore,
+  Journal,
+  JournalRecord,
+  KeyStore,
+  RuntimeStore,
+  WakeRecord,
+  WakeSpec,
+} from '../runtime/store.js';
+
+const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+const JOB = new URL(`./pg-job${ext}`, import.meta.url);
+const KV_JOB = new URL(`../capabilities/storage/pg-kv${ext}`, import.meta.url);
+
+/** Options of {@link PgStore.open}. */
+export interface PgStoreOptions {
+  /** lease of a claimed wake, ms (default 10,000); renewed every third of it */
+  leaseMs?: number;
+  /** longest wait for one synchronous call, ms (default 10,000) */
+  timeoutMs?: number;
+  /** this process's name in claims and journal rows (default host:pid:random) */
+  owner?: string;
+  /** the store's own log lines (database down/up, expired leases taken over) */
+  log?: (line: string) => void;
+  /** connect timeout at open, ms (default 5,000) */
+  connectTimeoutMs?: number;
+}
+
+/** The database could not be reached or refused a call; the message says which and why. */
+export class PgStoreError extends Error {
+  override name = 'PgStoreError';
+}
+
+/** `url` with any password replaced by `***`, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+/** True when `s` names a PostgreSQL database (`postgres://` or `postgresql://`). */
+export function isPostgresStore(s: string): boolean {
+  return /^postgres(ql)?:\/\//.test(s);
+}
+
+/** What {@link PgStore.attach} needs of the runtime (BermRuntime has it). */
+export interface ClusterRuntime {
+  /** pick up wakes armed elsewhere (seq above the highest seen) */
+  rescan(): number;
+  harness(name: string): { sha256: string; capabilities: string[] } | undefined;
+  harnesses(): { name: string }[];
+  on(event: 'deploy', listener: (d: { name: string }) => void): unknown;
+  off(event: 'deploy', listener: (d: { name: string }) => void): unknown;
+  deploy(
+    name: string,
+    elf: Uint8Array,
+    grant: { capabilities: string[]; grant?: Record<string, unknown> },
+    opts?: { persist?: boolean },
+  ): Promise<unknown>;
+  undeploy(name: string): boolean;
+}
+
+/** A deployment change announced by another daemon. */
+export interface DeploymentChange {
+  name: string;
+  op: 'put' | 'remove';
+  by: string;
+}
+
+/** The PostgreSQL {@link RuntimeStore}. Events: 'wakes' (armed elsewhere), 'deployment' (DeploymentChange), 'down' (message), 'up'. */
+export class PgStore extends EventEmitter implements RuntimeStore {
+  readonly dues: DueStore;
+  readonly deployments: DeploymentStore;
+  readonly keys: KeyStore;
+  readonly journal: Journal;
+  readonly description: string;
+  readonly owner: string;
+  readonly leaseMs: number;
+  private readonly timeoutMs: number;
+  private listener: pg.Client | null = null;
+  private renewTimer: NodeJS.Timeout | null = null;
+  private expireTimer: NodeJS.Timeout | null = null;
+  private down: string | null = null;
+  private resync = false;
+  private closed = false;
+  private leaseBusy = false;
+  /** journal records of wakes, written together with their finished claims */
+  private heldJournal: JournalRecord[] = [];
+  /** journal records and finished claims not yet written (the database was away) */
+  private unwrittenJournal: JournalRecord[] = [];
+  private unwrittenFinish: [string, number][] = [];
+  /** the harnesses this process can run (claims are limited to them), when known */
+  private runnable: (() => string[]) | null = null;
+  /** names whose next remove() is the local echo of a remote undeploy (already removed there) */
+  private readonly echoRemoves = new Set<string>();
+
+  private constructor(
+    readonly url: string,
+    private readonly pool: pg.Pool,
+    private readonly options: PgStoreOptions,
+  ) {
+    super();
+    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.leaseMs = options.leaseMs ?? 10_000;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.description = `postgres ${redactUrl(url)} (lease ${this.leaseMs} ms, owner ${this.owner})`;
+    this.dues = this.makeDues();
+    this.deployments = this.makeDeployments();
+    this.keys = this.makeKeys();
+    this.journal = this.makeJournal();
+  }
+
+  /**
+   * Connect, create or migrate the schema, LISTEN, and start the lease work.
+   * @throws PgStoreError when the database cannot be reached (the message names it, without a
+   *   password, and gives the fix); SchemaVersionError when it holds a newer berm's schema
+   */
+  static async open(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
+    if (!isPostgresStore(url)) throw new PgStoreError(`${url} is not a postgres:// URL`);
+    const leaseMs = options.leaseMs ?? 10_000;
+    if (!Number.isFinite(leaseMs) || leaseMs < 300)
+      throw new RangeError(`the lease must be at least 300 ms, got ${leaseMs}`);
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: 2,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      // the store never keeps a process alive on its own (its owner decides when to exit)
+      allowExitOnIdle: true,
+    });
+    pool.on('error', () => {});
+    const store = new PgStore(url, pool, options);
+    try {
+      await sql.migrate(pool, store.owner, redactUrl(url));
+    } catch (e) {
+      await pool.end().catch(() => {});
+      if (e instanceof sql.SchemaVersionError) throw e;
+      throw new PgStoreError(
+        `cannot use PostgreSQL at ${redactUrl(url)}: ${(e as Error).message || String(e)}; ` +
+          'fix: start the database or correct --store (postgres://user[:password]@host:port/database)',
+      );
+    }
+    await store.listen().catch(() => {});
+    store.renewTimer = setInterval(() => void store.leaseWork(false), Math.max(100, store.leaseMs / 3));
+    store.renewTimer.unref();
+    store.expireTimer = setInterval(() => void store.leaseWork(true), store.leaseMs);
+    store.expireTimer.unref();
+    await store.leaseWork(true);
+    return store;
+  }
+
+  /** False while the database is unreachable (since the last failed call, until one succeeds). */
+  get available(): boolean {
+    return this.down === null;
+  }
+
+  /** Why the database is unavailable, or null. */
+  get problem(): string | null {
+    return this.down;
+  }
+
+  /**
+   * Keep a runtime in step with the other daemons: wakes armed elsewhere are rescanned; this
+   * process claims only wakes of harnesses it has deployed (a wake of a harness still on its way
+   * here is left to a daemon that has it, and re-announced when it arrives); and (unless
+   * `deployments: false`) a deployment made or removed elsewhere is deployed (compiled here, not
+   * persisted again) or undeployed here, changes of one name in order.
+   * @returns a function that detaches
+   */
+  attach(rt: ClusterRuntime, options: { deployments?: boolean } = {}): () => void {
+    let chain = Promise.resolve();
+    this.runnable = () => rt.harnesses().map((h) => h.name);
+    const onWakes = () => rt.rescan();
+    const onDeploy = (d: { name: string }) => void this.announce(d.name);
+    rt.on('deploy', onDeploy);
+    const onDeployment = (c: DeploymentChange) => {
+      chain = chain
+        .then(() => this.applyDeployment(rt, c))
+        .catch((e: unknown) => this.log(`deployment ${c.name} from ${c.by}: ${(e as Error).message}`));
+    };
+    this.on('wakes', onWakes);
+    if (options.deployments ?? true) this.on('deployment', onDeployment);
+    return () => {
+      this.runnable = null;
+      rt.off('deploy', onDeploy);
+      this.off('wakes', onWakes);
+      this.off('deployment', onDeployment);
+    };
+  }
+
+  /**
+   * A harness was deployed here: overdue wakes of it that every daemon skipped (none had it) get
+   * a fresh seq, so this daemon's index takes them.
+   */
+  private async announce(harness: string): Promise<void> {
+    try {
+      await sql.reannounce(this.pool, Date.now(), harness);
+    } catch (e) {
+      this.markDown((e as Error).message);
+    }
+  }
+
+  private async applyDeployment(rt: ClusterRuntime, c: DeploymentChange): Promise<void> {
+    const d = this.deployments.get(c.name);
+    const local = rt.harness(c.name);
+    if (!d) {
+      if (local) {
+        this.echoRemoves.add(c.name);
+        try {
+          rt.undeploy(c.name);
+        } finally {
+          this.echoRemoves.delete(c.name);
+        }
+      }
+      return;
+    }
+    if (
+      local &&
+      local.sha256 === d.sha256 &&
+      JSON.stringify([...local.capabilities].sort()) === JSON.stringify([...d.capabilities].sort())
+    )
+      return;
+    await rt.deploy(d.name, d.elf, { capabilities: d.capabilities, grant: d.grant }, { persist: false });
+  }
+
+  private log(line: string): void {
+    this.options.log?.(line);
+  }
+
+  private markDown(why: string): void {
+    if (this.down === null) {
+      this.down = why;
+      this.resync = true;
+      this.log(`PostgreSQL unavailable: ${why}`);
+      this.emit('down', why);
+    }
+  }
+
+  private markUp(): void {
+    if (this.down !== null) {
+      this.down = null;
+      this.log('PostgreSQL reachable again');
+      this.emit('up');
+    }
+  }
+
+  /** One blocking call through the bridge. @throws PgStoreError */
+  private call<T>(op: PgJob['op'], ...args: unknown[]): T {
+    const job: PgJob = { url: this.url, op, args };
+    const r = runSync<T>(JOB, 'run', job, this.timeoutMs);
+    if (!r.ok) {
+      this.markDown(r.error);
+      throw new PgStoreError(`PostgreSQL ${redactUrl(this.url)}: ${op}: ${r.error}`);
+    }
+    return r.value;
+  }
+
+  private async listen(): Promise<void> {
+    if (this.closed || this.listener) return;
+    const c = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 5000 });
+    const drop = () => {
+      if (this.listener === c) this.listener = null;
+      void c.end().catch(() => {});
+    };
+    c.on('error', drop);
+    c.on('end', drop);
+    let pending = false;
+    c.on('notification', (n) => {
+      if (n.channel === sql.WAKES_CHANNEL) {
+        // many armings in a burst: one rescan per turn of the event loop
+        if (pending) return;
+        pending = true;
+        setImmediate(() => {
+          pending = false;
+          if (!this.closed) this.emit('wakes');
+        });
+      } else if (n.channel === sql.DEPLOYMENTS_CHANNEL && n.payload) {
+        try {
+          const ch = JSON.parse(n.payload) as DeploymentChange;
+          if (ch.by !== this.owner) this.emit('deployment', ch);
+        } catch {
+          // not ours
+        }
+      }
+    });
+    await c.connect();
+    await c.query(`LISTEN ${sql.WAKES_CHANNEL}; LISTEN ${sql.DEPLOYMENTS_CHANNEL}`);
+    // idle listening never keeps the process alive (unref only now: an unref'd socket under an
+    // await would let the event loop end mid-query)
+    (c as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
+    this.listener = c;
+    // notifications may have been missed while not listening: look for new armings
+    this.emit('wakes');
+  }
+
+  /**
+   * Renew this process's leases (and, when `expire`, put expired claims of other daemons back);
+   * after an outage: write what waited, re-announce overdue wakes, listen again.
+   */
+  private async leaseWork(expire: boolean): Promise<void> {
+    if (this.closed || this.leaseBusy) return;
+    this.leaseBusy = true;
+    try {
+      if (this.unwrittenJournal.length > 0 || this.unwrittenFinish.length > 0) {
+        const recs = this.unwrittenJournal;
+        const done = this.unwrittenFinish;
+        await sql.appendJournal(this.pool, this.owner, recs);
+        this.unwrittenJournal = this.unwrittenJournal.slice(recs.length);
+        await sql.finish(this.pool, done);
+        this.unwrittenFinish = this.unwrittenFinish.slice(done.length);
+      }
+      if (expire) {
+        const r = await sql.leaseWork(this.pool, this.owner, this.leaseMs);
+        if (r.expired > 0) this.log(`took back ${r.expired} wake(s) whose lease expired (redelivered)`);
+      } else {
+        await this.pool.query('UPDATE berm_claims SET lease_until = berm_now_ms() + $2 WHERE owner = $1', [
+          this.owner,
+          this.leaseMs,
+        ]);
+      }
+      if (this.resync) {
+        const n = await sql.reannounce(this.pool, Date.now());
+        this.resync = false;
+        if (n > 0) this.log(`re-announced ${n} overdue wake(s) after the outage`);
+      }
+      if (!this.listener) await this.listen();
+      this.markUp();
+    } catch (e) {
+      this.markDown((e as Error).message || String(e));
+    } finally {
+      this.leaseBusy = false;
+    }
+  }
+
+  private makeDues(): DueStore {
+    const leaseMs = () => this.leaseMs;
+    // The pending count (the queue checks it on every arming, for its maxPendingWakes limit and
+    // its gauge) is read from the database at most once a second and kept exact for this daemon's
+    // own changes in between; other daemons' changes show within a second. A limit shared by
+    // several daemons is approximate anyway: they arm concurrently.
+    let counted = { n: 0, at: -Infinity };
+    const adjust = (d: number) => {
+      counted = { n: Math.max(0, counted.n + d), at: counted.at };
+    };
+    return {
+      arm: (spec: WakeSpec) => {
+        const r = this.call<{ records: WakeRecord[]; replaced: string[] }>('arm', [spec]);
+        if (r.replaced.length === 0) adjust(1);
+        return { record: r.records[0]!, replaced: r.replaced.length > 0 };
+      },
+      armMany: (specs: readonly WakeSpec[]) => {
+        const out: WakeRecord[] = [];
+        for (let i = 0; i < specs.length; i += 5000) {
+          const r = this.call<{ records: WakeRecord[]; replaced: string[] }>('arm', specs.slice(i, i + 5000));
+          adjust(new Set(specs.slice(i, i + 5000).map((x) => x.id)).size - r.replaced.length);
+          out.push(...r.records);
+        }
+        return out;
+      },
+      cancel: (id: string, harness?: string) => {
+        const gone = this.call<boolean>('cancel', id, harness);
+        if (gone) adjust(-1);
+        return gone;
+      },
+      get: (id: string) => this.call<WakeRecord | null>('get', id) ?? undefined,
+      list: (options?: { harness?: string; limit?: number }) =>
+        this.call<WakeRecord[]>('list', options ?? {}),
+      count: () => {
+        if (Date.now() - counted.at >= 1000) counted = { n: this.call<number>('count'), at: Date.now() };
+        return counted.n;
+      },
+      index: (afterSeq: number) => {
+        try {
+          return this.call<{ when: Float64Array; seq: Float64Array }>('index', afterSeq);
+        } catch {
+          // the next notification or the re-announcement after the outage brings them
+          return { when: new Float64Array(0), seq: new Float64Array(0) };
+        }
+      },
+      claim: (seq: number) => {
+        try {
+          const w = this.call<WakeRecord | null>(
+            'claim',
+            seq,
+            this.owner,
+            leaseMs(),
+            this.runnable?.() ?? null,
+          );
+          if (w) adjust(-1);
+          return w;
+        } catch {
+          // still pending in the database: re-announced to every daemon when it is back
+          return null;
+        }
+      },
+      // A predecessor's claims are not ours (a new process is a new owner): they come back through
+      // lease expiry to whichever daemon takes them first.
+      claimed: () => [],
+      reclaim: (id: string, seq: number) => {
+        try {
+          return this.call<WakeRecord | null>('reclaim', id, seq, this.owner, leaseMs());
+        } catch {
+          return null;
+        }
+      },
+      finish: (id: string, seq: number) => {
+        const recs = this.heldJournal;
+        this.heldJournal = [];
+        if (this.down === null && this.unwrittenFinish.length === 0) {
+          try {
+            this.call('flush', this.owner, recs, [[id, seq]]);
+            return;
+          } catch {
+            // kept below; written on reconnection (the lease is renewed meanwhile, or it expires
+            // and the wake is redelivered: at-least-once)
+          }
+        }
+        this.unwrittenJournal.push(...recs);
+        this.unwrittenFinish.push([id, seq]);
+      },
+      release: (id: string, seq: number, when: number) => {
+        try {
+          this.call('release', id, seq, when);
+        } catch {
+          // the claim stays ours until its lease expires, then it is redelivered
+        }
+      },
+    };
+  }
+
+  private makeJournal(): Journal {
+    return {
+      append: (rec: JournalRecord) => {
+        if (rec.wake !== undefined) {
+          // a wake's record is written with its finished claim (one round trip; never after it)
+          this.heldJournal.push(rec);
+          return;
+        }
+        const recs = [...this.heldJournal, rec];
+        this.heldJournal = [];
+        if (this.down === null && this.unwrittenJournal.length === 0) {
+          try {
+            this.call('appendJournal', this.owner, recs);
+            return;
+          } catch {
+            // kept below
+          }
+        }
+        this.unwrittenJournal.push(...recs);
+      },
+      close: () => {},
+    };
+  }
+
+  private makeDeployments(): DeploymentStore {
+    return {
+      put: (d: DeploymentRecord) => this.call('putDeployment', d, this.owner),
+      remove: (name: string) => {
+        if (this.echoRemoves.has(name)) return false;
+        return this.call<boolean>('removeDeployment', name, this.owner);
+      },
+      get: (name: string) => this.call<DeploymentRecord | null>('getDeployment', name) ?? undefined,
+      list: () => this.call<DeploymentRecord[]>('listDeployments'),
+    };
+  }
+
+  private makeKeys(): KeyStore {
+    const kv = (job: KvJob): Uint8Array | null | { quotaAfter: number } => {
+      const r = runSync<Uint8Array | null | { quotaAfter: number }>(KV_JOB, 'kv', job, this.timeoutMs);
+      if (!r.ok) {
+        this.markDown(r.error);
+        throw new PgStoreError(`PostgreSQL ${redactUrl(this.url)}: keys: ${r.error}`);
+      }
+      return r.value;
+    };
+    return {
+      databaseFile: this.url,
+      get: (harness, key) => {
+        const v = kv({ url: this.url, op: 'get', harness, key });
+        return v instanceof Uint8Array ? v : undefined;
+      },
+      set: (harness, key, value) => {
+        kv({ url: this.url, op: 'set', harness, key, value, quota: Number.MAX_SAFE_INTEGER });
+      },
+      delete: (harness, key) => {
+        kv({ url: this.url, op: 'delete', harness, key });
+      },
+    };
+  }
+
+  /**
+   * Write what is held, stop the lease work and the listener, close the connections. Claims of
+   * wakes still running stay in the database and are redelivered after their lease expires.
+   */
+  close(): void {
+    if (this.closed) return;
+    const recs = [...this.unwrittenJournal, ...this.heldJournal];
+    const done = this.unwrittenFinish;
+    if (recs.length > 0 || done.length > 0) {
+      try {
+        this.call('flush', this.owner, recs, done);
+      } catch (e) {
+        this.log(
+          `could not write ${recs.length} journal record(s) at close: ${(e as Error).message}; their wakes will be redelivered`,
+        );
+      }
+    }
+    this.closed = true;
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    if (this.expireTimer) clearInterval(this.expireTimer);
+    void this.listener?.end().catch(() => {});
+    this.listener = null;
+    void this.pool.end().catch(() => {});
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * bermd on a shared PostgreSQL store (docs/scale-out.md): the deployments of every daemon follow
+ * the database, wakes armed on any daemon reach every daemon's due heap, and invocations are
+ * refused cleanly while the database is away.
+ *
+ * - A deploy or undeploy acknowledged here is written to the database first (a local publish
+ *   whose database write fails is reported as a failed request) and announced; the daemon's own
+ *   file store under --root stays its local copy.
+ * - A deploy announced by another daemon is read from the database and deployed here through the
+ *   same path as an upload (this daemon's declaration decides the grant; the image compiles on
+ *   this daemon's workers and cache), so MCP clients of every daemon get list_changed.
+ * - At boot the database is the source of truth: what it holds and this daemon lacks (or holds
+ *   with another digest) is deployed, what this daemon holds and it lacks is removed.
+ */
+import type { PgStore } from '../cluster/pg-store.js';
+import type { Backend, InvokeOutcome } from './backend.js';
+import type { Deployments } from './deployments.js';
+
+/** What {@link joinCluster} needs of the runtime behind the backend. */
+export interface Rescannable {
+  rescan(): number;
+}
+
+/**
+ * The backend of a daemon on a shared store: `backend` with invocations refused (not run, not
+ * lost) while the database is away — their journal record could not be written — and
+ * {@link Backend.join} keeping deployments and the due heap in step with the other daemons.
+ */
+export function clusterBackend(
+  backend: Backend & { runtime: Rescannable },
+  store: PgStore,
+  log: (line: string) => void,
+): Backend {
+  return new Proxy(backend, {
+    get(target, prop, receiver) {
+      if (prop === 'join') {
+        return (deployments: Deployments) => joinCluster(deployments, store, target.runtime, log);
+      }
+      if (prop === 'invoke') {
+        return async (...args: Parameters<Backend['invoke']>): Promise<InvokeOutcome> => {
+          if (!store.available) {
+            return {
+              status: 'refused',
+              limit: 'store',
+              message: `the shared store is unreachable (${store.problem ?? 'unknown'}); retry when PostgreSQL is back`,
+            };
+          }
+          return target.invoke(...args);
+        };
+      }
+      const v: unknown = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+/**
+ * Bring `deployments` in line with the database, then keep it (and the runtime's due heap) in
+ * step with the other daemons.
+ * @returns problems met at boot, one line each (an image that no longer deploys here)
+ */
+export async function joinCluster(
+  deployments: Deployments,
+  store: PgStore,
+  runtime: Rescannable,
+  log: (line: string) => void,
+): Promise<string[]> {
+  // changes applied here because another daemon made them: not written back
+  const echoes = new Set<string>();
+  const problems: string[] = [];
+
+  const applyPut = async (name: string): Promise<void> => {
+    const rec = store.deployments.get(name);
+    if (!rec) return;
+    if (deployments.get(name)?.digest === rec.sha256) return;
+    const key = `${name}\0${rec.sha256}`;
+    echoes.add(key);
+    try {
+      await deployments.deploy(name, rec.elf);
+    } finally {
+      echoes.delete(key);
+    }
+  };
+  const applyRemove = async (name: string): Promise<void> => {
+    if (!deployments.get(name)) return;
+    const key = `${name}\0-`;
+    echoes.add(key);
+    try {
+      await deployments.undeploy(name);
+    } finally {
+      echoes.delete(key);
+    }
+  };
+
+  const shared = new Set<string>();
+  for (const rec of store.deployments.list()) {
+    shared.add(rec.name);
+    try {
+      await applyPut(rec.name);
+    } catch (e) {
+      problems.push(
+        `harness ${rec.name} (sha256 ${rec.sha256}) from the shared store: ${(e as Error).message}`,
+      );
+    }
+  }
+  for (const d of deployments.list()) if (!shared.has(d.name)) await applyRemove(d.name);
+
+  deployments.on('changed', (name, kind) => {
+    const d = deployments.get(name);
+    if (kind === 'deployed' && d) {
+      if (echoes.has(`${name}\0${d.digest}`)) return;
+      store.deployments.put({
+        name,
+        sha256: d.digest,
+        elf: deployments.store.readImage(d.digest),
+        capabilities: d.granted.capabilities,
+        grant: d.granted.grant as Record<string, unknown>,
+        deployedAt: d.deployedAt,
+      });
+    } else if (kind === 'removed') {
+      if (echoes.has(`${name}\0-`)) return;
+      store.deployments.remove(name);
+    }
+  });
+
+  let chain = Promise.resolve();
+  store.on('deployment', (c: { name: string; op: 'put' | 'remove'; by: string }) => {
+    chain = chain
+      .then(() => (c.op === 'put' ? applyPut(c.name) : applyRemove(c.name)))
+      .catch((e: unknown) => log(`deployment ${c.name} from ${c.by} not applied: ${(e as Error).message}`));
+  });
+  store.on('wakes', () => runtime.rescan());
+  return problems;
+}

@@ -1,0 +1,137 @@
+// The queue's runtime on the PostgreSQL store: two BermRuntime instances (two "daemons" in one
+// process, each with its own worker pool and PgStore) share one database on the real test cluster
+// (BERM_TEST_PG_URL). Wakes armed on either run exactly once when nobody dies; a berm.call.after
+// chain crosses over at depth + 1; a harness's berm.set through one runtime is read by its next
+// invocation through the other; deployments follow; a wake of a harness one runtime lacks is left
+// to the runtime that has it. Multi-process kills are in test/scale-out.test.ts.
+import t, { type Test } from 'tap';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { shutdownBridge } from '../src/capabilities/common/sync.js';
+import { BermRuntime } from '../src/runtime/index.js';
+import { PgStore } from '../src/cluster/pg-store.js';
+import { readJournal } from '../src/cluster/pg-sql.js';
+import { TEST_CACHE } from './helpers/fixtures.js';
+import { freshDatabase } from './helpers/pg.js';
+
+const REPO = join(import.meta.dirname, '..');
+const QG = new Uint8Array(readFileSync(join(REPO, 'test/data/queue-guest.elf')));
+const NOTES = new Uint8Array(readFileSync(join(REPO, 'test/data/notes.elf')));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+t.teardown(() => shutdownBridge());
+
+async function pair(t: Test): Promise<{ url: string; a: BermRuntime; b: BermRuntime; pool: pg.Pool } | null> {
+  const url = await freshDatabase(t);
+  if (url === null) return null;
+  const rts: BermRuntime[] = [];
+  for (const owner of ['A', 'B']) {
+    const store = await PgStore.open(url, { owner, leaseMs: 1000 });
+    const rt = await BermRuntime.create({ store, poolSize: 1, cacheDir: TEST_CACHE });
+    store.attach(rt);
+    rts.push(rt);
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  t.teardown(async () => {
+    await Promise.all(rts.map((r) => r.close(2000)));
+    await pool.end();
+  });
+  return { url, a: rts[0]!, b: rts[1]!, pool };
+}
+
+async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await sleep(200);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+t.test('wakes armed on either runtime run once each, spread over both', async (t) => {
+  const p = await pair(t);
+  if (!p) return;
+  const { a, b, pool } = p;
+  for (const rt of [a, b]) await rt.deploy('qg', QG, { capabilities: [] }, { persist: false });
+  const n = 300;
+  for (let i = 0; i < n; i++)
+    (i % 2 ? a : b).arm({ harness: 'qg', id: `w${i}`, delayMs: 500, payload: `w${i}` });
+  a.start();
+  b.start();
+  await until(
+    'all wakes journaled',
+    async () => (await readJournal(pool)).filter((r) => r.trigger === 'wake').length >= n,
+  );
+  await sleep(500);
+  const w = (await readJournal(pool)).filter((r) => r.trigger === 'wake');
+  t.equal(w.length, n, 'no wake ran twice');
+  t.equal(new Set(w.map((r) => r.wake)).size, n, 'every wake ran');
+  t.ok(
+    w.every((r) => r.outcome === 'ok' && r.attempt === 1),
+    'first attempts, all ok',
+  );
+  const by = new Set(w.map((r) => r.daemon));
+  t.same([...by].sort(), ['A', 'B'], 'both runtimes ran wakes');
+});
+
+t.test('berm.call.after armed on one runtime may run on the other, one level deeper', async (t) => {
+  const p = await pair(t);
+  if (!p) return;
+  const { a, b, pool } = p;
+  for (const rt of [a, b]) await rt.deploy('qg', QG, { capabilities: ['schedule'] }, { persist: false });
+  a.start();
+  b.start();
+  const o = await a.invoke(
+    'qg',
+    'after',
+    JSON.stringify({ delay: '300', harness: 'qg', tool: 'echo', args: '{"x":"later"}' }),
+  );
+  t.equal(o.status, 'ok', JSON.stringify(o));
+  await until('the delayed call', async () =>
+    (await readJournal(pool)).some((r) => r.trigger === 'wake' && r.entry === 'echo'),
+  );
+  const rec = (await readJournal(pool)).find((r) => r.trigger === 'wake' && r.entry === 'echo')!;
+  t.equal(rec.outcome, 'ok');
+  t.equal(rec.depth, 1, 'the armed call runs at depth 1');
+  t.equal(rec.wake, 'after:qg');
+});
+
+t.test('storage keys: berm.set through one runtime is read through the other', async (t) => {
+  const p = await pair(t);
+  if (!p) return;
+  const { a, b } = p;
+  for (const rt of [a, b]) await rt.deploy('notes', NOTES, { capabilities: ['storage'] }, { persist: false });
+  const put = await a.invoke('notes', 'note_put', '{"text":"kept in PostgreSQL"}');
+  t.equal(put.status, 'ok', JSON.stringify(put));
+  const got = await b.invoke('notes', 'note_get', '{}');
+  t.equal(got.status, 'ok', JSON.stringify(got));
+  t.match(got.status === 'ok' ? got.result : '', 'kept in PostgreSQL');
+});
+
+t.test('deployments follow; a wake of a harness only one runtime has runs there', async (t) => {
+  const p = await pair(t);
+  if (!p) return;
+  const { a, b, pool } = p;
+  await a.deploy('shared', QG, { capabilities: [] });
+  await until('the deployment on B', async () => b.harness('shared') !== undefined, 30_000);
+  t.equal(b.harness('shared')!.sha256, a.harness('shared')!.sha256);
+  a.undeploy('shared');
+  await until('the undeploy on B', async () => b.harness('shared') === undefined, 30_000);
+  t.pass('undeployed on B');
+
+  await a.deploy('only', QG, { capabilities: [] }, { persist: false });
+  for (let i = 0; i < 40; i++) a.arm({ harness: 'only', id: `o${i}`, delayMs: 200, payload: 'x' });
+  b.start();
+  a.start();
+  await until(
+    '40 wakes of only',
+    async () => (await readJournal(pool)).filter((r) => r.harness === 'only').length >= 40,
+  );
+  const recs = (await readJournal(pool)).filter((r) => r.harness === 'only');
+  t.same(new Set(recs.map((r) => r.daemon)), new Set(['A']), 'all ran on A, which has the harness');
+  t.ok(
+    recs.every((r) => r.outcome === 'ok'),
+    'none dropped as unknown by B',
+  );
+});
