@@ -611,6 +611,23 @@ function benchDaemon(): void {
   Object.assign(figures, (JSON.parse(last) as { figures: Record<string, Figure> }).figures);
 }
 
+/**
+ * Scale-out (bench/scale-out.ts, its own process tree: PostgreSQL, 1-3 bermd, the load
+ * generator): wakes/s and tool calls/s with 1, 2, 3 daemons on one PostgreSQL store, and one
+ * daemon on SQLite. Runnable alone: `node --import ./scripts/ts/register.mjs bench/scale-out.ts`.
+ */
+function benchScaleOut(): void {
+  progress('scale-out: 1, 2, 3 bermd on PostgreSQL, 1 on SQLite');
+  const r = spawnSync(
+    process.execPath,
+    ['--stack-size=4000', '--import', './scripts/ts/register.mjs', 'bench/scale-out.ts', '--json'],
+    { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 * MiB, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  if (r.status !== 0) throw new Error(`bench/scale-out.ts failed (status ${r.status})`);
+  const last = r.stdout.trim().split('\n').pop() ?? '{}';
+  Object.assign(figures, (JSON.parse(last) as { figures: Record<string, Figure> }).figures);
+}
+
 /** Run one section in a fresh process (so GC state and JIT of one do not distort the next). */
 function section(name: string): void {
   Object.assign(figures, nodeChild(['section', name]).figures);
@@ -636,6 +653,7 @@ async function main(): Promise<void> {
     for (const name of Object.keys(SECTIONS)) section(name);
     await benchMemory();
     benchDaemon();
+    benchScaleOut();
 
     const results: Results = {
       version: 1,

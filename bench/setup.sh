@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_pkgs=()
-for p in gcc libc6-dev qemu-user gcc-riscv64-linux-gnu; do
+for p in gcc libc6-dev qemu-user gcc-riscv64-linux-gnu postgresql; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
