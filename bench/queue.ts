@@ -137,7 +137,10 @@ async function benchLateness(fig: Fig, work: string): Promise<void> {
   const t0 = Date.now() + 1000;
   for (let i = 0; i < n; i++) rt.arm({ harness: 'qg', at: t0 + i, id: `l${i}` });
   rt.start();
+  // the due-set's timer does not keep a process alive (an embedder decides that): this does
+  const keepAlive = setInterval(() => {}, 1000);
   await done;
+  clearInterval(keepAlive);
   late.sort((a, b) => a - b);
   fig(
     'queue.lateness.p50_ms',

@@ -92,6 +92,18 @@ export async function joinCluster(
     }
   };
 
+  // listen before reading the database, so no change made meanwhile is missed; apply changes only
+  // after the boot sync (in order, one at a time)
+  let release!: () => void;
+  let chain = new Promise<void>((r) => (release = r));
+  store.on('deployment', (c: { name: string; op: 'put' | 'remove'; by: string }) => {
+    chain = chain
+      .then(() => (c.op === 'put' ? applyPut(c.name) : applyRemove(c.name)))
+      .catch((e: unknown) => log(`deployment ${c.name} from ${c.by} not applied: ${(e as Error).message}`));
+  });
+  store.on('wakes', () => runtime.rescan());
+  runtime.rescan();
+
   const shared = new Set<string>();
   for (const rec of store.deployments.list()) {
     shared.add(rec.name);
@@ -123,12 +135,6 @@ export async function joinCluster(
     }
   });
 
-  let chain = Promise.resolve();
-  store.on('deployment', (c: { name: string; op: 'put' | 'remove'; by: string }) => {
-    chain = chain
-      .then(() => (c.op === 'put' ? applyPut(c.name) : applyRemove(c.name)))
-      .catch((e: unknown) => log(`deployment ${c.name} from ${c.by} not applied: ${(e as Error).message}`));
-  });
-  store.on('wakes', () => runtime.rescan());
+  release();
   return problems;
 }

@@ -77,6 +77,9 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   private readonly published = new Map<string, Deployment>();
   private readonly validators = new Map<string, ValidateFunction>();
   private readonly locks = new Map<string, Promise<unknown>>();
+  /** digests with a deploy in progress, and how many */
+  private readonly deploying = new Map<string, number>();
+  private readonly busy = (digest: string): boolean => this.deploying.has(digest);
   private static readonly ajv = new Ajv({ strict: false, allErrors: true });
 
   constructor(
@@ -149,14 +152,48 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
         return { deployment: cur, changed: false };
       }
       const manifest = inspectImage(bytes);
+      // the image is durable before anything serves it (a full disk refuses the deploy here); while
+      // this deploy runs, no undeploy or failed deploy of another name deletes the same image
+      this.deploying.set(digest, (this.deploying.get(digest) ?? 0) + 1);
+      const release = (): void => {
+        const n = (this.deploying.get(digest) ?? 1) - 1;
+        if (n > 0) this.deploying.set(digest, n);
+        else this.deploying.delete(digest);
+      };
+      let entry;
       try {
-        await this.backend.deploy(name, bytes, granted);
+        try {
+          this.store.putImage(bytes);
+        } catch (e) {
+          release();
+          throw new HttpError(500, `the image could not be stored: ${(e as Error).message}`);
+        }
+        try {
+          await this.backend.deploy(name, bytes, granted);
+        } catch (e) {
+          release();
+          this.store.dropIfUnused(digest, this.busy);
+          if (e instanceof HttpError) throw e;
+          throw new HttpError(
+            400,
+            `the image does not compile: ${(e as Error).name}: ${(e as Error).message}`,
+          );
+        }
+        try {
+          entry = this.store.setDeployment(name, digest);
+        } finally {
+          release();
+        }
       } catch (e) {
         if (e instanceof HttpError) throw e;
-        throw new HttpError(400, `the image does not compile: ${(e as Error).name}: ${(e as Error).message}`);
+        // not recorded, so not acknowledged: put back what the runtime served before
+        if (cur)
+          await this.backend
+            .deploy(name, this.store.readImage(cur.digest), cur.granted)
+            .catch(() => undefined);
+        else await this.backend.undeploy(name).catch(() => undefined);
+        throw new HttpError(500, `the deployment could not be recorded: ${(e as Error).message}`);
       }
-      this.store.putImage(bytes);
-      const entry = this.store.setDeployment(name, digest);
       const deployment: Deployment = { name, digest, manifest, granted, deployedAt: entry.deployed_at };
       this.published.set(name, deployment);
       for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
@@ -171,7 +208,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
       this.require(name);
       await this.backend.undeploy(name);
       this.published.delete(name);
-      this.store.removeDeployment(name);
+      this.store.removeDeployment(name, this.busy);
       for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
       this.emit('changed', name, 'removed');
     });

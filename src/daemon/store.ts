@@ -164,20 +164,29 @@ export class DeploymentStore {
   }
 
   /**
-   * Remove `name` from the index durably, and its image when no other name uses it.
+   * Remove `name` from the index durably, and its image when no other name uses it and `busy`
+   * does not claim it.
    * @returns false when `name` was not deployed
    */
-  removeDeployment(name: string): boolean {
+  removeDeployment(name: string, busy: (digest: string) => boolean = () => false): boolean {
     const old = this.index.get(name);
     if (!old) return false;
     const next = new Map(this.index);
     next.delete(name);
     this.writeIndex(next);
     this.index.delete(name);
-    if (![...this.index.values()].some((e) => e.digest === old.digest)) {
-      fs.rmSync(this.imagePath(old.digest), { force: true });
-    }
+    this.dropIfUnused(old.digest, busy);
     return true;
+  }
+
+  /**
+   * Delete the image with `digest` when no deployment uses it and `busy(digest)` is false (a deploy
+   * of the same bytes under another name is in progress).
+   */
+  dropIfUnused(digest: string, busy: (digest: string) => boolean = () => false): void {
+    if (!busy(digest) && ![...this.index.values()].some((e) => e.digest === digest)) {
+      fs.rmSync(this.imagePath(digest), { force: true });
+    }
   }
 
   private writeIndex(index: Map<string, DeploymentEntry>): void {
