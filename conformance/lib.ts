@@ -322,13 +322,25 @@ export interface BatchResult {
 }
 
 /** Build, run in both, compare. `qemuSkip` lists tests run only in berm (traps, host clocks). */
-export async function runBatch(tests: TestCase[], keep = false, optimizeLevel = 2): Promise<BatchResult> {
+export async function runBatch(
+  tests: TestCase[],
+  keep = false,
+  optimizeLevel = 2,
+  alsoLevels: number[] = [],
+): Promise<BatchResult> {
   const idx = tests.map((_, i) => i);
   const built = build(render(tests), idx);
   try {
     const qemuOut = runQemu(built.qemuElf);
     const r = await runEngine(built.guestElf, idx, optimizeLevel);
     const divergences = compareSlots(r.mod, tests, idx, r.data, qemuOut, r.errors);
+    // the same build and qemu run checked against other levels (tiers): only the engine runs again
+    for (const level of alsoLevels) {
+      const o = await runEngine(built.guestElf, idx, level);
+      for (const d of compareSlots(o.mod, tests, idx, o.data, qemuOut, o.errors)) {
+        divergences.push({ ...d, details: d.details.map((x) => `[level ${level}] ${x}`) });
+      }
+    }
     return {
       divergences,
       names: decodedNames(r.mod, tests.length),
