@@ -307,12 +307,14 @@ t.test('exec: guest traps exit 3 naming the trap and the symbol', async (t) => {
   t.match(JSON.parse(j.stdout), { status: 'trap', trap: 'MemoryFault', symbol: 'bad_null_load' });
 });
 
-t.test('exec --timeout 200 interrupts a loop without calls well under 5 s', async (t) => {
+t.test('exec --timeout 200 interrupts a loop without calls', async (t) => {
   const r = await berm([...C, 'exec', '--timeout', '200', MISBEHAVE, 'bad_loop_nocall', '1']);
   t.equal(r.code, 3);
   t.match(r.stderr, /guest trap Interrupted/);
   t.match(r.stderr, /bad_loop_nocall/);
-  t.ok(r.ms < 5000, `took ${r.ms.toFixed(0)} ms`);
+  // the loop never ends by itself and the default timeout is 60 s: well under that, only
+  // --timeout can have stopped it (process start and translation included, on a loaded machine)
+  t.ok(r.ms < 30_000, `took ${r.ms.toFixed(0)} ms`);
 });
 
 t.test('--fuel ends a run with OutOfFuel', async (t) => {

@@ -75,7 +75,8 @@ for (const elf of elfs) {
       }
       if (spins) {
         const shown = latencies.map((l) => l.toFixed(2)).join(', ');
-        t.ok(Math.min(...latencies) < 10, `${c.symbol}: stopped within 10 ms of the interrupt (${shown} ms)`);
+        // best of five; a loaded 2-core machine can deschedule the spinning thread for a time slice
+        t.ok(Math.min(...latencies) < 50, `${c.symbol}: stopped within 50 ms of the interrupt (${shown} ms)`);
       }
     }
   });
