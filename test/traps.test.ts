@@ -1,5 +1,5 @@
 // Misbehaving guests (fixtures/src/misbehave.c) end in their typed trap, naming the function, and
-// the host process survives every one of them. Spinning guests stop within 10 ms of an interrupt
+// the host process survives every one of them. Spinning guests stop within milliseconds of an interrupt
 // raised from another thread.
 import t from 'tap';
 import { Worker } from 'node:worker_threads';
