@@ -1,12 +1,12 @@
 // A new user's trial of the CLI, each finding a regression test: unusable cache directories fail
 // at once with the fix, `cache ls` says which ELF an entry came from, `berm check` and
 // `inspect --config` read a declaration file, and the README names the native build's needs.
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
+import { runBerm, type CliRun } from './helpers/berm-cli.js';
 
 const REPO = path.resolve(import.meta.dirname, '..');
 const HOSTILE = path.join(REPO, 'test', 'data', 'hostile.elf');
@@ -18,32 +18,9 @@ t.teardown(() => fs.rmSync(TMP, { recursive: true, force: true }));
 
 const sha = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
-function berm(args: string[], env: Record<string, string> = {}, killMs = 120_000): Promise<Run> {
-  const t0 = performance.now();
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--stack-size=4000', path.join(REPO, 'bin', 'berm.js'), ...args], {
-      cwd: REPO,
-      env: { ...process.env, BERM_CACHE_DIR: path.join(TMP, 'cache'), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), killMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, ms: performance.now() - t0 });
-    });
-  });
-}
+/** `node bin/berm.js ...args` with this file's cache, killed after `killMs`. */
+const berm = (args: string[], env: Record<string, string> = {}, killMs = 120_000): Promise<CliRun> =>
+  runBerm(args, path.join(TMP, 'cache'), env, killMs);
 
 t.test('a cache directory under /proc fails at once instead of looping in mkdir', async (t) => {
   const r = await berm(['--cache-dir', '/proc/x', 'exec', HOSTILE, 'nothing'], {}, 90_000);

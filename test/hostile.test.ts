@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
+import { runBerm, type CliRun } from './helpers/berm-cli.js';
 import { CAPABILITIES } from '../src/capabilities/index.js';
 import { shutdownBridge } from '../src/capabilities/common/sync.js';
 import { compileGlob } from '../src/capabilities/fs/glob.js';
@@ -43,33 +44,9 @@ function isolated(
   };
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
-/** `node bin/berm.js ...args`, killed after `killMs`. */
-function berm(args: string[], env: Record<string, string> = {}, killMs = 120_000): Promise<Run> {
-  const t0 = performance.now();
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--stack-size=4000', path.join(REPO, 'bin', 'berm.js'), ...args], {
-      cwd: REPO,
-      env: { ...process.env, BERM_CACHE_DIR: TEST_CACHE, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), killMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, ms: performance.now() - t0 });
-    });
-  });
-}
+/** `node bin/berm.js ...args` with this file's cache, killed after `killMs`. */
+const berm = (args: string[], env: Record<string, string> = {}, killMs = 120_000): Promise<CliRun> =>
+  runBerm(args, TEST_CACHE, env, killMs);
 
 const sha = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 

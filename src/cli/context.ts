@@ -197,7 +197,14 @@ const CACHE_FIX =
  */
 export function engineFor(opts: GlobalOptions, tier?: Tier): Engine {
   try {
-    const engine = new Engine({ cacheDir: cacheDirOf(opts), memorySize: opts.memory, tier });
+    // every command using this engine exits after its work: a background optimiser would be cut
+    // off before it reached the cache (only `berm compile` writes the optimised tier)
+    const engine = new Engine({
+      cacheDir: cacheDirOf(opts),
+      memorySize: opts.memory,
+      tier,
+      optimizeInBackground: false,
+    });
     const problem = engine.cache?.problem();
     if (problem) throw new CliError(`cache directory ${problem}; ${CACHE_FIX}`);
     return engine;

@@ -27,6 +27,7 @@
  * undeploy.
  */
 import pg from 'pg';
+import type { WakeRecord } from '../runtime/store.js';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
 export const SCHEMA_VERSION = 1;
@@ -158,21 +159,11 @@ export async function migrate(pool: pg.Pool, by: string, where: string): Promise
 
 // ------------------------------------------------------------------ due-set
 
-/** A wake as stored (mirrors WakeRecord of store.ts; kept structural so this file stands alone). */
-export interface PgWake {
-  id: string;
-  seq: number;
-  kind: 'wake' | 'call';
-  harness: string;
-  entry: string;
-  when: number;
-  payload: string;
-  armedBy: string;
-  chain: string | null;
-  depth: number;
-  attempt: number;
-  armedAt: number;
-}
+/**
+ * A wake as stored: the runtime's WakeRecord (src/runtime/store.ts) without the authority, which
+ * this backend does not keep yet.
+ */
+export type PgWake = Omit<WakeRecord, 'authority'>;
 /** A wake to arm. */
 export type PgWakeSpec = Omit<PgWake, 'seq' | 'attempt'>;
 

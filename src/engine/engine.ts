@@ -46,6 +46,12 @@ export interface EngineConfig {
    * - 'baseline': the baseline tier only.
    */
   tier?: Tier;
+  /**
+   * With tier 'auto': start the background optimiser on a cache miss (default true). A process
+   * that exits after one call (the CLI's call and exec) passes false: the worker would import
+   * Binaryen and be cut off at exit on every run, never reaching the cache.
+   */
+  optimizeInBackground?: boolean;
 }
 
 /** Translation tiers; see {@link EngineConfig.tier}. */
@@ -95,6 +101,7 @@ export class Engine {
   readonly interruptHandle = new InterruptHandle();
   readonly poolSize: number;
   readonly tier: Tier;
+  private readonly optimizeInBackground: boolean;
   private optimizer: BackgroundOptimizer | null = null;
   /** background optimisations in flight, by optimised-tier cache key */
   private readonly inFlight = new Map<string, Promise<Uint8Array | null>>();
@@ -110,6 +117,7 @@ export class Engine {
     checkOptions(this.options);
     this.poolSize = config.poolSize ?? 4;
     this.tier = config.tier ?? 'auto';
+    this.optimizeInBackground = config.optimizeInBackground ?? true;
     if (!['auto', 'optimized', 'baseline'].includes(this.tier)) {
       throw new RangeError(`tier ${String(this.tier)}: must be auto, optimized or baseline`);
     }
@@ -172,7 +180,9 @@ export class Engine {
         return translateBaseline(image, this.options);
       },
     );
-    if (this.tier === 'auto') mod.optimized = this.upgradeLater(mod, bytes, optKey);
+    if (this.tier === 'auto' && this.optimizeInBackground) {
+      mod.optimized = this.upgradeLater(mod, bytes, optKey);
+    }
     return mod;
   }
 
