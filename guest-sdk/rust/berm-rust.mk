@@ -38,12 +38,14 @@ BERM_OPT_VALUE = $(if $(filter 0 1 2 3,$(OPT)),$(OPT),"$(OPT)")
 
 BERM_FEATURES = $(if $(filter 0,$(BERM_ABI)),--features berm/abi0,)
 
+# The flags are the same for every harness of a checkout (the crate's own paths are already
+# relative), so harnesses sharing CARGO_TARGET_DIR share one build of core and alloc.
 # Static, non-PIC, no linker relaxation (lld cannot relax RISC-V; berm's translator reads the
 # relocations --emit-relocs keeps), the SDK's linker script (berm-rust.ld INCLUDEs ../berm.ld).
 BERM_RUSTFLAGS = -C relocation-model=static -C code-model=medium -C target-feature=-relax \
   -C link-arg=-Tberm-rust.ld -C link-arg=--emit-relocs -C link-arg=--gc-sections \
   -C link-arg=-zmax-page-size=4096 -C link-arg=--build-id=none -C link-arg=--strip-debug \
-  -C debuginfo=0 --remap-path-prefix=$(CURDIR)/= --remap-path-prefix=$(BERM_RUST_SDK)/=guest-sdk/rust/
+  -C debuginfo=0 --remap-path-prefix=$(BERM_RUST_SDK)/=guest-sdk/rust/
 
 BERM_CARGO_ENV = RUSTC=$(BERM_RUSTC) RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) \
   CARGO_TARGET_RISCV64IMAC_UNKNOWN_NONE_ELF_LINKER=$(BERM_LINKER) \
