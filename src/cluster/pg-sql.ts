@@ -27,10 +27,11 @@
  * undeploy.
  */
 import pg from 'pg';
+import type { Authority } from '../runtime/protocol.js';
 import type { WakeRecord } from '../runtime/store.js';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Channel of due-set changes. */
 export const WAKES_CHANNEL = 'berm_wakes';
@@ -109,6 +110,12 @@ const MIGRATIONS: string[] = [
     daemon text NOT NULL,
     rec jsonb NOT NULL);
   `,
+  // 1 -> 2: a wake keeps the authority (agent, session, sender) of the invocation that armed it,
+  // as the SQLite store's schema 2 does; rows armed before have none (NULL)
+  `
+  ALTER TABLE berm_wakes ADD COLUMN authority jsonb;
+  ALTER TABLE berm_claims ADD COLUMN authority jsonb;
+  `,
 ];
 
 /**
@@ -159,11 +166,8 @@ export async function migrate(pool: pg.Pool, by: string, where: string): Promise
 
 // ------------------------------------------------------------------ due-set
 
-/**
- * A wake as stored: the runtime's WakeRecord (src/runtime/store.ts) without the authority, which
- * this backend does not keep yet.
- */
-export type PgWake = Omit<WakeRecord, 'authority'>;
+/** A wake as stored: the runtime's WakeRecord (src/runtime/store.ts), authority included. */
+export type PgWake = WakeRecord;
 /** A wake to arm. */
 export type PgWakeSpec = Omit<PgWake, 'seq' | 'attempt'>;
 
@@ -180,6 +184,7 @@ interface WakeRow {
   depth: number;
   armed_at: number;
   attempt: number;
+  authority: Authority | null;
 }
 
 function wake(r: WakeRow): PgWake {
@@ -196,10 +201,11 @@ function wake(r: WakeRow): PgWake {
     depth: r.depth,
     attempt: r.attempt,
     armedAt: r.armed_at,
+    authority: r.authority ?? null,
   };
 }
 
-const COLS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at';
+const COLS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority';
 const UPDATE_COLS = COLS.split(', ')
   .filter((c) => c !== 'id')
   .map((c) => `${c} = EXCLUDED.${c}`)
@@ -222,10 +228,11 @@ export async function arm(
   const r = await db.query<WakeRow & { replaced: boolean }>(
     `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x),
      a AS (INSERT INTO berm_wakes (${COLS}, attempt)
-       SELECT a.id, a.kind, a.harness, a.entry, a.when_ms, a.payload, a.armed_by, a.chain, a.depth, a.armed_at, 0
+       SELECT a.id, a.kind, a.harness, a.entry, a.when_ms, a.payload, a.armed_by, a.chain, a.depth, a.armed_at,
+              a.authority, 0
        FROM l, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[],
-                      $8::text[], $9::int[], $10::float8[]) WITH ORDINALITY
-            AS a(id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, ord)
+                      $8::text[], $9::int[], $10::float8[], $11::jsonb[]) WITH ORDINALITY
+            AS a(id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority, ord)
        ORDER BY a.ord
      ON CONFLICT (id) WHERE NOT redelivery DO UPDATE
        SET seq = nextval(pg_get_serial_sequence('berm_wakes', 'seq')), ${UPDATE_COLS}, attempt = 0
@@ -243,6 +250,7 @@ export async function arm(
       u.map((s) => s.chain),
       u.map((s) => s.depth),
       u.map((s) => s.armedAt),
+      u.map((s) => (s.authority ? JSON.stringify(s.authority) : null)),
     ],
   );
   const byId = new Map<string, PgWake>();
@@ -382,7 +390,7 @@ export async function release(db: Queryable, id: string, seq: number, when: numb
   await db.query(
     `WITH c AS (DELETE FROM berm_claims WHERE id = $1 AND seq = $2 RETURNING *)
      INSERT INTO berm_wakes (seq, ${COLS}, redelivery, attempt)
-       SELECT seq, id, kind, harness, entry, $3, payload, armed_by, chain, depth, armed_at,
+       SELECT seq, id, kind, harness, entry, $3, payload, armed_by, chain, depth, armed_at, authority,
               attempt > 1, greatest(attempt - 1, 0) FROM c
      ON CONFLICT DO NOTHING`,
     [id, seq, when],
