@@ -2,7 +2,7 @@
 PYTHON ?= python3
 SDK     = guest-sdk
 
-.PHONY: help caps caps-check fixtures fixtures-check expected host-test scaffold-test nostub-test rebuild-test manifest-test docs-test examples
+.PHONY: help caps caps-check fixtures fixtures-check expected host-test rust-host-test scaffold-test nostub-test rebuild-test manifest-test docs-test examples
 
 help:
 	@echo "make fixtures        rebuild fixtures/build/*.elf and fixtures/manifest.json"
@@ -34,7 +34,15 @@ expected:
 host-test: caps-check
 	@set -e; for d in $(SDK)/examples/*/; do \
 	  echo "== host-test $$d"; $(MAKE) --no-print-directory -C $$d host-test; done
-	$(MAKE) --no-print-directory scaffold-test nostub-test rebuild-test manifest-test docs-test
+	$(MAKE) --no-print-directory scaffold-test nostub-test rebuild-test manifest-test docs-test rust-host-test
+
+# The Rust SDK natively (cargo test against its stand-in host), ABI 1 and ABI 0, with Debian's
+# toolchain (CI installs rustc-web and cargo-web).
+RUST_CARGO ?= /usr/bin/cargo
+RUST_RUSTC ?= /usr/bin/rustc
+rust-host-test:
+	cd $(SDK)/rust && RUSTC=$(RUST_RUSTC) $(RUST_CARGO) test --offline -q
+	cd $(SDK)/rust && RUSTC=$(RUST_RUSTC) $(RUST_CARGO) test --offline -q --features abi0
 
 # The example harnesses declared by examples/harnesses.toml (gcc -O2, reproducible).
 EXAMPLE_HARNESSES = os fetch probe ticker wakes remind

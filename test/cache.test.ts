@@ -5,6 +5,8 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cacheKey, WasmCache } from '../src/cache/cache.js';
+import { readElf } from '../src/elf/reader.js';
+import { restoreImage, summarizeImage } from '../src/elf/summary.js';
 import { Engine } from '../src/engine/engine.js';
 import { fixtureElfs, ROOT } from './helpers/fixtures.js';
 
@@ -37,7 +39,7 @@ t.test('a corrupt or truncated entry is detected and rebuilt', async (t) => {
   const engine = new Engine({ cacheDir: dir });
   const first = await engine.compile(raw.path);
   t.equal(first.info.cached, false);
-  const [file] = readdirSync(dir);
+  const file = readdirSync(dir).find((f) => f.endsWith('.wasm'))!;
   const path = join(dir, file);
   const good = readFileSync(path);
   for (const bad of [
@@ -69,4 +71,57 @@ t.test('keys separate content and options', async (t) => {
   t.equal(c.clear(), 1);
   t.same(c.list(), []);
   t.throws(() => c.get('../etc/passwd'), /bad cache key/);
+});
+
+t.test('the image summary kept beside a module restores what running it needs', async (t) => {
+  for (const f of fixtureElfs().filter((e) => e.opt === 'O2')) {
+    const bytes = new Uint8Array(readFileSync(f.path));
+    const parsed = readElf(bytes);
+    const text = summarizeImage(parsed, bytes);
+    t.ok(text, `${f.path}: summarised`);
+    const back = restoreImage(text!, bytes)!;
+    for (const k of ['entry', 'flags', 'functions', 'globalPointer', 'imageStart', 'imageEnd'] as const) {
+      t.same(back[k], parsed[k], `${f.path}: ${k}`);
+    }
+    t.same(
+      back.segments.map((s) => ({ ...s, data: [...s.data] })),
+      parsed.segments.map((s) => ({ ...s, data: [...s.data] })),
+      `${f.path}: segments and their bytes`,
+    );
+    t.same(
+      back.manifest && [...back.manifest],
+      parsed.manifest && [...parsed.manifest],
+      `${f.path}: manifest`,
+    );
+    // the tables it does not keep come from parsing the ELF on first use
+    t.same(back.relocations, parsed.relocations, `${f.path}: relocations parsed on demand`);
+    t.same(back.symbols.length, parsed.symbols.length);
+    t.equal(restoreImage(text!, bytes.subarray(0, bytes.length - 1)), null, 'not over another file size');
+  }
+  t.equal(restoreImage('{"v":0}', new Uint8Array(8)), null, 'another version is not restored');
+  t.equal(restoreImage('not json', new Uint8Array(8)), null);
+});
+
+t.test('a second engine restores the image summary from the cache; a damaged one is reparsed', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'berm-cache-'));
+  const bytes = new Uint8Array(readFileSync(raw.path));
+  const first = await new Engine({ cacheDir: dir, tier: 'baseline' }).compile(bytes);
+  const files = readdirSync(dir);
+  t.equal(files.filter((f) => f.endsWith('.image')).length, 1, 'one summary beside the module');
+  const warm = new Engine({ cacheDir: dir, tier: 'baseline' });
+  const second = await warm.compile(bytes);
+  t.equal(second.info.cached, true);
+  t.equal(second.info.elfSha256, first.info.elfSha256);
+  t.equal(Object.getOwnPropertyDescriptor(second.image, 'symbols')?.get !== undefined, true, 'restored');
+  t.same(second.image.functions, first.image.functions);
+  const img = join(
+    dir,
+    files.find((f) => f.endsWith('.image'))!,
+  );
+  writeFileSync(img, 'garbage');
+  const third = await new Engine({ cacheDir: dir, tier: 'baseline' }).compile(bytes);
+  t.equal(Object.getOwnPropertyDescriptor(third.image, 'symbols')?.get, undefined, 'parsed again');
+  t.same(third.image.functions, first.image.functions);
+  t.ok(readFileSync(img).length > 100, 'and the summary rewritten');
+  t.equal(new WasmCache(dir).list().length, 1, 'ls lists modules only');
 });

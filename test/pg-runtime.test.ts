@@ -135,3 +135,41 @@ t.test('deployments follow; a wake of a harness only one runtime has runs there'
     'none dropped as unknown by B',
   );
 });
+
+t.test(
+  'a due wake no runtime holds (the claim that locked it rolled back) is adopted and runs',
+  async (t) => {
+    const p = await pair(t);
+    if (!p) return;
+    const { a, b, pool, url } = p;
+    for (const rt of [a, b]) await rt.deploy('qg', QG, { capabilities: [] }, { persist: false });
+    a.start();
+    b.start();
+    // A claim by a process that then dies mid-statement: the row is locked while both runtimes
+    // try it (SKIP LOCKED: they drop their heap entry), then the transaction rolls back.
+    const locker = new pg.Client({ connectionString: url });
+    await locker.connect();
+    t.teardown(() => locker.end().catch(() => {}));
+    await locker.query('BEGIN');
+    const w = a.arm({ harness: 'qg', id: 'orphan', delayMs: 0, payload: 'o' });
+    await locker.query('SELECT 1 FROM berm_wakes WHERE seq = $1 FOR UPDATE', [w.seq]);
+    await sleep(1500); // both runtimes have met the locked row by now
+    await locker.query('ROLLBACK');
+    t.same(
+      (await pool.query('SELECT id FROM berm_wakes')).rows,
+      [{ id: 'orphan' }],
+      "pending, in no runtime's heap",
+    );
+    await until(
+      'the orphan ran',
+      async () => (await readJournal(pool)).some((r) => r.wake === 'orphan'),
+      30_000,
+    );
+    const runs = (await readJournal(pool)).filter((r) => r.wake === 'orphan');
+    t.same(
+      runs.map((r) => [r.outcome, r.attempt]),
+      [['ok', 1]],
+      'it ran once, first attempt',
+    );
+  },
+);

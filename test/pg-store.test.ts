@@ -205,6 +205,43 @@ t.test(
 );
 
 t.test(
+  'a claim its live owner does not hold in memory (a call that gave up, then committed) expires and is redelivered',
+  async (t) => {
+    const r = await stores(t, 2, 600);
+    if (!r) return;
+    const [a, b] = r.s as [PgStore, PgStore];
+    const held = a.dues.arm(spec('held', Date.now())).record;
+    const lost = a.dues.arm(spec('lost', Date.now())).record;
+    t.ok(a.dues.claim(held.seq), 'a claims one wake through the store');
+    // the same statement a's timed-out claim would have committed, made behind its back
+    const pool = new pg.Pool({ connectionString: r.url, max: 1 });
+    t.teardown(() => pool.end());
+    t.equal((await sql.claim(pool, lost.seq, a.owner, 600))!.id, 'lost');
+    const deadline = Date.now() + 15_000;
+    let back: number[] = [];
+    while (Date.now() < deadline && back.length === 0) {
+      await new Promise((res) => setTimeout(res, 200));
+      back = [...b.dues.index(lost.seq).seq];
+    }
+    t.equal(back.length, 1, 'the unknown claim came back as a redelivery although its owner lives');
+    const again = b.dues.claim(back[0]!)!;
+    t.same([again.id, again.attempt], ['lost', 2], 'its next delivery counts attempt 2');
+    const left = await query<{ id: string; owner: string }>(
+      r.url,
+      'SELECT id, owner FROM berm_claims ORDER BY id',
+    );
+    t.same(
+      left,
+      [
+        { id: 'held', owner: a.owner },
+        { id: 'lost', owner: b.owner },
+      ],
+      'the claim a holds is renewed, not taken back',
+    );
+  },
+);
+
+t.test(
   'notifications: an arming wakes the other daemons; deployments reach them with the author',
   async (t) => {
     const r = await stores(t, 2);

@@ -46,6 +46,12 @@ export function cacheKey(parts: (Uint8Array | string)[]): string {
   return h.digest('hex');
 }
 
+/**
+ * What a file of the cache holds: a translated module (`<key>.wasm`, what `ls` lists), or the
+ * summary of the ELF image it came from (`<key>.image`, JSON, see src/elf/summary.ts).
+ */
+export type EntryKind = 'wasm' | 'image';
+
 /** One cache entry as listed by `ls`. */
 export interface CacheEntry {
   key: string;
@@ -69,14 +75,17 @@ export interface CacheLabel {
 export class WasmCache {
   constructor(readonly dir: string) {}
 
-  private path(key: string): string {
+  private path(key: string, kind: EntryKind = 'wasm'): string {
     if (!/^[0-9a-f]{64}$/.test(key)) throw new Error(`bad cache key ${key}`);
-    return join(this.dir, `${key}.wasm`);
+    return join(this.dir, `${key}.${kind}`);
   }
 
-  /** The cached binary, or null when absent, unreadable, truncated or corrupt (a corrupt entry is removed). */
-  get(key: string): Uint8Array | null {
-    const p = this.path(key);
+  /**
+   * The cached bytes of `kind` (a Wasm binary, or an image summary kept beside it), or null when
+   * absent, unreadable, truncated or corrupt (a corrupt entry is removed).
+   */
+  get(key: string, kind: EntryKind = 'wasm'): Uint8Array | null {
+    const p = this.path(key, kind);
     let buf: Buffer;
     try {
       buf = readFileSync(p);
@@ -91,13 +100,17 @@ export class WasmCache {
         return new Uint8Array(body.buffer, body.byteOffset, body.length);
       }
     }
-    this.delete(key);
+    if (kind === 'wasm') this.delete(key);
+    else rmSync(p, { force: true });
     return null;
   }
 
-  /** Store atomically: the entry appears whole or not at all. Errors (read-only disk) are swallowed: a cache is optional. */
-  put(key: string, wasm: Uint8Array): boolean {
-    const p = this.path(key);
+  /**
+   * Store bytes of `kind` atomically: the entry appears whole or not at all. Errors (read-only
+   * disk) are swallowed: a cache is optional.
+   */
+  put(key: string, wasm: Uint8Array, kind: EntryKind = 'wasm'): boolean {
+    const p = this.path(key, kind);
     const tmp = `${p}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
     try {
       ensureDirectory(this.dir);
@@ -136,8 +149,16 @@ export class WasmCache {
 
   /** Record what an entry was compiled from (best effort: a cache is optional). */
   label(key: string, label: CacheLabel): void {
+    const p = `${this.path(key).slice(0, -'.wasm'.length)}.json`;
+    const text = JSON.stringify(label);
     try {
-      writeFileSync(`${this.path(key).slice(0, -'.wasm'.length)}.json`, JSON.stringify(label));
+      // a run from the cache usually finds its label written: reading it is cheaper than a write
+      if (readFileSync(p, 'utf8') === text) return;
+    } catch {
+      // absent: written below
+    }
+    try {
+      writeFileSync(p, text);
     } catch {
       // the label only helps `cache ls`
     }
@@ -187,7 +208,7 @@ export class WasmCache {
       return 0;
     }
     for (const name of names) {
-      if (/^[0-9a-f]{64}\.(wasm(\.tmp-.*)?|json)$/.test(name)) {
+      if (/^[0-9a-f]{64}\.((wasm|image)(\.tmp-.*)?|json)$/.test(name)) {
         rmSync(join(this.dir, name), { force: true });
         if (name.endsWith('.wasm')) n++;
       }

@@ -2,7 +2,6 @@
  * What every subcommand shares: exit codes, the I/O streams, global options and their parsing,
  * engine construction, and the mapping of errors to exit codes and messages.
  */
-import { createHash } from 'node:crypto';
 import { statSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { InputFileError, readRegularFile } from '../util/read-file.js';
@@ -179,7 +178,7 @@ export function cacheDirForListing(opts: GlobalOptions): string {
 export function labelCacheEntry(engine: Engine, key: string, source: string, elf: Uint8Array): void {
   engine.cache?.label(key, {
     source: path.resolve(source),
-    sha256: createHash('sha256').update(elf).digest('hex'),
+    sha256: engine.inspect(elf).sha256,
     bytes: elf.length,
   });
 }

@@ -27,10 +27,11 @@
  * undeploy.
  */
 import pg from 'pg';
+import type { Authority } from '../runtime/protocol.js';
 import type { WakeRecord } from '../runtime/store.js';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Channel of due-set changes. */
 export const WAKES_CHANNEL = 'berm_wakes';
@@ -109,6 +110,12 @@ const MIGRATIONS: string[] = [
     daemon text NOT NULL,
     rec jsonb NOT NULL);
   `,
+  // 1 -> 2: a wake keeps the authority (agent, session, sender) of the invocation that armed it,
+  // as the SQLite store's schema 2 does; rows armed before have none (NULL)
+  `
+  ALTER TABLE berm_wakes ADD COLUMN authority jsonb;
+  ALTER TABLE berm_claims ADD COLUMN authority jsonb;
+  `,
 ];
 
 /**
@@ -159,11 +166,8 @@ export async function migrate(pool: pg.Pool, by: string, where: string): Promise
 
 // ------------------------------------------------------------------ due-set
 
-/**
- * A wake as stored: the runtime's WakeRecord (src/runtime/store.ts) without the authority, which
- * this backend does not keep yet.
- */
-export type PgWake = Omit<WakeRecord, 'authority'>;
+/** A wake as stored: the runtime's WakeRecord (src/runtime/store.ts), authority included. */
+export type PgWake = WakeRecord;
 /** A wake to arm. */
 export type PgWakeSpec = Omit<PgWake, 'seq' | 'attempt'>;
 
@@ -180,6 +184,7 @@ interface WakeRow {
   depth: number;
   armed_at: number;
   attempt: number;
+  authority: Authority | null;
 }
 
 function wake(r: WakeRow): PgWake {
@@ -196,18 +201,20 @@ function wake(r: WakeRow): PgWake {
     depth: r.depth,
     attempt: r.attempt,
     armedAt: r.armed_at,
+    authority: r.authority ?? null,
   };
 }
 
-const COLS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at';
+const COLS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority';
 const UPDATE_COLS = COLS.split(', ')
   .filter((c) => c !== 'id')
   .map((c) => `${c} = EXCLUDED.${c}`)
   .join(', ');
 
 /**
- * Arm wakes (re-arming a pending id replaces it: new seq, attempt 0), in one statement, and
- * notify the other daemons. Duplicate ids in `specs`: the last one wins.
+ * Arm wakes (re-arming a pending id replaces it: new seq, attempt 0) and notify the other
+ * daemons, in one statement (the notification is sent at its commit, so an arming is never
+ * committed without it). Duplicate ids in `specs`: the last one wins.
  * @returns the stored records in the order of `specs` (duplicates get the winner's record) and
  *   which ids replaced a pending wake
  */
@@ -219,16 +226,19 @@ export async function arm(
   for (const s of specs) last.set(s.id, s);
   const u = [...last.values()];
   const r = await db.query<WakeRow & { replaced: boolean }>(
-    `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x)
-     INSERT INTO berm_wakes (${COLS}, attempt)
-       SELECT a.id, a.kind, a.harness, a.entry, a.when_ms, a.payload, a.armed_by, a.chain, a.depth, a.armed_at, 0
+    `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x),
+     a AS (INSERT INTO berm_wakes (${COLS}, attempt)
+       SELECT a.id, a.kind, a.harness, a.entry, a.when_ms, a.payload, a.armed_by, a.chain, a.depth, a.armed_at,
+              a.authority, 0
        FROM l, unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[],
-                      $8::text[], $9::int[], $10::float8[]) WITH ORDINALITY
-            AS a(id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, ord)
+                      $8::text[], $9::int[], $10::float8[], $11::jsonb[]) WITH ORDINALITY
+            AS a(id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority, ord)
        ORDER BY a.ord
      ON CONFLICT (id) WHERE NOT redelivery DO UPDATE
        SET seq = nextval(pg_get_serial_sequence('berm_wakes', 'seq')), ${UPDATE_COLS}, attempt = 0
-     RETURNING *, (xmax <> 0) AS replaced`,
+     RETURNING *, (xmax <> 0) AS replaced),
+     n AS (SELECT pg_notify('${WAKES_CHANNEL}', max(seq)::text) FROM a HAVING count(*) > 0)
+     SELECT a.* FROM a, n`,
     [
       u.map((s) => s.id),
       u.map((s) => s.kind),
@@ -240,18 +250,16 @@ export async function arm(
       u.map((s) => s.chain),
       u.map((s) => s.depth),
       u.map((s) => s.armedAt),
+      u.map((s) => (s.authority ? JSON.stringify(s.authority) : null)),
     ],
   );
   const byId = new Map<string, PgWake>();
   const replaced = new Set<string>();
-  let top = 0;
   for (const row of r.rows) {
     const w = wake(row);
     byId.set(w.id, w);
     if (row.replaced) replaced.add(w.id);
-    if (w.seq > top) top = w.seq;
   }
-  if (top > 0) await db.query('SELECT pg_notify($1, $2)', [WAKES_CHANNEL, String(top)]);
   return { records: specs.map((s) => byId.get(s.id)!), replaced };
 }
 
@@ -382,7 +390,7 @@ export async function release(db: Queryable, id: string, seq: number, when: numb
   await db.query(
     `WITH c AS (DELETE FROM berm_claims WHERE id = $1 AND seq = $2 RETURNING *)
      INSERT INTO berm_wakes (seq, ${COLS}, redelivery, attempt)
-       SELECT seq, id, kind, harness, entry, $3, payload, armed_by, chain, depth, armed_at,
+       SELECT seq, id, kind, harness, entry, $3, payload, armed_by, chain, depth, armed_at, authority,
               attempt > 1, greatest(attempt - 1, 0) FROM c
      ON CONFLICT DO NOTHING`,
     [id, seq, when],
@@ -390,38 +398,73 @@ export async function release(db: Queryable, id: string, seq: number, when: numb
 }
 
 /**
- * The periodic lease work of daemon `owner`, in this order: renew its own leases to now +
- * `leaseMs`; move every expired claim (its daemon died or lost the database) back to the pending
- * set as a redelivery with a fresh seq (attempt kept, so its next delivery counts attempt + 1);
- * notify the other daemons when any moved.
- * @returns how many leases were renewed and how many expired claims were put back
+ * Renew the leases of the claims `held` ([id, seq] pairs) by daemon `owner` to now + `leaseMs`
+ * (database clock). Only the claims the daemon holds in memory are renewed, never every row it
+ * owns: a claim whose statement committed after the daemon gave up on it (a timed-out call) is
+ * not known to it, so it must expire and be redelivered rather than be renewed for ever.
+ * @returns how many leases were renewed
  */
-export async function leaseWork(
+export async function renew(
   db: Queryable,
   owner: string,
   leaseMs: number,
-): Promise<{ renewed: number; expired: number }> {
-  const renewed = await db.query('UPDATE berm_claims SET lease_until = berm_now_ms() + $2 WHERE owner = $1', [
-    owner,
-    leaseMs,
-  ]);
-  const moved = await db.query<{ seq: string }>(
+  held: readonly [string, number][],
+): Promise<number> {
+  if (held.length === 0) return 0;
+  const r = await db.query(
+    `UPDATE berm_claims c SET lease_until = berm_now_ms() + $2
+     FROM unnest($3::text[], $4::bigint[]) AS h(id, seq)
+     WHERE c.owner = $1 AND c.id = h.id AND c.seq = h.seq`,
+    [owner, leaseMs, held.map((h) => h[0]), held.map((h) => h[1])],
+  );
+  return r.rowCount ?? 0;
+}
+
+/**
+ * Move every expired claim (its daemon died, lost the database, or gave up on it) back to the
+ * pending set as a redelivery with a fresh seq (attempt kept, so its next delivery counts
+ * attempt + 1) and notify the other daemons, in one statement (the notification goes out at its
+ * commit: never a moved claim without it). At most 10,000 per call, earliest due first.
+ * @returns how many expired claims were put back
+ */
+export async function expire(db: Queryable): Promise<number> {
+  const moved = await db.query<{ n: string }>(
     `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x),
      dead AS (
        DELETE FROM berm_claims WHERE (id, seq) IN (
          SELECT c.id, c.seq FROM berm_claims c, l WHERE c.lease_until < berm_now_ms()
          ORDER BY c.when_ms LIMIT 10000 FOR UPDATE OF c SKIP LOCKED)
-       RETURNING *)
-     INSERT INTO berm_wakes (${COLS}, redelivery, attempt)
-       SELECT ${COLS}, true, attempt FROM dead ORDER BY when_ms
-     RETURNING seq`,
+       RETURNING *),
+     back AS (
+       INSERT INTO berm_wakes (${COLS}, redelivery, attempt)
+         SELECT ${COLS}, true, attempt FROM dead ORDER BY when_ms
+       RETURNING seq)
+     SELECT count(*) AS n FROM back,
+       (SELECT pg_notify('${WAKES_CHANNEL}', max(seq)::text) FROM back HAVING count(*) > 0) x`,
   );
-  const expired = moved.rowCount ?? 0;
-  if (expired > 0) {
-    const top = Math.max(...moved.rows.map((r) => Number(r.seq)));
-    await db.query('SELECT pg_notify($1, $2)', [WAKES_CHANNEL, String(top)]);
-  }
-  return { renewed: renewed.rowCount ?? 0, expired };
+  return Number(moved.rows[0]?.n ?? 0);
+}
+
+/**
+ * (when, seq) of at most `limit` pending wakes due before `dueBefore` (ms, the daemons' clock),
+ * earliest first, of `harnesses` (those the daemon runs; null: any): what an idle daemon takes
+ * into its due heap once per lease period, so a wake
+ * that no daemon holds in memory (its arming was skipped by the others while a claim that then
+ * rolled back had it locked, or it was put back by a daemon that died) still fires.
+ */
+export async function overdue(
+  db: Queryable,
+  dueBefore: number,
+  limit: number,
+  harnesses: readonly string[] | null = null,
+): Promise<{ when: number[]; seq: number[] }> {
+  const r = await db.query<[number, string]>({
+    text: `SELECT when_ms, seq FROM berm_wakes WHERE when_ms < $1 AND ($3::text[] IS NULL OR harness = ANY($3))
+           ORDER BY when_ms, seq LIMIT $2`,
+    values: [dueBefore, limit, harnesses],
+    rowMode: 'array',
+  });
+  return { when: r.rows.map((x) => x[0]), seq: r.rows.map((x) => Number(x[1])) };
 }
 
 /**
@@ -431,21 +474,17 @@ export async function leaseWork(
  * @returns how many were re-announced
  */
 export async function reannounce(db: Queryable, dueBefore: number, harness?: string): Promise<number> {
-  const r = await db.query<{ seq: string }>(
-    `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x)
-     UPDATE berm_wakes SET seq = nextval(pg_get_serial_sequence('berm_wakes', 'seq'))
+  const r = await db.query<{ n: string }>(
+    `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x),
+     u AS (UPDATE berm_wakes SET seq = nextval(pg_get_serial_sequence('berm_wakes', 'seq'))
      WHERE seq IN (SELECT w.seq FROM berm_wakes w, l WHERE w.when_ms < $1
                      AND ($2::text IS NULL OR w.harness = $2)
                    ORDER BY w.when_ms FOR UPDATE OF w SKIP LOCKED)
-     RETURNING seq`,
+     RETURNING seq)
+     SELECT count(*) AS n FROM u, (SELECT pg_notify('${WAKES_CHANNEL}', max(seq)::text) FROM u HAVING count(*) > 0) x`,
     [dueBefore, harness ?? null],
   );
-  const n = r.rowCount ?? 0;
-  if (n > 0) {
-    const top = Math.max(...r.rows.map((x) => Number(x.seq)));
-    await db.query('SELECT pg_notify($1, $2)', [WAKES_CHANNEL, String(top)]);
-  }
-  return n;
+  return Number(r.rows[0]?.n ?? 0);
 }
 
 // ------------------------------------------------------------------ deployments

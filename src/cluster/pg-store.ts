@@ -7,8 +7,12 @@
  * of the capabilities (src/capabilities/common/sync.ts: a worker thread that runs pg-job.ts while
  * the caller waits in Atomics.wait). Everything that need not block runs asynchronously on the
  * caller's event loop: one LISTEN connection (wakes armed and deployments changed by other
- * daemons), and the lease work (renewal every third of the lease; expiry of dead daemons' claims
- * once per lease period — the only periodic query, never faster than the lease period).
+ * daemons), and the lease work: every third of the lease, renewal of the claims this process holds
+ * in memory (never every row it owns: a claim it lost track of, say a call that timed out but
+ * committed, must expire); once per lease period, expiry of claims whose lease ran out, and, when
+ * this process has nothing due, a look for overdue wakes that no process holds in its due heap
+ * (a claim that rolled back after the others skipped the locked row; a release by a daemon that
+ * then died). No periodic query runs faster than that.
  *
  * Delivery stays at-least-once across daemons: a wake is claimed (moved to berm_claims with
  * attempt + 1, under a lease owned by this process) before it runs and forgotten only after its
@@ -80,14 +84,23 @@ export function isPostgresStore(s: string): boolean {
   return /^postgres(ql)?:\/\//.test(s);
 }
 
-/** What {@link PgStore.attach} needs of the runtime (BermRuntime has it). */
-export interface ClusterRuntime {
+/** What {@link PgStore.follow} needs of the runtime (BermRuntime has it). */
+export interface DueFollower {
   /** pick up wakes armed elsewhere (seq above the highest seen) */
   rescan(): number;
-  harness(name: string): { sha256: string; capabilities: string[] } | undefined;
+  /** the harnesses deployed here (this process claims only their wakes) */
   harnesses(): { name: string }[];
+  /** true when nothing is due in the runtime's heap and it could start a wake */
+  dueIdle(): boolean;
+  /** take (when, seq) entries of pending wakes into the due heap */
+  adopt(when: ArrayLike<number>, seq: ArrayLike<number>): void;
   on(event: 'deploy', listener: (d: { name: string }) => void): unknown;
   off(event: 'deploy', listener: (d: { name: string }) => void): unknown;
+}
+
+/** What {@link PgStore.attach} needs of the runtime (BermRuntime has it). */
+export interface ClusterRuntime extends DueFollower {
+  harness(name: string): { sha256: string; capabilities: string[] } | undefined;
   deploy(
     name: string,
     elf: Uint8Array,
@@ -115,8 +128,13 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   readonly leaseMs: number;
   private readonly timeoutMs: number;
   private listener: pg.Client | null = null;
-  private renewTimer: NodeJS.Timeout | null = null;
-  private expireTimer: NodeJS.Timeout | null = null;
+  private leaseTimer: NodeJS.Timeout | null = null;
+  /** when the next expiry (and look for overdue wakes) is due, ms (Date.now clock) */
+  private expireAt = 0;
+  /** claims this process holds in memory, "id\0seq" -> [id, seq]: the only leases it renews */
+  private readonly held = new Map<string, [string, number]>();
+  /** the runtime whose due heap follows the shared due-set (see follow) */
+  private follower: DueFollower | null = null;
   private down: string | null = null;
   private resync = false;
   private closed = false;
@@ -126,8 +144,6 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   /** journal records and finished claims not yet written (the database was away) */
   private unwrittenJournal: JournalRecord[] = [];
   private unwrittenFinish: [string, number][] = [];
-  /** the harnesses this process can run (claims are limited to them), when known */
-  private runnable: (() => string[]) | null = null;
   /** names whose next remove() is the local echo of a remote undeploy (already removed there) */
   private readonly echoRemoves = new Set<string>();
 
@@ -177,11 +193,11 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       );
     }
     await store.listen().catch(() => {});
-    store.renewTimer = setInterval(() => void store.leaseWork(false), Math.max(100, store.leaseMs / 3));
-    store.renewTimer.unref();
-    store.expireTimer = setInterval(() => void store.leaseWork(true), store.leaseMs);
-    store.expireTimer.unref();
-    await store.leaseWork(true);
+    // one timer: a tick that finds the previous one still busy is skipped, and the expiry that
+    // was due runs on the next tick (expiry is never starved by renewals)
+    store.leaseTimer = setInterval(() => void store.leaseWork(), Math.max(100, store.leaseMs / 3));
+    store.leaseTimer.unref();
+    await store.leaseWork();
     return store;
   }
 
@@ -205,22 +221,37 @@ export class PgStore extends EventEmitter implements RuntimeStore {
    */
   attach(rt: ClusterRuntime, options: { deployments?: boolean } = {}): () => void {
     let chain = Promise.resolve();
-    this.runnable = () => rt.harnesses().map((h) => h.name);
-    const onWakes = () => rt.rescan();
-    const onDeploy = (d: { name: string }) => void this.announce(d.name);
-    rt.on('deploy', onDeploy);
+    const unfollow = this.follow(rt);
     const onDeployment = (c: DeploymentChange) => {
       chain = chain
         .then(() => this.applyDeployment(rt, c))
         .catch((e: unknown) => this.log(`deployment ${c.name} from ${c.by}: ${(e as Error).message}`));
     };
-    this.on('wakes', onWakes);
     if (options.deployments ?? true) this.on('deployment', onDeployment);
     return () => {
-      this.runnable = null;
-      rt.off('deploy', onDeploy);
-      this.off('wakes', onWakes);
+      unfollow();
       this.off('deployment', onDeployment);
+    };
+  }
+
+  /**
+   * Keep `rt`'s due heap in step with the shared due-set: wakes armed or redelivered elsewhere are
+   * rescanned on notification; once per lease period, when `rt` has nothing due, overdue wakes
+   * that no process may hold are adopted into its heap; claims are limited to `rt`'s harnesses
+   * (a wake of a harness still on its way here is left to a daemon that has it, and re-announced
+   * when it is deployed here). One runtime at a time.
+   * @returns a function that detaches
+   */
+  follow(rt: DueFollower): () => void {
+    const onWakes = () => rt.rescan();
+    const onDeploy = (d: { name: string }) => void this.announce(d.name);
+    this.follower = rt;
+    this.on('wakes', onWakes);
+    rt.on('deploy', onDeploy);
+    return () => {
+      if (this.follower === rt) this.follower = null;
+      this.off('wakes', onWakes);
+      rt.off('deploy', onDeploy);
     };
   }
 
@@ -330,10 +361,12 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   }
 
   /**
-   * Renew this process's leases (and, when `expire`, put expired claims of other daemons back);
-   * after an outage: write what waited, re-announce overdue wakes, listen again.
+   * One tick of the lease work: write what waited for the database; renew the leases of the
+   * claims held in memory; once per lease period, put expired claims back and, when the follower
+   * has nothing due, adopt overdue wakes no process may hold; after an outage, re-announce overdue
+   * wakes and listen again.
    */
-  private async leaseWork(expire: boolean): Promise<void> {
+  private async leaseWork(): Promise<void> {
     if (this.closed || this.leaseBusy) return;
     this.leaseBusy = true;
     try {
@@ -344,15 +377,19 @@ export class PgStore extends EventEmitter implements RuntimeStore {
         this.unwrittenJournal = this.unwrittenJournal.slice(recs.length);
         await sql.finish(this.pool, done);
         this.unwrittenFinish = this.unwrittenFinish.slice(done.length);
+        for (const [id, seq] of done) this.held.delete(`${id}\0${seq}`);
       }
-      if (expire) {
-        const r = await sql.leaseWork(this.pool, this.owner, this.leaseMs);
-        if (r.expired > 0) this.log(`took back ${r.expired} wake(s) whose lease expired (redelivered)`);
-      } else {
-        await this.pool.query('UPDATE berm_claims SET lease_until = berm_now_ms() + $2 WHERE owner = $1', [
-          this.owner,
-          this.leaseMs,
-        ]);
+      await sql.renew(this.pool, this.owner, this.leaseMs, [...this.held.values()]);
+      if (Date.now() >= this.expireAt) {
+        this.expireAt = Date.now() + this.leaseMs;
+        const n = await sql.expire(this.pool);
+        if (n > 0) this.log(`took back ${n} wake(s) whose lease expired (redelivered)`);
+        const f = this.follower;
+        if (f?.dueIdle()) {
+          const names = f.harnesses().map((h) => h.name);
+          const o = await sql.overdue(this.pool, Date.now() - this.leaseMs, 1000, names);
+          if (o.seq.length > 0) f.adopt(o.when, o.seq);
+        }
       }
       if (this.resync) {
         const n = await sql.reannounce(this.pool, Date.now());
@@ -420,12 +457,17 @@ export class PgStore extends EventEmitter implements RuntimeStore {
             seq,
             this.owner,
             leaseMs(),
-            this.runnable?.() ?? null,
+            this.follower?.harnesses().map((h) => h.name) ?? null,
           );
-          if (w) adjust(-1);
+          if (w) {
+            adjust(-1);
+            this.held.set(`${w.id}\0${w.seq}`, [w.id, w.seq]);
+          }
           return w;
         } catch {
-          // still pending in the database: re-announced to every daemon when it is back
+          // Still pending in the database (re-announced to every daemon when it is back), or
+          // claimed by a statement that committed after the call gave up: not held here, so its
+          // lease is not renewed and it is redelivered when it expires.
           return null;
         }
       },
@@ -433,9 +475,15 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       // lease expiry to whichever daemon takes them first.
       claimed: () => [],
       reclaim: (id: string, seq: number) => {
+        const key = `${id}\0${seq}`;
         try {
-          return this.call<WakeRecord | null>('reclaim', id, seq, this.owner, leaseMs());
+          const w = this.call<WakeRecord | null>('reclaim', id, seq, this.owner, leaseMs());
+          if (w) this.held.set(key, [id, seq]);
+          else this.held.delete(key);
+          return w;
         } catch {
+          // no longer renewed: expires and is redelivered
+          this.held.delete(key);
           return null;
         }
       },
@@ -445,20 +493,24 @@ export class PgStore extends EventEmitter implements RuntimeStore {
         if (this.down === null && this.unwrittenFinish.length === 0) {
           try {
             this.call('flush', this.owner, recs, [[id, seq]]);
+            this.held.delete(`${id}\0${seq}`);
             return;
           } catch {
-            // kept below; written on reconnection (the lease is renewed meanwhile, or it expires
-            // and the wake is redelivered: at-least-once)
+            // kept below and still held; written on reconnection (the lease is renewed meanwhile,
+            // or it expires and the wake is redelivered: at-least-once)
           }
         }
         this.unwrittenJournal.push(...recs);
         this.unwrittenFinish.push([id, seq]);
       },
       release: (id: string, seq: number, when: number) => {
+        // not held any more either way: released, or (the call failed) left to expire and be
+        // redelivered
+        this.held.delete(`${id}\0${seq}`);
         try {
           this.call('release', id, seq, when);
         } catch {
-          // the claim stays ours until its lease expires, then it is redelivered
+          // see above
         }
       },
     };
@@ -542,8 +594,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       }
     }
     this.closed = true;
-    if (this.renewTimer) clearInterval(this.renewTimer);
-    if (this.expireTimer) clearInterval(this.expireTimer);
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
     void this.listener?.end().catch(() => {});
     this.listener = null;
     void this.pool.end().catch(() => {});

@@ -12,14 +12,12 @@
  * - At boot the database is the source of truth: what it holds and this daemon lacks (or holds
  *   with another digest) is deployed, what this daemon holds and it lacks is removed.
  */
-import type { PgStore } from '../cluster/pg-store.js';
+import type { DueFollower, PgStore } from '../cluster/pg-store.js';
 import type { Backend, InvokeOutcome } from './backend.js';
 import type { Deployments } from './deployments.js';
 
-/** What {@link joinCluster} needs of the runtime behind the backend. */
-export interface Rescannable {
-  rescan(): number;
-}
+/** What {@link joinCluster} needs of the runtime behind the backend (BermRuntime has it). */
+export type Rescannable = DueFollower;
 
 /**
  * The backend of a daemon on a shared store: `backend` with invocations refused (not run, not
@@ -101,7 +99,7 @@ export async function joinCluster(
       .then(() => (c.op === 'put' ? applyPut(c.name) : applyRemove(c.name)))
       .catch((e: unknown) => log(`deployment ${c.name} from ${c.by} not applied: ${(e as Error).message}`));
   });
-  store.on('wakes', () => runtime.rescan());
+  store.follow(runtime);
   runtime.rescan();
 
   const shared = new Set<string>();

@@ -3,9 +3,11 @@
  * disk cache). Binaryen is imported only on a cache miss. Linking and instances live in
  * linker.ts and instance.ts; this module re-exports them so callers need one import.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cacheKey, defaultCacheDir, WasmCache } from '../cache/cache.js';
 import { readElf } from '../elf/reader.js';
+import { restoreImage, summarizeImage } from '../elf/summary.js';
 import type { ElfImage, GuestFunction } from '../elf/types.js';
 import {
   checkOptions,
@@ -64,6 +66,8 @@ export interface CompileInfo {
   cached: boolean;
   key: string;
   wasmBytes: number;
+  /** lowercase hex sha256 of the ELF bytes */
+  elfSha256: string;
   /** total time of compile(), ms */
   totalMs: number;
   /** translation phases on a miss, ms */
@@ -130,7 +134,34 @@ export class Engine {
    * no optimisation level, the optimised tier's names Binaryen's.
    */
   keyFor(elf: Uint8Array, tier: 'baseline' | 'optimized' = 'optimized'): string {
-    return this.keyOf(cacheKey([elf]), tier);
+    return this.keyOf(this.inspect(elf).sha256, tier);
+  }
+
+  /** Parsed images by the ELF bytes they came from (the same array is parsed and hashed once). */
+  private readonly images = new WeakMap<Uint8Array, { sha256: string; image: ElfImage }>();
+
+  /**
+   * The parsed image of an ELF and the sha256 of its bytes, each computed once per byte array.
+   * With a cache, the image's summary (src/elf/summary.ts) is kept beside the modules, keyed by
+   * the digest, so a later process restores it instead of parsing the symbol and relocation
+   * tables again. Do not modify `elf` afterwards: the result is remembered for that array.
+   * @throws ElfError for malformed input (with the fix in its message).
+   */
+  inspect(elf: Uint8Array): { sha256: string; image: ElfImage } {
+    let known = this.images.get(elf);
+    if (known) return known;
+    const sha256 = createHash('sha256').update(elf).digest('hex');
+    const key = cacheKey([sha256, `berm-image-${TRANSLATOR_VERSION}-${translatorDigest()}`]);
+    const kept = this.cache?.get(key, 'image') ?? null;
+    let image = kept === null ? null : restoreImage(Buffer.from(kept).toString('utf8'), elf);
+    if (image === null) {
+      image = readElf(elf);
+      const text = summarizeImage(image, elf);
+      if (text !== null) this.cache?.put(key, Buffer.from(text), 'image');
+    }
+    known = { sha256, image };
+    this.images.set(elf, known);
+    return known;
   }
 
   private keyOf(elfDigest: string, tier: 'baseline' | 'optimized'): string {
@@ -153,9 +184,8 @@ export class Engine {
   async compile(source: Uint8Array | string): Promise<GuestModule> {
     const t0 = performance.now();
     const bytes = typeof source === 'string' ? new Uint8Array(readFileSync(source)) : source;
-    const image = readElf(bytes);
+    const { sha256: digest, image } = this.inspect(bytes);
     const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
-    const digest = cacheKey([bytes]);
     const optKey = this.keyOf(digest, 'optimized');
     if (this.tier !== 'baseline') {
       const hit = this.cache?.get(optKey) ?? null;
@@ -230,6 +260,7 @@ export class Engine {
       cached,
       key,
       wasmBytes: wasm.length,
+      elfSha256: this.inspect(bytes).sha256,
       totalMs: c1 - t0,
       translate: timings,
       wasmCompileMs: c1 - c0,

@@ -2,13 +2,14 @@
  * The harness layer: load a harness ELF, check its manifest against its
  * exports, and invoke tools in fresh instances. Arguments are pulled by the guest
  * (berm.args.len / berm.args.read); the result comes back by (ptr, len) in a0/a1 (ABI 0) or through
- * berm.done (ABI 1); berm.fail gives a Failed result, distinct from a trap.
+ * berm.done (ABI 1); berm.fail gives a Failed result, distinct from a trap (a breakpoint, `ebreak`,
+ * right after berm.fail also gives that Failed result: the guest's way to stop where it failed).
  */
 import * as v8 from 'node:v8';
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { Engine, GuestModule, Linker, type InstantiateOptions } from '../engine/engine.js';
-import { HostCallError } from '../engine/traps.js';
+import { Breakpoint, HostCallError } from '../engine/traps.js';
 import type { HostCall, HostFunction } from '../engine/host.js';
 import { decodeFields, stageReply, type WireReply } from '../wire/fields.js';
 import { parseManifest, type Manifest, type ToolDecl } from './manifest.js';
@@ -323,7 +324,7 @@ export class Harness {
   /**
    * Invoke a tool in a fresh instance.
    * @param args the arguments as JSON text (validated against the tool's parameters schema) or raw bytes
-   * @returns ok or failed; @throws a Trap when the guest traps, HarnessError for bad arguments, an
+   * @returns ok or failed; @throws a Trap when the guest traps (a breakpoint after berm.fail is that failure), HarnessError for bad arguments, an
    *   unknown tool, a result that is not UTF-8 or over the limit, or an ABI violation.
    */
   invoke(toolName: string, args: string | Uint8Array, opts: InvokeOptions = {}): ToolResult {
@@ -347,7 +348,7 @@ export class Harness {
    * Run an exported global function that is not a tool (a harness's `on_wake` or `on_notify`) in a
    * fresh instance, with `args` pulled through berm.args.len/berm.args.read like tool arguments.
    * Returning without berm.done or berm.fail is ok with an empty result.
-   * @returns ok or failed; @throws a Trap when the guest traps, HarnessError when `symbol` is not
+   * @returns ok or failed; @throws a Trap when the guest traps (a breakpoint after berm.fail is that failure), HarnessError when `symbol` is not
    *   exported, the arguments or result are over the limit, or the result is not UTF-8.
    */
   invokeExport(symbol: string, args: Uint8Array, opts: InvokeOptions = {}): ToolResult {
@@ -414,6 +415,12 @@ export class Harness {
       // violation of the harness: report it as the HarnessError it is, not as the engine's
       // wrapper around any exception thrown by a host function.
       if (e instanceof HostCallError && e.cause instanceof HarnessError) throw e.cause;
+      // `ebreak` after berm.fail ends the call with that failure: a guest that cannot return
+      // from where it failed (the Rust SDK's panic handler) stops this way. Any other trap, or a
+      // breakpoint without a failure, stays a trap.
+      if (e instanceof Breakpoint && s.failed) {
+        return { status: 'failed', message: lossy.decode(s.failed), logs: s.logs };
+      }
       throw e;
     } finally {
       inst.dispose();

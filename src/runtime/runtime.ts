@@ -704,6 +704,31 @@ export class BermRuntime extends EventEmitter {
     return seq.length;
   }
 
+  /**
+   * True when this process has started firing, nothing is due in its heap and it could start a
+   * wake now: a shared store (several processes on one due-set) then offers it overdue wakes
+   * that no process may hold in memory (see {@link adopt}).
+   */
+  dueIdle(): boolean {
+    return (
+      this.started &&
+      !this.closed &&
+      this.redeliver.length === 0 &&
+      this.heap.peekWhen() > Date.now() &&
+      this.capacity() > 0
+    );
+  }
+
+  /**
+   * Take (when, seq) entries of pending armings into the due heap (a shared store's look for
+   * overdue wakes no process holds). An entry already in the heap, or whose arming is gone, costs
+   * one failed claim when it comes up; nothing else changes.
+   */
+  adopt(when: ArrayLike<number>, seq: ArrayLike<number>): void {
+    for (let i = 0; i < seq.length; i++) this.heap.push(when[i]!, seq[i]!);
+    this.armTimer();
+  }
+
   private armTimer(): void {
     if (this.closed || !this.started) return;
     const at = this.redeliver.length > 0 ? Date.now() : this.heap.peekWhen();

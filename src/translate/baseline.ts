@@ -17,7 +17,9 @@ export function translateBaseline(image: ElfImage, opts: TranslateOptions): Tran
   checkOptions(opts);
   const layout = computeLayout(image.imageStart, image.imageEnd, opts);
   const t0 = performance.now();
-  const m = new ByteModule();
+  let code = 0;
+  for (const f of image.functions) code += f.size;
+  const m = new ByteModule(code);
   const { indirectTargets } = buildImage(m, m.types, { kind: 'direct', bytes: m }, image, layout, opts);
   const t1 = performance.now();
   const wasm = m.emitBinary();

@@ -131,12 +131,25 @@ interface FuncDef {
 /** The Wasm module being built; `emitBinary()` writes it. */
 export class ByteModule implements ExprBuilder {
   /** node k: its sequence is buf[start[k] .. start[k] + len[k]), its result type type[k] */
-  private buf = new Int32Array(1 << 20);
+  private buf: Int32Array;
   private used = 0;
-  private start = new Int32Array(1 << 16);
-  private len = new Int32Array(1 << 16);
-  private type = new Int32Array(1 << 16);
+  private start: Int32Array;
+  private len: Int32Array;
+  private type: Int32Array;
   private count = 0;
+
+  /**
+   * @param codeBytes bytes of guest code to be translated, if known: the node tables start at the
+   *   size that much code needs (about 3.5 nodes and 10 sequence values per byte of RISC-V code),
+   *   instead of growing to it by repeated doubling and copying
+   */
+  constructor(codeBytes = 0) {
+    const nodes = Math.max(1 << 12, Math.min(1 << 24, Math.ceil(codeBytes * 3.5)));
+    this.start = new Int32Array(nodes);
+    this.len = new Int32Array(nodes);
+    this.type = new Int32Array(nodes);
+    this.buf = new Int32Array(nodes * 3);
+  }
   /** node -> the tuple local a tuple-typed local.get reads */
   private readonly tupleLocals = new Map<number, number>();
   private readonly tuples: number[][] = [];
@@ -277,20 +290,28 @@ export class ByteModule implements ExprBuilder {
    * effect is the same, and a block that ends unreachably keeps the stack polymorphic after it.
    */
   block = (_label: string | null, children: readonly Ref[], resultType?: Ty): Ref => {
+    const n = children.length;
     let t = resultType;
     if (t === undefined) {
       t = T_NONE;
-      if (children.length > 0) {
-        const last = this.typeOf(children[children.length - 1]);
+      if (n > 0) {
+        const last = this.type[children[n - 1]];
         if (last !== T_NONE) t = last;
-        if (
-          children.some((c) => this.typeOf(c) === T_UNREACHABLE) &&
-          (last === T_NONE || last === T_UNREACHABLE)
-        )
-          t = T_UNREACHABLE;
+        if (last === T_NONE) {
+          for (let i = 0; i < n - 1; i++) {
+            if (this.type[children[i]] === T_UNREACHABLE) {
+              t = T_UNREACHABLE;
+              break;
+            }
+          }
+        }
       }
     }
-    return this.op(t, children);
+    const from = this.used;
+    this.reserve(n);
+    const buf = this.buf;
+    for (let i = 0; i < n; i++) buf[this.used++] = 256 + children[i];
+    return this.close(t, from);
   };
   if = (condition: Ref, ifTrue: Ref, ifFalse?: Ref): Ref => {
     const a = this.typeOf(ifTrue);
@@ -301,10 +322,20 @@ export class ByteModule implements ExprBuilder {
       else if (a !== T_UNREACHABLE && a !== T_NONE) t = a;
       else if (b !== T_UNREACHABLE && b !== T_NONE) t = b;
     }
-    const seq: number[] = [256 + condition, Op.if, ...this.blockType(t), 256 + ifTrue];
-    if (ifFalse !== undefined) seq.push(Op.else, 256 + ifFalse);
-    seq.push(Op.end);
-    return this.node(t, seq);
+    const from = this.used;
+    this.reserve(10);
+    this.buf[this.used++] = 256 + condition;
+    this.buf[this.used++] = Op.if;
+    if (t === T_UNREACHABLE || t === T_NONE) this.buf[this.used++] = T_NONE;
+    else if (t === T_I32 || t === T_I64 || t === T_F64) this.buf[this.used++] = t;
+    else sleb32(this, this.sigIndex([], this.tuples[t - TUPLE_BASE]));
+    this.buf[this.used++] = 256 + ifTrue;
+    if (ifFalse !== undefined) {
+      this.buf[this.used++] = Op.else;
+      this.buf[this.used++] = 256 + ifFalse;
+    }
+    this.buf[this.used++] = Op.end;
+    return this.close(t, from);
   };
   call = (name: string, operands: readonly Ref[], returnType: Ty): Ref =>
     this.op(returnType, operands, Op.call, this.fnRef(name));
@@ -510,21 +541,52 @@ export class ByteModule implements ExprBuilder {
     this.exports.push({ name: externalName, kind: 3, internal: name });
   }
 
+  /** Function index of each name referenced by a call (fnRef), set by emitBinary. */
+  private fnRefIndex: Int32Array = new Int32Array(0);
+
   /** Serialise node `r` into `out`. */
   private write(out: Sink, r: Ref): void {
+    if (out instanceof Bytes) return this.writeBytes(out, r);
     const buf = this.buf;
     const end = this.start[r] + this.len[r];
     for (let i = this.start[r]; i < end; i++) {
       const v = buf[i];
       if (v >= 256) this.write(out, v - 256);
       else if (v >= 0) out.push(v);
+      else uleb(out, this.fnRefIndex[-1 - v]);
+    }
+  }
+
+  /** {@link write} into a byte buffer: each node's own values straight into its array. */
+  private writeBytes(out: Bytes, r: Ref): void {
+    const buf = this.buf;
+    let i = this.start[r];
+    const end = i + this.len[r];
+    // a value is at most one byte, a function index at most 5
+    out.ensure(5 * (end - i));
+    let o = out.buf;
+    for (; i < end; i++) {
+      const v = buf[i];
+      if (v >= 256) {
+        this.writeBytes(out, v - 256);
+        out.ensure(5 * (end - i));
+        o = out.buf;
+      } else if (v >= 0) o[out.length++] = v;
       else {
-        const fn = this.fnNames[-1 - v];
-        const k = this.fnIndex.get(fn);
-        if (k === undefined) throw new Error(`ByteModule: call to unknown function ${fn}`);
-        uleb(out, k);
+        uleb(out, this.fnRefIndex[-1 - v]);
+        o = out.buf;
       }
     }
+  }
+
+  /** Resolve every called name to its function index. */
+  private resolveCalls(): void {
+    this.fnRefIndex = new Int32Array(this.fnNames.length);
+    this.fnNames.forEach((fn, k) => {
+      const i = this.fnIndex.get(fn);
+      if (i === undefined) throw new Error(`ByteModule: call to unknown function ${fn}`);
+      this.fnRefIndex[k] = i;
+    });
   }
 
   /**
@@ -532,6 +594,7 @@ export class ByteModule implements ExprBuilder {
    * @throws Error on a call to an undeclared function or an unknown global (a translator bug).
    */
   emitBinary(): Uint8Array {
+    this.resolveCalls();
     const out = new Bytes();
     out.append([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
     const section = (id: number, body: Uint8Array | number[]) => {

@@ -5,6 +5,7 @@
  */
 import { decode } from '../riscv/decode.js';
 import type { Instr } from '../riscv/instr.js';
+import { INSTRUCTIONS, type Flow, type Op } from '../riscv/isa.js';
 
 /** How a basic block ends. */
 export type Terminator =
@@ -108,7 +109,7 @@ function inlineMillicode(facts: ImageFacts, target: number, link: number): CallS
       pc += ins.imm;
       continue;
     }
-    if (isControl(ins) || ins.op === 'illegal' || ins.op === 'ebreak' || (writesRd(ins) && ins.rd === link)) {
+    if (isControl(ins) || STOPS.has(ins.op) || (writesRd(ins) && ins.rd === link)) {
       return undefined;
     }
     instrs.push(ins);
@@ -141,7 +142,21 @@ function lowerBound(a: number[], v: number): number {
   return lo;
 }
 
-const BRANCHES = new Set(['beq', 'bne', 'blt', 'bge', 'bltu', 'bgeu']);
+/** The mnemonics whose ISA-table `flow` is one of `flows` ('illegal' never is). */
+function withFlow(...flows: Flow[]): ReadonlySet<Op | 'illegal'> {
+  return new Set(INSTRUCTIONS.filter((e) => flows.includes(e.flow)).map((e) => e.name));
+}
+const BRANCHES = withFlow('branch');
+/** Control leaves the straight line (or goes to the host): known register values do not survive. */
+const CONTROL = withFlow('branch', 'jump', 'host');
+/** Execution does not continue after these (ebreak traps; illegal encodings trap). */
+const STOPS = new Set<Op | 'illegal'>([...withFlow('stop'), 'illegal']);
+/** The mnemonics that write rd (ISA table `writesRd`). */
+const WRITES_RD = new Set<Op | 'illegal'>(INSTRUCTIONS.filter((e) => e.writesRd).map((e) => e.name));
+
+function isBranch(ins: Instr): boolean {
+  return BRANCHES.has(ins.op);
+}
 
 /**
  * Analyse one function. `code` holds the function's bytes, starting at guest address `start`.
@@ -151,17 +166,23 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   const end = start + code.length;
   const instrs: Instr[] = [];
   const pcs: number[] = [];
-  const indexOf = new Map<number, number>();
+  // instruction index by half-word offset (-1: no instruction starts there); instructions are
+  // 2-byte aligned, so the table is dense and replaces a Map lookup per address
+  const slots = new Int32Array((code.length >> 1) + 1).fill(-1);
   for (let off = 0; off < code.length;) {
     // truncated: the all-zero half-word is illegal
     const ins = decode(instructionBits(code, off) ?? 0);
-    indexOf.set(start + off, instrs.length);
+    if ((off & 1) === 0) slots[off >> 1] = instrs.length;
     instrs.push(ins);
     pcs.push(start + off);
     off += ins.size;
   }
+  const indexAt = (a: number): number => {
+    const off = a - start;
+    return off >= 0 && off < code.length && (off & 1) === 0 ? slots[off >> 1] : -1;
+  };
 
-  const inside = (a: number) => a >= start && a < end && indexOf.has(a);
+  const inside = (a: number) => indexAt(a) >= 0;
   const classify = (address: number): Target => {
     // A jump to our own entry stays local: a loop keeps every register, as the hardware would
     // (a tail call would start with fresh locals for the registers that are not arguments).
@@ -176,38 +197,58 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   for (let i = lowerBound(named, start); i < named.length && named[i] < end; i++) {
     if (named[i] !== start && inside(named[i])) localTargets.push(named[i]);
   }
-  const leaders = new Set<number>([start, ...localTargets]);
+  // leaders, by instruction index (every leader is an instruction's address)
+  const leader = new Uint8Array(instrs.length);
+  let leaderCount = 0;
+  const addLeader = (a: number): void => {
+    const i = indexAt(a);
+    if (i >= 0 && leader[i] === 0) {
+      leader[i] = 1;
+      leaderCount++;
+    }
+  };
+  addLeader(start);
+  for (const a of localTargets) addLeader(a);
 
   // Known register values inside straight-line code resolve auipc+jalr pairs (not by adjacency:
   // any instructions may sit between them as long as they do not clobber the register).
   const jalrTargets = new Map<number, number>(); // instruction index -> resolved target
+  const value = new Float64Array(32);
+  const known = new Uint8Array(32);
+  const set = (rd: number, v: number | undefined): void => {
+    if (rd === 0) return;
+    if (v === undefined) known[rd] = 0;
+    else {
+      known[rd] = 1;
+      value[rd] = v;
+    }
+  };
   const resolveJalrs = () => {
-    const known = new Map<number, number>();
+    known.fill(0);
     for (let i = 0; i < instrs.length; i++) {
-      if (leaders.has(pcs[i])) known.clear();
+      if (leader[i] !== 0) known.fill(0);
       const ins = instrs[i];
       const pc = pcs[i];
       switch (ins.op) {
         case 'auipc':
-          setKnown(known, ins.rd, pc + ins.imm);
+          set(ins.rd, pc + ins.imm);
           break;
         case 'lui':
-          setKnown(known, ins.rd, ins.imm);
+          set(ins.rd, ins.imm);
           break;
         case 'addi': {
-          const v = ins.rs1 === 0 ? 0 : known.get(ins.rs1);
-          setKnown(known, ins.rd, v === undefined ? undefined : v + ins.imm);
+          const v = ins.rs1 === 0 ? 0 : known[ins.rs1] !== 0 ? value[ins.rs1] : undefined;
+          set(ins.rd, v === undefined ? undefined : v + ins.imm);
           break;
         }
         case 'jalr': {
-          const v = known.get(ins.rs1);
-          if (v !== undefined) jalrTargets.set(i, (v + ins.imm) & ~1);
-          known.clear();
+          if (known[ins.rs1] !== 0) jalrTargets.set(i, (value[ins.rs1] + ins.imm) & ~1);
+          known.fill(0);
           break;
         }
         default:
-          if (isControl(ins)) known.clear();
-          else if (writesRd(ins)) known.delete(ins.rd);
+          if (isControl(ins)) known.fill(0);
+          else if (writesRd(ins)) known[ins.rd] = 0;
       }
     }
   };
@@ -216,31 +257,31 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   for (;;) {
     jalrTargets.clear();
     resolveJalrs();
-    const before = leaders.size;
+    const before = leaderCount;
     for (let i = 0; i < instrs.length; i++) {
       const ins = instrs[i];
       const pc = pcs[i];
       const next = pc + ins.size;
-      if (BRANCHES.has(ins.op)) {
-        const t = pc + ins.imm;
-        if (inside(t)) leaders.add(t);
-        if (next < end) leaders.add(next);
+      if (isBranch(ins)) {
+        addLeader(pc + ins.imm);
+        if (next < end) addLeader(next);
       } else if (ins.op === 'jal' || ins.op === 'jalr') {
         const t = ins.op === 'jal' ? pc + ins.imm : jalrTargets.get(i);
         const local = t !== undefined && inside(t) && (t === start || !facts.functionEntries.has(t));
         if (ins.rd === 0 || (local && t !== start)) {
-          if (local) leaders.add(t!);
-          if (next < end) leaders.add(next);
+          if (local) addLeader(t!);
+          if (next < end) addLeader(next);
         }
         // calls (rd != 0) continue in the same block: the Wasm call returns to the next instruction
-      } else if (ins.op === 'illegal' || ins.op === 'ebreak') {
-        if (next < end) leaders.add(next);
+      } else if (STOPS.has(ins.op)) {
+        if (next < end) addLeader(next);
       }
     }
-    if (leaders.size === before) break;
+    if (leaderCount === before) break;
   }
 
-  const sorted = [...leaders].filter((a) => inside(a)).sort((a, b) => a - b);
+  const sorted: number[] = [];
+  for (let i = 0; i < instrs.length; i++) if (leader[i] !== 0) sorted.push(pcs[i]);
   const blocks = new Map<number, BasicBlock>();
   for (let b = 0; b < sorted.length; b++) {
     const bStart = sorted[b];
@@ -249,13 +290,13 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     const bp: number[] = [];
     const calls = new Map<number, CallSite>();
     let term: Terminator | null = null;
-    for (let i = indexOf.get(bStart)!; i < instrs.length && pcs[i] < limit; i++) {
+    for (let i = indexAt(bStart); i < instrs.length && pcs[i] < limit; i++) {
       const ins = instrs[i];
       const pc = pcs[i];
       const next = pc + ins.size;
       bi.push(ins);
       bp.push(pc);
-      if (BRANCHES.has(ins.op)) {
+      if (isBranch(ins)) {
         term = { kind: 'branch', instr: ins, pc, taken: classify(pc + ins.imm), next };
         break;
       }
@@ -290,36 +331,15 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   return { start, end, blocks, localTargets };
 }
 
-function setKnown(known: Map<number, number>, rd: number, v: number | undefined): void {
-  if (rd === 0) return;
-  if (v === undefined) known.delete(rd);
-  else known.set(rd, v);
-}
-
+/**
+ * Whether `ins` transfers control or hands it to the host (branches, jal/jalr, ecall): known
+ * register values do not survive it.
+ */
 function isControl(ins: Instr): boolean {
-  return BRANCHES.has(ins.op) || ins.op === 'jal' || ins.op === 'jalr' || ins.op === 'ecall';
+  return CONTROL.has(ins.op);
 }
 
-/** True for instructions that write rd (everything but stores, branches, fences, ecall/ebreak). */
+/** True for instructions that write rd (the ISA table's `writesRd`) with rd other than x0. */
 export function writesRd(ins: Instr): boolean {
-  switch (ins.op) {
-    case 'sb':
-    case 'sh':
-    case 'sw':
-    case 'sd':
-    case 'beq':
-    case 'bne':
-    case 'blt':
-    case 'bge':
-    case 'bltu':
-    case 'bgeu':
-    case 'fence':
-    case 'fence.i':
-    case 'ecall':
-    case 'ebreak':
-    case 'illegal':
-      return false;
-    default:
-      return ins.rd !== 0;
-  }
+  return ins.rd !== 0 && WRITES_RD.has(ins.op);
 }

@@ -4,7 +4,6 @@
  * input (malformed ELF, unknown tool, arguments not JSON or not matching the schema), 3 for a trap.
  */
 import type { Command } from 'commander';
-import { readElf } from '../../elf/reader.js';
 import { Harness, type InvokeOptions, type ToolResult } from '../../harness/harness.js';
 import { parseManifest } from '../../harness/manifest.js';
 import {
@@ -91,13 +90,14 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
 
       async function loadAndInvoke(): Promise<ToolResult> {
         const bytes = readInputFile(file);
-        // a cheap look at the manifest first, so an unknown tool is reported before any translation
-        const manifest = parseManifest(readElf(bytes).manifest);
+        const engine = engineFor(g);
+        // a cheap look at the manifest first, so an unknown tool is reported before any
+        // translation (the engine keeps the parsed image for the compile)
+        const manifest = parseManifest(engine.inspect(bytes).image.manifest);
         if (!manifest.tools.some((t) => t.name === tool)) {
           const known = manifest.tools.map((t) => t.name).join(', ') || 'none';
           throw new CliError(`${file} has no tool named ${tool} (tools: ${known})`);
         }
-        const engine = engineFor(g);
         const harness = await Harness.load(engine, bytes);
         labelCacheEntry(engine, harness.module.info.key, file, bytes);
         if (g.verbose) io.err(`berm: ${file}: ${describeCompile(harness.module.info)}\n`);

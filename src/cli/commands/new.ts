@@ -1,4 +1,4 @@
-/** `berm new NAME`: scaffold a harness project by running scripts/new-harness. */
+/** `berm new NAME [--lang c|rust]`: scaffold a harness project by running scripts/new-harness. */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -13,11 +13,15 @@ export const NEW_HARNESS_SCRIPT = fileURLToPath(new URL('../../../scripts/new-ha
 export function registerNew(program: Command, ctx: CliContext): void {
   program
     .command('new')
-    .description('scaffold a new harness project (C, guest SDK) in directory NAME')
+    .description('scaffold a new harness project (guest SDK, C or Rust) in directory NAME')
     .argument('<name>', 'directory to create; its last component names the harness')
     .option('--sdk <path>', 'guest SDK to use (default: the guest-sdk of this checkout)')
-    .action((name: string, opts: { sdk?: string }, cmd: Command) =>
+    .option('--lang <lang>', 'c (default) or rust (a cargo crate on guest-sdk/rust)', 'c')
+    .action((name: string, opts: { sdk?: string; lang: string }, cmd: Command) =>
       ctx.run(cmd, () => {
+        if (opts.lang !== 'c' && opts.lang !== 'rust') {
+          throw new CliError(`--lang must be c or rust, not ${JSON.stringify(opts.lang)}`, ExitCode.BadInput);
+        }
         if (!existsSync(NEW_HARNESS_SCRIPT)) {
           throw new CliError(
             `the scaffold script ${NEW_HARNESS_SCRIPT} is not part of this checkout; ` +
@@ -25,7 +29,8 @@ export function registerNew(program: Command, ctx: CliContext): void {
             ExitCode.Internal,
           );
         }
-        const r = spawnSync(NEW_HARNESS_SCRIPT, [...(opts.sdk ? ['--sdk', opts.sdk] : []), name], {
+        const sdk = opts.sdk ? ['--sdk', opts.sdk] : [];
+        const r = spawnSync(NEW_HARNESS_SCRIPT, [...sdk, '--lang', opts.lang, name], {
           stdio: ['inherit', 'pipe', 'pipe'],
         });
         if (r.stdout?.length) ctx.io.out(r.stdout.toString());
