@@ -6,7 +6,7 @@
 import type { TestCase } from './lib.js';
 import { Rng } from './rng.js';
 import { SPECIAL, lit } from './gen-unit.js';
-import { AMOS, BRANCHES, I_OPS, LOADS, STORES } from './isa.js';
+import { AMOS, BRANCHES, I_OPS, LOADS, R_ALL as R, SHIFT_IMM, SHIFT_IMM_W, STORES } from './isa.js';
 
 /** x5-x7, x9-x30: every register but zero, ra, sp, gp, tp, s0 (scratch base) and t6 (dump base). */
 export const POOL = [
@@ -53,37 +53,6 @@ export interface FuzzProgram {
   items: Item[];
 }
 
-const R = [
-  'add',
-  'sub',
-  'sll',
-  'slt',
-  'sltu',
-  'xor',
-  'srl',
-  'sra',
-  'or',
-  'and',
-  'addw',
-  'subw',
-  'sllw',
-  'srlw',
-  'sraw',
-  'mul',
-  'mulh',
-  'mulhsu',
-  'mulhu',
-  'div',
-  'divu',
-  'rem',
-  'remu',
-  'mulw',
-  'divw',
-  'divuw',
-  'remw',
-  'remuw',
-];
-
 function value(rng: Rng): bigint {
   const k = rng.int(4);
   if (k === 0) return rng.pick(SPECIAL);
@@ -103,7 +72,7 @@ function item(rng: Rng, idx: number, n: number): Item {
   const k = rng.int(100);
   if (k < 25) return { lines: enc(`  ${rng.pick(R)} ${r()}, ${r()}, ${r()}`) };
   if (k < 37) {
-    const op = rng.pick([...I_OPS, 'slli', 'srli', 'srai', 'slliw', 'srliw', 'sraiw']);
+    const op = rng.pick([...I_OPS, ...SHIFT_IMM, ...SHIFT_IMM_W]);
     const imm =
       op.endsWith('w') && op !== 'addiw'
         ? rng.int(32)

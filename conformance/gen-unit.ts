@@ -4,7 +4,7 @@
  */
 import type { TestCase } from './lib.js';
 import { Rng } from './rng.js';
-import { AMOS, BRANCHES, I_OPS, LOADS, STORES } from './isa.js';
+import { AMOS, BRANCHES, I_OPS, LOADS, R_OPS, SHIFT_IMM, SHIFT_IMM_W, SHIFT_OPS, STORES } from './isa.js';
 
 const I64_MIN = -(1n << 63n);
 const I64_MAX = (1n << 63n) - 1n;
@@ -35,33 +35,6 @@ function values(rng: Rng, n: number): bigint[] {
   return out;
 }
 
-const R_OPS = [
-  'add',
-  'sub',
-  'slt',
-  'sltu',
-  'xor',
-  'or',
-  'and',
-  'addw',
-  'subw',
-  'mul',
-  'mulh',
-  'mulhsu',
-  'mulhu',
-  'div',
-  'divu',
-  'rem',
-  'remu',
-  'mulw',
-  'divw',
-  'divuw',
-  'remw',
-  'remuw',
-];
-const SHIFT_OPS = ['sll', 'srl', 'sra', 'sllw', 'srlw', 'sraw'];
-const SHIFT_IMM = ['slli', 'srli', 'srai'];
-const SHIFT_IMM_W = ['slliw', 'srliw', 'sraiw'];
 const PATTERN = [
   0x80, 0xff, 0x7f, 0x01, 0x00, 0x81, 0xfe, 0x55, 0xaa, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde,
 ];

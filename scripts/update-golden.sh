@@ -15,6 +15,12 @@ ld.lld --emit-relocs -Ttext=0x11000 -e _start "$tmp/all-encodings.o" -o test/gol
 # the file-name line would embed the temporary path: drop everything before the listing
 $OBJDUMP test/golden/all-encodings.elf | sed -n '/^Disassembly/,$p' >test/golden/all-encodings.txt
 
+# Samples of every ISA-table entry (conformance/gen-table.ts), as raw data.
+node --import ./scripts/ts/register.mjs conformance/gen-table.ts >"$tmp/isa-table.s"
+clang --target=riscv64 -march=rv64imac -mno-relax -c "$tmp/isa-table.s" -o "$tmp/isa-table.o"
+ld.lld --emit-relocs -Ttext=0x11000 -e _start "$tmp/isa-table.o" -o test/golden/isa-table.elf
+$OBJDUMP test/golden/isa-table.elf | sed -n '/^Disassembly/,$p' >test/golden/isa-table.txt
+
 # Fixture ELFs built from the guest SDK, when present.
 for elf in fixtures/build/*.elf; do
   [ -e "$elf" ] || continue

@@ -20,6 +20,7 @@
 import { CSR_NAMES } from './csr-names.js';
 import { decode } from './decode.js';
 import type { Instr } from './instr.js';
+import { COMPRESSED, ENTRY, type CLayout, type Syntax } from './isa.js';
 
 /** ABI register names indexed by register number (RISC-V psABI, "Integer Register Convention"). */
 export const REG_NAMES: readonly string[] = [
@@ -59,6 +60,63 @@ function amoSuffix(i: Instr): string {
   return i.aq ? (i.rl ? '.aqrl' : '.aq') : i.rl ? '.rl' : '';
 }
 
+type Printer = (i: Instr, pc: number, symbolize: Symbolizer | undefined) => string;
+
+/** Operands of each 32-bit syntax (isa.ts `syntax`), after the mnemonic and a tab. */
+const OPERANDS: Readonly<Record<Syntax, Printer>> = {
+  'rd, upper': (i) => `${r(i.rd)}, ${(i.imm >>> 12) & 0xfffff}`,
+  'rd, target': (i, pc, sym) => `${r(i.rd)}, ${target(pc, i.imm, sym)}`,
+  'rd, imm(rs1)': (i) => `${r(i.rd)}, ${i.imm}(${r(i.rs1)})`,
+  'rs1, rs2, target': (i, pc, sym) => `${r(i.rs1)}, ${r(i.rs2)}, ${target(pc, i.imm, sym)}`,
+  'rs2, imm(rs1)': (i) => `${r(i.rs2)}, ${i.imm}(${r(i.rs1)})`,
+  'rd, rs1, imm': (i) => `${r(i.rd)}, ${r(i.rs1)}, ${i.imm}`,
+  'rd, rs1, rs2': (i) => `${r(i.rd)}, ${r(i.rs1)}, ${r(i.rs2)}`,
+  fence: (i) => `${fenceSet((i.imm >>> 4) & 15)}, ${fenceSet(i.imm & 15)}`,
+  'fence.i': () => '',
+  none: () => '',
+  'rd, csr, rs1': (i) => `${r(i.rd)}, ${csrName(i.imm)}, ${r(i.rs1)}`,
+  'rd, csr, uimm': (i) => `${r(i.rd)}, ${csrName(i.imm)}, ${i.rs1}`,
+  'rd, (rs1)': (i) => `${r(i.rd)}, (${r(i.rs1)})`,
+  'rd, rs2, (rs1)': (i) => `${r(i.rd)}, ${r(i.rs2)}, (${r(i.rs1)})`,
+};
+
+/** Operands of each compressed layout (isa.ts `layout`), after the compressed mnemonic and a tab. */
+const C_OPERANDS: Readonly<Record<CLayout, Printer>> = {
+  'ciw-addi4spn': (i) => `${r(i.rd)}, sp, ${i.imm}`,
+  'cl-w': (i) => `${r(i.rd)}, ${i.imm}(${r(i.rs1)})`,
+  'cl-d': (i) => `${r(i.rd)}, ${i.imm}(${r(i.rs1)})`,
+  'cs-w': (i) => `${r(i.rs2)}, ${i.imm}(${r(i.rs1)})`,
+  'cs-d': (i) => `${r(i.rs2)}, ${i.imm}(${r(i.rs1)})`,
+  // LLVM prints a HINT c.nop's immediate
+  'ci-nop': (i) => (i.imm === 0 ? '' : `${i.imm}`),
+  ci: (i) => `${r(i.rd)}, ${i.imm}`,
+  'ci-li': (i) => `${r(i.rd)}, ${i.imm}`,
+  'ci-addi16sp': (i) => `sp, ${i.imm}`,
+  // LLVM's HINT form (rd = x0) prints the signed 6-bit field
+  'ci-lui': (i) => (i.rd === 0 ? `zero, ${i.imm / 4096}` : `${r(i.rd)}, ${(i.imm >>> 12) & 0xfffff}`),
+  'cb-shift': (i) => `${r(i.rd)}, ${i.imm}`,
+  'cb-andi': (i) => `${r(i.rd)}, ${i.imm}`,
+  ca: (i) => `${r(i.rd)}, ${r(i.rs2)}`,
+  cj: (i, pc, sym) => target(pc, i.imm, sym),
+  'cb-branch': (i, pc, sym) => `${r(i.rs1)}, ${target(pc, i.imm, sym)}`,
+  'ci-slli': (i) => `${r(i.rd)}, ${i.imm}`,
+  'ci-lwsp': (i) => `${r(i.rd)}, ${i.imm}(${r(i.rs1)})`,
+  'ci-ldsp': (i) => `${r(i.rd)}, ${i.imm}(${r(i.rs1)})`,
+  'cr-jr': (i) => r(i.rs1),
+  'cr-mv': (i) => `${r(i.rd)}, ${r(i.rs2)}`,
+  'cr-ebreak': () => '',
+  'cr-jalr': (i) => r(i.rs1),
+  'cr-add': (i) => `${r(i.rd)}, ${r(i.rs2)}`,
+  'css-w': (i) => `${r(i.rs2)}, ${i.imm}(${r(i.rs1)})`,
+  'css-d': (i) => `${r(i.rs2)}, ${i.imm}(${r(i.rs1)})`,
+};
+
+const C_LAYOUT = new Map<string, CLayout>(COMPRESSED.map((e) => [e.name, e.layout]));
+
+function withOperands(mnemonic: string, operands: string): string {
+  return operands === '' ? mnemonic : `${mnemonic}\t${operands}`;
+}
+
 /**
  * Render one decoded instruction as llvm-objdump 14 does (rules in the module comment).
  *
@@ -68,83 +126,28 @@ function amoSuffix(i: Instr): string {
  * @returns the text after the address column, e.g. `addi\ta0, a1, -3` or `jal\tra, 0x11234`
  */
 export function disassemble(instr: Instr, pc: number, symbolize?: Symbolizer): string {
-  const { op, rd, rs1, rs2, imm } = instr;
   if (instr.size === 2) return disassembleCompressed(instr, pc, symbolize);
-  switch (op) {
-    case 'illegal':
-      return '<unknown>';
-    case 'lui':
-    case 'auipc':
-      return `${op}\t${r(rd)}, ${(imm >>> 12) & 0xfffff}`;
-    case 'jal':
-      return `jal\t${r(rd)}, ${target(pc, imm, symbolize)}`;
-    case 'jalr':
-      return `jalr\t${r(rd)}, ${imm}(${r(rs1)})`;
-    case 'beq':
-    case 'bne':
-    case 'blt':
-    case 'bge':
-    case 'bltu':
-    case 'bgeu':
-      return `${op}\t${r(rs1)}, ${r(rs2)}, ${target(pc, imm, symbolize)}`;
-    case 'lb':
-    case 'lh':
-    case 'lw':
-    case 'ld':
-    case 'lbu':
-    case 'lhu':
-    case 'lwu':
-      return `${op}\t${r(rd)}, ${imm}(${r(rs1)})`;
-    case 'sb':
-    case 'sh':
-    case 'sw':
-    case 'sd':
-      return `${op}\t${r(rs2)}, ${imm}(${r(rs1)})`;
-    case 'addi':
-    case 'slti':
-    case 'sltiu':
-    case 'xori':
-    case 'ori':
-    case 'andi':
-    case 'slli':
-    case 'srli':
-    case 'srai':
-    case 'addiw':
-    case 'slliw':
-    case 'srliw':
-    case 'sraiw':
-      return `${op}\t${r(rd)}, ${r(rs1)}, ${imm}`;
-    case 'fence': {
+  const { op, rd, rs1, imm } = instr;
+  if (op === 'illegal') return '<unknown>';
+  const e = ENTRY[op];
+  switch (e.syntax) {
+    case 'fence':
       // LLVM only knows fm=0000 and fence.tso, and requires the reserved rd/rs1 to be zero
       if (rd !== 0 || rs1 !== 0) return '<unknown>';
       if (imm === 0x833) return 'fence.tso';
       if (imm >>> 8 !== 0) return '<unknown>';
-      return `fence\t${fenceSet((imm >>> 4) & 15)}, ${fenceSet(imm & 15)}`;
-    }
+      break;
     case 'fence.i':
-      return rd !== 0 || rs1 !== 0 || imm !== 0 ? '<unknown>' : 'fence.i';
-    case 'ecall':
-    case 'ebreak':
-      return op;
-    case 'csrrw':
-    case 'csrrs':
-    case 'csrrc':
-      return `${op}\t${r(rd)}, ${csrName(imm)}, ${r(rs1)}`;
-    case 'csrrwi':
-    case 'csrrsi':
-    case 'csrrci':
-      return `${op}\t${r(rd)}, ${csrName(imm)}, ${rs1}`;
+      if (rd !== 0 || rs1 !== 0 || imm !== 0) return '<unknown>';
+      break;
+    case 'rd, (rs1)':
+    case 'rd, rs2, (rs1)':
+      return withOperands(op + amoSuffix(instr), OPERANDS[e.syntax](instr, pc, symbolize));
   }
-  if (instr.aq !== undefined) {
-    if (op.startsWith('lr.')) return `${op}${amoSuffix(instr)}\t${r(rd)}, (${r(rs1)})`;
-    return `${op}${amoSuffix(instr)}\t${r(rd)}, ${r(rs2)}, (${r(rs1)})`;
-  }
-  // register-register ALU (RV64I OP/OP-32 and M)
-  return `${op}\t${r(rd)}, ${r(rs1)}, ${r(rs2)}`;
+  return withOperands(op, OPERANDS[e.syntax](instr, pc, symbolize));
 }
 
 function disassembleCompressed(instr: Instr, pc: number, symbolize?: Symbolizer): string {
-  const { rd, rs1, rs2, imm } = instr;
   const c = instr.compressed;
   if (c === undefined) {
     if (instr.bits === 0) return 'c.unimp';
@@ -155,56 +158,10 @@ function disassembleCompressed(instr: Instr, pc: number, symbolize?: Symbolizer)
     }
     return '<unknown>';
   }
-  switch (c) {
-    case 'c.addi4spn':
-      return `${c}\t${r(rd)}, sp, ${imm}`;
-    case 'c.lw':
-    case 'c.ld':
-    case 'c.lwsp':
-    case 'c.ldsp':
-      return `${c}\t${r(rd)}, ${imm}(${r(rs1)})`;
-    case 'c.sw':
-    case 'c.sd':
-    case 'c.swsp':
-    case 'c.sdsp':
-      return `${c}\t${r(rs2)}, ${imm}(${r(rs1)})`;
-    case 'c.nop':
-      return imm === 0 ? c : `${c}\t${imm}`;
-    case 'c.addi':
-    case 'c.addiw':
-    case 'c.li':
-    case 'c.andi':
-      return `${c}\t${r(rd)}, ${imm}`;
-    case 'c.addi16sp':
-      return `${c}\tsp, ${imm}`;
-    case 'c.lui':
-      // LLVM's HINT form (rd = x0) prints the signed 6-bit field
-      return rd === 0 ? `${c}\tzero, ${imm / 4096}` : `${c}\t${r(rd)}, ${(imm >>> 12) & 0xfffff}`;
-    case 'c.srli':
-    case 'c.srai':
-    case 'c.slli':
-      return imm === 0 ? `${c}64\t${r(rd)}` : `${c}\t${r(rd)}, ${imm}`;
-    case 'c.sub':
-    case 'c.xor':
-    case 'c.or':
-    case 'c.and':
-    case 'c.subw':
-    case 'c.addw':
-    case 'c.mv':
-    case 'c.add':
-      return `${c}\t${r(rd)}, ${r(rs2)}`;
-    case 'c.j':
-      return `${c}\t${target(pc, imm, symbolize)}`;
-    case 'c.beqz':
-    case 'c.bnez':
-      return `${c}\t${r(rs1)}, ${target(pc, imm, symbolize)}`;
-    case 'c.jr':
-    case 'c.jalr':
-      return `${c}\t${r(rs1)}`;
-    case 'c.ebreak':
-      return c;
-  }
-  return '<unknown>';
+  const layout = C_LAYOUT.get(c)!;
+  // LLVM's HINT spellings for a zero shift amount: c.slli64, c.srli64, c.srai64
+  if ((layout === 'cb-shift' || layout === 'ci-slli') && instr.imm === 0) return `${c}64\t${r(instr.rd)}`;
+  return withOperands(c, C_OPERANDS[layout](instr, pc, symbolize));
 }
 
 /** One line of {@link disassembleRange}: the instruction's address, size and text. */

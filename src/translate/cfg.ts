@@ -5,6 +5,7 @@
  */
 import { decode } from '../riscv/decode.js';
 import type { Instr } from '../riscv/instr.js';
+import { INSTRUCTIONS, type Flow, type Op } from '../riscv/isa.js';
 
 /** How a basic block ends. */
 export type Terminator =
@@ -108,7 +109,7 @@ function inlineMillicode(facts: ImageFacts, target: number, link: number): CallS
       pc += ins.imm;
       continue;
     }
-    if (isControl(ins) || ins.op === 'illegal' || ins.op === 'ebreak' || (writesRd(ins) && ins.rd === link)) {
+    if (isControl(ins) || STOPS.has(ins.op) || (writesRd(ins) && ins.rd === link)) {
       return undefined;
     }
     instrs.push(ins);
@@ -141,7 +142,21 @@ function lowerBound(a: number[], v: number): number {
   return lo;
 }
 
-const BRANCHES = new Set(['beq', 'bne', 'blt', 'bge', 'bltu', 'bgeu']);
+/** The mnemonics whose ISA-table `flow` is one of `flows` ('illegal' never is). */
+function withFlow(...flows: Flow[]): ReadonlySet<Op | 'illegal'> {
+  return new Set(INSTRUCTIONS.filter((e) => flows.includes(e.flow)).map((e) => e.name));
+}
+const BRANCHES = withFlow('branch');
+/** Control leaves the straight line (or goes to the host): known register values do not survive. */
+const CONTROL = withFlow('branch', 'jump', 'host');
+/** Execution does not continue after these (ebreak traps; illegal encodings trap). */
+const STOPS = new Set<Op | 'illegal'>([...withFlow('stop'), 'illegal']);
+/** The mnemonics that write rd (ISA table `writesRd`). */
+const WRITES_RD = new Set<Op | 'illegal'>(INSTRUCTIONS.filter((e) => e.writesRd).map((e) => e.name));
+
+function isBranch(ins: Instr): boolean {
+  return BRANCHES.has(ins.op);
+}
 
 /**
  * Analyse one function. `code` holds the function's bytes, starting at guest address `start`.
@@ -247,7 +262,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
       const ins = instrs[i];
       const pc = pcs[i];
       const next = pc + ins.size;
-      if (BRANCHES.has(ins.op)) {
+      if (isBranch(ins)) {
         addLeader(pc + ins.imm);
         if (next < end) addLeader(next);
       } else if (ins.op === 'jal' || ins.op === 'jalr') {
@@ -258,7 +273,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
           if (next < end) addLeader(next);
         }
         // calls (rd != 0) continue in the same block: the Wasm call returns to the next instruction
-      } else if (ins.op === 'illegal' || ins.op === 'ebreak') {
+      } else if (STOPS.has(ins.op)) {
         if (next < end) addLeader(next);
       }
     }
@@ -281,7 +296,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
       const next = pc + ins.size;
       bi.push(ins);
       bp.push(pc);
-      if (BRANCHES.has(ins.op)) {
+      if (isBranch(ins)) {
         term = { kind: 'branch', instr: ins, pc, taken: classify(pc + ins.imm), next };
         break;
       }
@@ -316,30 +331,15 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   return { start, end, blocks, localTargets };
 }
 
+/**
+ * Whether `ins` transfers control or hands it to the host (branches, jal/jalr, ecall): known
+ * register values do not survive it.
+ */
 function isControl(ins: Instr): boolean {
-  return BRANCHES.has(ins.op) || ins.op === 'jal' || ins.op === 'jalr' || ins.op === 'ecall';
+  return CONTROL.has(ins.op);
 }
 
-/** True for instructions that write rd (everything but stores, branches, fences, ecall/ebreak). */
+/** True for instructions that write rd (the ISA table's `writesRd`) with rd other than x0. */
 export function writesRd(ins: Instr): boolean {
-  switch (ins.op) {
-    case 'sb':
-    case 'sh':
-    case 'sw':
-    case 'sd':
-    case 'beq':
-    case 'bne':
-    case 'blt':
-    case 'bge':
-    case 'bltu':
-    case 'bgeu':
-    case 'fence':
-    case 'fence.i':
-    case 'ecall':
-    case 'ebreak':
-    case 'illegal':
-      return false;
-    default:
-      return ins.rd !== 0;
-  }
+  return ins.rd !== 0 && WRITES_RD.has(ins.op);
 }

@@ -20,7 +20,7 @@ import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
 import { decode } from '../riscv/decode.js';
 import type { Instr } from '../riscv/instr.js';
 import { analyseFunction, instructionBits } from './cfg.js';
-import { emitFunction, functionName, Names, type EmitContext } from './emit.js';
+import { chargeFuel, emitFunction, entryCost, functionName, Names, type EmitContext } from './emit.js';
 
 /** The result of translating one image. */
 export interface Translation {
@@ -94,6 +94,7 @@ export function buildImage(
   addEcallHelper(m, t, pair);
 
   const functionEntries = new Set(image.functions.map((f) => f.start));
+  const entryCosts = new Map(image.functions.map((f) => [f.start, entryCost(f.start, f.start + f.size)]));
   const named = relocationTargets(image).codeAddresses;
   const ctx: EmitContext = {
     m,
@@ -104,6 +105,7 @@ export function buildImage(
     stackLimit: layout.stackLimit,
     dirtySplit: layout.stackLimit - STACK_GUARD - layout.base,
     functionEntries,
+    entryCosts,
     pair,
     params,
   };
@@ -132,7 +134,7 @@ export function buildImage(
   }
 
   const indirectTargets = [...functionEntries].filter((a) => named.has(a)).sort((a, b) => a - b);
-  addDispatcher(m, t, indirectTargets, pair);
+  addDispatcher(m, t, indirectTargets, entryCosts, pair);
 
   const gpValue = image.globalPointer ?? 0;
   const exported = new Set<string>();
@@ -143,16 +145,18 @@ export function buildImage(
       exported.add(name);
       const stub = `entry_${fn.start.toString(16)}_${exported.size}`;
       const args = Array.from({ length: 8 }, (_, k) => m.local.get(k, i64));
+      // locals: 0..7 a0..a7, 8 the fuel charge's scratch
       m.addFunction(
         stub,
         t.tuple(new Array(8).fill(i64)),
         pair,
-        [],
+        [i32],
         m.block(null, [
           m.global.set(Names.gp, m.i64.const(BigInt(gpValue))),
           m.global.set(Names.tp, m.i64.const(0n)),
           m.global.set(Names.resv, m.i64.const(-1n)),
           m.global.set(Names.fuel, m.i32.const(0)),
+          chargeFuel(m, t, m.i32.const(entryCosts.get(fn.start)!), m.i32.const(fn.start), 8),
           m.return_call(functionName(fn.start), [m.i64.const(BigInt(layout.initialSp)), ...args], pair),
         ]),
       );
@@ -184,9 +188,16 @@ export function errorText(e: unknown, binaryenModule?: unknown): string {
 
 /**
  * `dispatch(pc, target, sp, a0..a7)`: a binary decision tree over the relocation-named function
- * entries, ending in a tail call; any other target traps BadIndirectTarget{target} at `pc`.
+ * entries, ending in the target's entry fuel charge (polling with `pc`) and a tail call; any other
+ * target traps BadIndirectTarget{target} at `pc`.
  */
-function addDispatcher(m: ExprBuilder, t: Types, targets: number[], pair: Ty): void {
+function addDispatcher(
+  m: ExprBuilder,
+  t: Types,
+  targets: number[],
+  entryCosts: ReadonlyMap<number, number>,
+  pair: Ty,
+): void {
   const i64 = t.i64;
   const target = () => m.local.get(1, i64);
   const args = () => [2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => m.local.get(k, i64));
@@ -203,7 +214,10 @@ function addDispatcher(m: ExprBuilder, t: Types, targets: number[], pair: Ty): v
       for (let k = hi - 1; k >= lo; k--) {
         e = m.if(
           m.i64.eq(target(), m.i64.const(BigInt(targets[k]))),
-          m.return_call(functionName(targets[k]), args(), pair),
+          m.block(null, [
+            chargeFuel(m, t, m.i32.const(entryCosts.get(targets[k])!), m.local.get(0, t.i32), 11),
+            m.return_call(functionName(targets[k]), args(), pair),
+          ]),
           e,
         );
       }
@@ -213,7 +227,8 @@ function addDispatcher(m: ExprBuilder, t: Types, targets: number[], pair: Ty): v
     return m.if(m.i64.lt_u(target(), m.i64.const(BigInt(targets[mid]))), tree(lo, mid), tree(mid, hi));
   };
   const body = targets.length === 0 ? bad() : m.block(null, [tree(0, targets.length), m.unreachable()]);
-  m.addFunction(Names.dispatch, t.tuple([t.i32, ...new Array(10).fill(i64)]), pair, [], body);
+  // locals: 0 pc, 1 target, 2..10 sp and a0..a7, 11 the fuel charge's scratch
+  m.addFunction(Names.dispatch, t.tuple([t.i32, ...new Array(10).fill(i64)]), pair, [t.i32], body);
 }
 
 /**
