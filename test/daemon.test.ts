@@ -186,7 +186,7 @@ t.test('bad input: each a clear refusal, nothing lost', async (t) => {
   for (const bad of ['..', '%2e%2e', '..%2f..%2fetc']) {
     const raw = await rawHttp(
       d.address.port,
-      `GET /harnesses/${bad} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      `GET /harnesses/${bad} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
     );
     t.match(raw, /^HTTP\/1\.1 400 /, `name ${bad} refused`);
     t.match(raw, /invalid harness name/);
@@ -222,7 +222,7 @@ t.test('bad input: each a clear refusal, nothing lost', async (t) => {
   // a body that trickles in: refused with 408 once the body deadline passes
   const slow = await rawHttp(
     d.address.port,
-    'POST /harnesses/text/tools/stats HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"val',
+    'POST /harnesses/text/tools/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{"val',
     ' ',
   );
   t.match(slow, /^HTTP\/1\.1 408 /);
@@ -262,6 +262,20 @@ t.test('bearer token: /health open, everything else 401 without the right token'
     'nothing deployed',
   );
 });
+
+t.test(
+  'the token may come from BERM_TOKEN (the CLI client reads it); BERMD_TOKEN wins over it',
+  async (t) => {
+    const d = await testDaemon({}, { BERM_TOKEN: 'client-side-token' });
+    t.teardown(() => d.stop());
+    t.equal((await d.req('/harnesses', { token: null })).status, 401, 'no token: refused');
+    t.equal((await d.req('/harnesses', { token: 'client-side-token' })).status, 200, 'BERM_TOKEN accepted');
+    const both = await testDaemon({}, { BERMD_TOKEN: 'daemon-token', BERM_TOKEN: 'client-side-token' });
+    t.teardown(() => both.stop());
+    t.equal((await both.req('/harnesses', { token: 'client-side-token' })).status, 401, 'BERM_TOKEN ignored');
+    t.equal((await both.req('/harnesses', { token: 'daemon-token' })).status, 200, 'BERMD_TOKEN accepted');
+  },
+);
 
 t.test('no token on a non-loopback address: refused at boot', async (t) => {
   await t.rejects(
