@@ -487,9 +487,14 @@ class FunctionEmitter {
       const pc = b.pcs[i];
       const call = b.calls.get(i);
       if (call?.inline) {
-        // rd gets the return address, then the millicode runs as if it were this function's code
+        // rd gets the return address, then the millicode (or outlined code) runs as if it were
+        // this function's code, its direct calls as calls
         out.push(this.set(ins.rd, this.c64(pc + ins.size)));
-        call.inline.instrs.forEach((mi, k) => out.push(this.instr(mi, call.inline!.pcs[k])));
+        const { instrs, pcs, calls } = call.inline;
+        instrs.forEach((mi, k) => {
+          const to = calls.get(k);
+          out.push(to === undefined ? this.instr(mi, pcs[k]) : this.callSite(mi, pcs[k], to));
+        });
         continue;
       }
       if (call) {
