@@ -311,6 +311,14 @@ export function decodedNames(mod: GuestModule, count: number): string[][] {
   return res;
 }
 
+/** The build {@link runBatch} makes of `tests` (every test also run under qemu). */
+export function buildBatch(tests: TestCase[]): Built {
+  return build(
+    render(tests),
+    tests.map((_, i) => i),
+  );
+}
+
 export interface BatchResult {
   divergences: Divergence[];
   names: string[][];
@@ -321,15 +329,20 @@ export interface BatchResult {
   qemuOut: Uint8Array;
 }
 
-/** Build, run in both, compare. `qemuSkip` lists tests run only in berm (traps, host clocks). */
+/**
+ * Build, run in both, compare. `qemuSkip` lists tests run only in berm (traps, host clocks).
+ * `prebuilt`: the build of these tests already made by {@link buildBatch} (cleaned up here unless
+ * `keep`).
+ */
 export async function runBatch(
   tests: TestCase[],
   keep = false,
   optimizeLevel = 2,
   alsoLevels: number[] = [],
+  prebuilt?: Built,
 ): Promise<BatchResult> {
   const idx = tests.map((_, i) => i);
-  const built = build(render(tests), idx);
+  const built = prebuilt ?? buildBatch(tests);
   try {
     const qemuOut = runQemu(built.qemuElf);
     const r = await runEngine(built.guestElf, idx, optimizeLevel);

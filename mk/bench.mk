@@ -1,4 +1,4 @@
-# Benchmarks (issue 5): `make bench` installs the baselines it needs, runs bench/run.ts, prints the
+# Benchmarks: `make bench` installs the baselines it needs, runs bench/run.ts, prints the
 # table and writes bench/results/latest.json (+ a timestamped copy).
 # `make bench-compare A=old.json B=new.json` prints figure-by-figure ratios B/A
 # (add FAIL=1 to exit non-zero when a figure regressed by more than THRESHOLD, default 1.10).

@@ -1,4 +1,4 @@
-# Conformance suite (issue 4). The CI part runs with the unit tests (test/conformance.test.ts);
+# Conformance suite. The CI part runs with the unit tests (test/conformance.test.ts);
 # `make fuzz` runs random-program differential fuzzing against qemu-riscv64 for FUZZ_SECONDS
 # (default 3600) and saves minimised divergences under conformance/regressions/.
 FUZZ_SECONDS ?= 3600

@@ -8,6 +8,7 @@ import { ECALL_TEST, namedSpecTests, trapTests, unitTests } from '../conformance
 import { generate, toTest } from '../conformance/gen-fuzz.js';
 import {
   build,
+  buildBatch,
   CONFORMANCE_DIR,
   decodedNames,
   getEngine,
@@ -20,6 +21,7 @@ import {
 } from '../conformance/lib.js';
 import { Linker } from '../src/engine/engine.js';
 import { Trap } from '../src/engine/traps.js';
+import { optimizeAhead, stopOptimizingAhead } from './helpers/optimize-ahead.js';
 
 /** The CI seed set; `make fuzz` runs many more (conformance/fuzz.ts). */
 const CI_SEEDS_O0 = 240;
@@ -39,9 +41,19 @@ async function differential(
   alsoLevels: number[] = [],
 ): Promise<void> {
   const tier = (l: number) => (l === 0 ? 'baseline tier' : `optimising tier, O${l}`);
-  for (let i = 0; i < tests.length; i += BATCH) {
-    const chunk = tests.slice(i, i + BATCH);
-    const r = await runBatch(chunk, false, optimizeLevel, alsoLevels);
+  const chunks: TestCase[][] = [];
+  for (let i = 0; i < tests.length; i += BATCH) chunks.push(tests.slice(i, i + BATCH));
+  // every chunk built first (as/ld take little); on the optimising tier every second chunk is
+  // optimised on a worker thread meanwhile, and found in the cache when its turn comes
+  const builds = chunks.map((c) => buildBatch(c));
+  const ahead = builds.map((b, k) =>
+    optimizeLevel > 0 && k % 2 === 1 ? optimizeAhead(getEngine(optimizeLevel), b.guestElf) : null,
+  );
+  for (let k = 0; k < chunks.length; k++) {
+    const i = k * BATCH;
+    const chunk = chunks[k];
+    await ahead[k];
+    const r = await runBatch(chunk, false, optimizeLevel, alsoLevels, builds[k]);
     programs++;
     r.names.forEach((n) => coverage.add(n));
     t.same(
@@ -130,6 +142,8 @@ t.test('saved regressions', async (t) => {
     }
   }
 });
+
+t.teardown(() => stopOptimizingAhead());
 
 t.test('coverage: every mnemonic and compressed form is executed by some test', async (t) => {
   const report = coverage.report([

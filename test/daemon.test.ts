@@ -263,6 +263,20 @@ t.test('bearer token: /health open, everything else 401 without the right token'
   );
 });
 
+t.test(
+  'the token may come from BERM_TOKEN (the CLI client reads it); BERMD_TOKEN wins over it',
+  async (t) => {
+    const d = await testDaemon({}, { BERM_TOKEN: 'client-side-token' });
+    t.teardown(() => d.stop());
+    t.equal((await d.req('/harnesses', { token: null })).status, 401, 'no token: refused');
+    t.equal((await d.req('/harnesses', { token: 'client-side-token' })).status, 200, 'BERM_TOKEN accepted');
+    const both = await testDaemon({}, { BERMD_TOKEN: 'daemon-token', BERM_TOKEN: 'client-side-token' });
+    t.teardown(() => both.stop());
+    t.equal((await both.req('/harnesses', { token: 'client-side-token' })).status, 401, 'BERM_TOKEN ignored');
+    t.equal((await both.req('/harnesses', { token: 'daemon-token' })).status, 200, 'BERMD_TOKEN accepted');
+  },
+);
+
 t.test('no token on a non-loopback address: refused at boot', async (t) => {
   await t.rejects(
     testDaemon({ addr: '0.0.0.0:0' }),

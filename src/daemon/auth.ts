@@ -1,6 +1,7 @@
 /**
  * Bearer-token authentication of the control API and MCP. The token comes from the environment
- * (`BERMD_TOKEN`) or a file (`--token-file`, first line, surrounding whitespace removed); the
+ * (`BERMD_TOKEN`, else `BERM_TOKEN`, the variable the CLI client sends from, so one export serves
+ * both sides) or a file (`--token-file`, first line, surrounding whitespace removed); the
  * daemon refuses to listen on a non-loopback address without one. Comparison is constant-time
  * over SHA-256 digests of both sides, so neither the token's bytes nor its length leak through
  * timing.
@@ -18,7 +19,7 @@ export interface TokenSetting {
 }
 
 /**
- * Resolve the token: `--token-file` wins over `BERMD_TOKEN`.
+ * Resolve the token: `--token-file` wins over `BERMD_TOKEN`, which wins over `BERM_TOKEN`.
  * @throws Error when the file cannot be read or holds an empty token (the message names the file).
  */
 export function loadToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv): TokenSetting {
@@ -36,6 +37,8 @@ export function loadToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv)
   }
   const t = env.BERMD_TOKEN?.trim();
   if (t) return { token: t, source: 'env BERMD_TOKEN' };
+  const c = env.BERM_TOKEN?.trim();
+  if (c) return { token: c, source: 'env BERM_TOKEN' };
   return { token: null, source: 'none' };
 }
 

@@ -96,7 +96,7 @@ export async function startDaemon(
   }
   if (token.token === null && !isLoopback(host)) {
     throw new BootError(
-      `refusing to listen on ${host} without a bearer token: set BERMD_TOKEN or --token-file, or listen on 127.0.0.1`,
+      `refusing to listen on ${host} without a bearer token: set BERMD_TOKEN (or BERM_TOKEN) or --token-file, or listen on 127.0.0.1`,
     );
   }
   let grants: Grants;

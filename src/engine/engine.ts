@@ -275,9 +275,16 @@ export class Engine {
   private upgradeLater(mod: GuestModule, bytes: Uint8Array, key: string): PromiseLike<boolean> {
     let job = this.inFlight.get(key);
     if (!job) {
-      this.optimizer ??= new BackgroundOptimizer();
-      job = this.optimizer
-        .optimize(bytes, this.options)
+      const optimizer = (this.optimizer ??= new BackgroundOptimizer());
+      // started on the next turn of the event loop: the worker thread's start (and its import
+      // of Binaryen) then does not compete with the caller's instantiation and first call
+      job = new Promise<void>((go) => setImmediate(go))
+        .then(() =>
+          // closed meanwhile: no new worker
+          this.optimizer === optimizer
+            ? optimizer.optimize(bytes, this.options)
+            : Promise.reject(new Error('the engine was closed')),
+        )
         .then(
           ({ wasm }) => {
             this.cache?.put(key, wasm);

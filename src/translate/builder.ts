@@ -84,7 +84,7 @@ export interface ExprBuilder {
   return: M['return'];
   nop: M['nop'];
   unreachable: M['unreachable'];
-  local: Pick<M['local'], 'get' | 'set'>;
+  local: Pick<M['local'], 'get' | 'set' | 'tee'>;
   global: Pick<M['global'], 'get' | 'set'>;
   tuple: Pick<M['tuple'], 'make' | 'extract'>;
   i32: Pick<M['i32'], I32Ops>;

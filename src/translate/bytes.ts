@@ -372,6 +372,13 @@ export class ByteModule implements ExprBuilder {
       }
       return this.close(T_NONE, from);
     },
+    tee: (index: number, value: Ref, type: Ty): Ref => {
+      const from = this.used;
+      this.push(256 + value);
+      this.push(Op.local_tee);
+      uleb(this, index);
+      return this.close(type, from);
+    },
   };
   readonly global = {
     get: (name: string, type: Ty): Ref => {

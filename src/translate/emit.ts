@@ -65,6 +65,8 @@ export interface EmitContext {
   dirtySplit: number;
   /** entries of translated functions */
   functionEntries: ReadonlySet<number>;
+  /** the fuel charged for entering each translated function ({@link entryCost}), by entry */
+  entryCosts: ReadonlyMap<number, number>;
   /** the tuple type (i64, i64) */
   pair: binaryen.Type;
   /** (sp, a0..a7) */
@@ -94,8 +96,33 @@ const L_T2 = FRAME.add('i64');
 const L_LABEL = FRAME.add('i32');
 /** i32: pc of the indirect jump that entered the function's shared switch */
 const L_PC = FRAME.add('i32');
+/** i32: the fuel left after a charge (saves reading the global back) */
+const L_F = FRAME.add('i32');
 /** (i64, i64): call results (last: ByteModule expands it into two locals) */
 const L_PAIR = FRAME.add('pair');
+
+/**
+ * Fuel charged for entering the function `cfg` spans: its length in instructions at their smallest
+ * (2 bytes), so it may run that far before its first back edge or call charges again.
+ */
+export function entryCost(start: number, end: number): number {
+  return Math.max(1, Math.ceil((end - start) / 2));
+}
+
+/**
+ * Charge `cost` (an i32 expression) of fuel; when the slice runs out, the engine's `poll` import
+ * (interrupt flag, deadline, budget) runs with `pc` and grants the next slice. `scratch` is an i32
+ * local the code may overwrite.
+ */
+export function chargeFuel(m: ExprBuilder, t: Types, cost: Ref, pc: Ref, scratch: number): Ref {
+  return m.block(null, [
+    m.global.set(Names.fuel, m.local.tee(scratch, m.i32.sub(m.global.get(Names.fuel, t.i32), cost), t.i32)),
+    m.if(
+      m.i32.lt_s(m.local.get(scratch, t.i32), m.i32.const(0)),
+      m.global.set(Names.fuel, m.call(Names.poll, [pc], t.i32)),
+    ),
+  ]);
+}
 
 const I64_MIN = -(2n ** 63n);
 
@@ -159,14 +186,16 @@ class FunctionEmitter {
   }
   /** Charge `cost` (an i32 expression) of fuel; poll the engine when the slice runs out. */
   private fuelBy(cost: Ref, pc: number): Ref {
-    const m = this.m;
-    return m.block(null, [
-      m.global.set(Names.fuel, m.i32.sub(m.global.get(Names.fuel, this.t.i32), cost)),
-      m.if(
-        m.i32.lt_s(m.global.get(Names.fuel, this.t.i32), this.c32(0)),
-        m.global.set(Names.fuel, m.call(Names.poll, [this.c32(pc)], this.t.i32)),
-      ),
-    ]);
+    return chargeFuel(this.m, this.t, cost, this.c32(pc), L_F);
+  }
+  /**
+   * Charge the fuel of entering the function at `address`, at the site (`pc`) that transfers
+   * control there. The caller charges rather than the callee: the poll's call then sits next to
+   * the real call, where the caller's live values are saved anyway, instead of at every callee
+   * entry, where V8 would save the callee's parameters on every call to keep them across it.
+   */
+  private enterFuel(address: number, pc: number): Ref {
+    return this.fuel(this.ctx.entryCosts.get(address)!, pc);
   }
 
   // ---- memory ----
@@ -220,12 +249,13 @@ class FunctionEmitter {
     const synth = new Map<string, number>();
     const targetBlock = (t: Target, pc: number): number => {
       if (t.kind === 'local') return rb.get(t.address)!;
-      const key = `${t.kind}:${t.address}:${t.kind === 'invalid' ? pc : 0}`;
+      // per site: the trap and the entry charge's poll name the pc of the jump
+      const key = `${t.kind}:${t.address}:${pc}`;
       let blk = synth.get(key);
       if (blk === undefined) {
         blk = r.addBlock(
           t.kind === 'function'
-            ? this.tailCall(t.address)
+            ? this.tailCall(t.address, pc)
             : this.trap(TrapKind.BadIndirectTarget, pc, this.c64(t.address)),
         );
         synth.set(key, blk);
@@ -235,7 +265,7 @@ class FunctionEmitter {
     // the trap names the last instruction that ran (`from`), the value is where execution went
     const fellOff = (next: number, from: number): number =>
       this.ctx.functionEntries.has(next)
-        ? targetBlock({ kind: 'function', address: next }, next)
+        ? targetBlock({ kind: 'function', address: next }, from)
         : r.addBlock(this.trap(TrapKind.FellOffFunction, from, this.c64(next)));
     // A back edge is charged the length of the code it spans, in instructions at their smallest
     // (2 bytes): between two charges execution only moves forward, so this bounds what ran.
@@ -323,7 +353,7 @@ class FunctionEmitter {
     };
     // control leaving code[k] for `t`, nested `extra` structures deep; `last`: may fall through
     const jump = (k: number, t: Target, pc: number, extra: number, last: boolean): (Ref | number[])[] => {
-      if (t.kind === 'function') return [this.tailCall(t.address)];
+      if (t.kind === 'function') return [this.tailCall(t.address, pc)];
       if (t.kind === 'invalid') return [this.trap(TrapKind.BadIndirectTarget, pc, this.c64(t.address))];
       const j = index.get(t.address)!;
       if (j > k) return last && extra === 0 && j === k + 1 ? [] : [br(j - k - 1 + extra)];
@@ -331,7 +361,7 @@ class FunctionEmitter {
     };
     const toAddress = (k: number, next: number, from: number, extra: number, last: boolean) => {
       if (index.has(next)) return jump(k, { kind: 'local', address: next }, from, extra, last);
-      if (this.ctx.functionEntries.has(next)) return [this.tailCall(next)];
+      if (this.ctx.functionEntries.has(next)) return [this.tailCall(next, from)];
       return [this.trap(TrapKind.FellOffFunction, from, this.c64(next))];
     };
     const edge = (from: BasicBlock, to: number): Ref =>
@@ -409,8 +439,7 @@ class FunctionEmitter {
     const m = this.m;
     const out: Ref[] = [];
     if (b.start === this.cfg.start) {
-      // a call is charged the length of the callee: it may run that far before its first back edge
-      out.push(this.fuel(Math.max(1, Math.ceil((this.cfg.end - this.cfg.start) / 2)), b.start));
+      // (the entry's fuel was charged by the site that called or jumped here: enterFuel)
       out.push(
         m.if(
           m.i64.lt_u(this.get(2), this.c64(this.ctx.stackLimit)),
@@ -471,8 +500,12 @@ class FunctionEmitter {
       this.set(11, m.tuple.extract(m.local.get(L_PAIR, this.ctx.pair), 1)),
     ]);
   }
-  private tailCall(address: number): Ref {
-    return this.m.return_call(functionName(address), this.args(), this.ctx.pair);
+  /** A tail call from `pc` to the function at `address`, charged its entry (enterFuel). */
+  private tailCall(address: number, pc: number): Ref {
+    return this.m.block(null, [
+      this.enterFuel(address, pc),
+      this.m.return_call(functionName(address), this.args(), this.ctx.pair),
+    ]);
   }
 
   /** jal/jalr with rd != x0. rd is written before the callee runs, as the spec orders it. */
@@ -485,6 +518,7 @@ class FunctionEmitter {
       }
       return m.block(null, [
         link,
+        this.enterFuel(target, pc),
         this.takeResults(m.call(functionName(target), this.args(), this.ctx.pair)),
       ]);
     }

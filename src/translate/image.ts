@@ -24,7 +24,7 @@ import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
 import { decode } from '../riscv/decode.js';
 import type { Instr } from '../riscv/instr.js';
 import { analyseFunction, instructionBits } from './cfg.js';
-import { emitFunction, functionName, Names, type EmitContext } from './emit.js';
+import { chargeFuel, emitFunction, entryCost, functionName, Names, type EmitContext } from './emit.js';
 import { Gen, LocalPlan, signatureTypes } from './gen.js';
 
 /** The result of translating one image. */
@@ -100,6 +100,7 @@ export function buildImage(
   addEcallHelper(m, t);
 
   const functionEntries = new Set(image.functions.map((f) => f.start));
+  const entryCosts = new Map(image.functions.map((f) => [f.start, entryCost(f.start, f.start + f.size)]));
   const named = relocationTargets(image).codeAddresses;
   const ctx: EmitContext = {
     m,
@@ -111,6 +112,7 @@ export function buildImage(
     stackLimit: layout.stackLimit,
     dirtySplit: layout.stackLimit - STACK_GUARD - layout.base,
     functionEntries,
+    entryCosts,
     pair,
     params,
   };
@@ -139,7 +141,7 @@ export function buildImage(
   }
 
   const indirectTargets = [...functionEntries].filter((a) => named.has(a)).sort((a, b) => a - b);
-  addDispatcher(gen, indirectTargets, pair);
+  addDispatcher(gen, indirectTargets, entryCosts, pair);
 
   const gpValue = image.globalPointer ?? 0;
   const exported = new Set<string>();
@@ -149,17 +151,21 @@ export function buildImage(
       if (exported.has(name) || !(fn.global || isEntry)) continue;
       exported.add(name);
       const stub = `entry_${fn.start.toString(16)}_${exported.size}`;
-      const args = Array.from({ length: 8 }, (_, k) => m.local.get(k, i64));
+      const frame = new LocalPlan(ENTRY_SIGNATURE);
+      const args = Array.from({ length: 8 }, (_, k) => m.local.get(frame.param(k), i64));
+      const scratch = frame.add('i32'); // the fuel charge's
+      const sig = signatureTypes(t, ENTRY_SIGNATURE);
       m.addFunction(
         stub,
-        t.tuple(new Array(8).fill(i64)),
-        pair,
-        [],
+        sig.params,
+        sig.result,
+        frame.vars(t),
         m.block(null, [
           m.global.set(Names.gp, m.i64.const(BigInt(gpValue))),
           m.global.set(Names.tp, m.i64.const(0n)),
           m.global.set(Names.resv, m.i64.const(-1n)),
           m.global.set(Names.fuel, m.i32.const(0)),
+          chargeFuel(m, t, m.i32.const(entryCosts.get(fn.start)!), m.i32.const(fn.start), scratch),
           m.return_call(functionName(fn.start), [m.i64.const(BigInt(layout.initialSp)), ...args], pair),
         ]),
       );
@@ -177,6 +183,8 @@ const IMPORT_NAMES = {
   csr: Names.csr,
 } as const satisfies Record<FunctionImport, string>;
 
+/** The entry stubs: `(a0..a7: i64) -> (a0, a1)` */
+const ENTRY_SIGNATURE: Signature = { params: new Array<ValType>(8).fill('i64'), result: 'pair' };
 /** `dispatch(pc: i32, target: i64, sp: i64, a0..a7: i64) -> (a0, a1)` */
 const DISPATCH_SIGNATURE: Signature = {
   params: ['i32', ...new Array<ValType>(10).fill('i64')],
@@ -212,12 +220,14 @@ export function errorText(e: unknown, binaryenModule?: unknown): string {
 
 /**
  * `dispatch(pc, target, sp, a0..a7)`: a binary decision tree over the relocation-named function
- * entries, ending in a tail call; any other target traps BadIndirectTarget{target} at `pc`.
+ * entries, ending in the target's entry fuel charge (polling with `pc`) and a tail call; any other
+ * target traps BadIndirectTarget{target} at `pc`.
  */
-function addDispatcher(g: Gen, targets: number[], pair: Ty): void {
+function addDispatcher(g: Gen, targets: number[], entryCosts: ReadonlyMap<number, number>, pair: Ty): void {
   const { m, t } = g;
   const i64 = t.i64;
   const frame = new LocalPlan(DISPATCH_SIGNATURE);
+  const scratch = frame.add('i32'); // the fuel charge's
   const target = () => m.local.get(frame.param(1), i64);
   const args = () => [2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => m.local.get(frame.param(k), i64));
   // a fresh trap per leaf: an expression node must have exactly one parent (the optimiser's
@@ -229,7 +239,16 @@ function addDispatcher(g: Gen, targets: number[], pair: Ty): void {
       for (let k = hi - 1; k >= lo; k--) {
         e = m.if(
           m.i64.eq(target(), m.i64.const(BigInt(targets[k]))),
-          m.return_call(functionName(targets[k]), args(), pair),
+          m.block(null, [
+            chargeFuel(
+              m,
+              t,
+              m.i32.const(entryCosts.get(targets[k])!),
+              m.local.get(frame.param(0), t.i32),
+              scratch,
+            ),
+            m.return_call(functionName(targets[k]), args(), pair),
+          ]),
           e,
         );
       }

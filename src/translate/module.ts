@@ -6,6 +6,7 @@ import binaryen from 'binaryen';
 import type { ElfImage } from '../elf/types.js';
 import { checkOptions, computeLayout, TranslateError, type TranslateOptions } from './abi.js';
 import type { Types } from './builder.js';
+import { Names } from './emit.js';
 import { buildImage, describeFunction, errorText, type Translation } from './image.js';
 
 export { readImage, type Translation } from './image.js';
@@ -86,6 +87,9 @@ function translateWith(image: ElfImage, opts: TranslateOptions, perFunction: boo
       opts,
     );
     const huge = [...sizes].filter(([, n]) => n > MAX_OPTIMIZED_INSTRUCTIONS).map(([name]) => name);
+    // the dispatcher is a decision tree with one leaf (a compare and a tail call, about the size
+    // of an instruction's code) per indirect target: long for images with thousands of them
+    if (indirectTargets.length > MAX_OPTIMIZED_INSTRUCTIONS) huge.push(Names.dispatch);
 
     if (!m.validate()) {
       throw new TranslateError('the translated module failed Binaryen validation (see the report above)');

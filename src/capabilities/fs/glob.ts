@@ -5,7 +5,7 @@
  * leading dots. The walk never follows symlinks, not even in the pattern's literal prefix, so it
  * cannot leave the root.
  *
- * The matcher is written here rather than taken from picomatch (installed for other uses):
+ * The matcher is written here rather than taken from picomatch (or another maintained matcher):
  * picomatch compiles to a backtracking RegExp, which is exactly what let a guest's pattern hang
  * the host; this one is a linear-time automaton with the same syntax the fs capability documents.
  */
