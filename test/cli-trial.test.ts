@@ -1,6 +1,7 @@
 // A new user's trial of the CLI, each finding a regression test: unusable cache directories fail
 // at once with the fix, `cache ls` says which ELF an entry came from, `berm check` and
 // `inspect --config` read a declaration file, and the README names the native build's needs.
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -143,4 +144,46 @@ t.test('the README says what installing better-sqlite3 may need', async (t) => {
   const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
   t.match(readme, /better-sqlite3/);
   t.match(readme, /python3.*make.*g\+\+|python3, make and g\+\+/s);
+});
+
+t.test('arguments on stdin are read up to a bound, not until memory runs out', async (t) => {
+  // The writer offers 160 MiB ('a' after a '{'), far above the 16 MiB berm reads; before the bound
+  // berm read all of it (an endless `yes | berm call ... -` grew until the process died).
+  const child = spawn(
+    process.execPath,
+    [
+      '--stack-size=4000',
+      path.join(REPO, 'bin', 'berm.js'),
+      'call',
+      path.join(REPO, 'fixtures', 'build', 'echo-gcc-O2.elf'),
+      'echo',
+      '-',
+    ],
+    {
+      cwd: REPO,
+      env: { ...process.env, BERM_CACHE_DIR: path.join(TMP, 'cache') },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdout.resume();
+  child.stdin.on('error', () => {}); // EPIPE once berm stops reading
+  const chunk = Buffer.alloc(1 << 20, 'a');
+  let written = 0;
+  const feed = async () => {
+    child.stdin.write('{');
+    while (written < 160 << 20 && !child.stdin.destroyed && child.exitCode === null) {
+      written += chunk.length;
+      if (!child.stdin.write(chunk)) await new Promise((r) => child.stdin.once('drain', r).once('close', r));
+    }
+    child.stdin.end();
+  };
+  void feed();
+  const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  const code = await new Promise<number | null>((r) => child.on('close', r));
+  clearTimeout(timer);
+  t.equal(code, 2, stderr.slice(0, 500));
+  t.match(stderr, /stdin holds more than 16777216 bytes of arguments/);
+  t.ok(written < 160 << 20, `berm stopped reading after ${written} bytes were offered`);
 });

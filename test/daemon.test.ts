@@ -186,7 +186,7 @@ t.test('bad input: each a clear refusal, nothing lost', async (t) => {
   for (const bad of ['..', '%2e%2e', '..%2f..%2fetc']) {
     const raw = await rawHttp(
       d.address.port,
-      `GET /harnesses/${bad} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      `GET /harnesses/${bad} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
     );
     t.match(raw, /^HTTP\/1\.1 400 /, `name ${bad} refused`);
     t.match(raw, /invalid harness name/);
@@ -222,7 +222,7 @@ t.test('bad input: each a clear refusal, nothing lost', async (t) => {
   // a body that trickles in: refused with 408 once the body deadline passes
   const slow = await rawHttp(
     d.address.port,
-    'POST /harnesses/text/tools/stats HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"val',
+    'POST /harnesses/text/tools/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{"val',
     ' ',
   );
   t.match(slow, /^HTTP\/1\.1 408 /);

@@ -48,7 +48,11 @@ function pack(): string {
     'docs',
     'guest-sdk',
   ]) {
-    cpSync(join(ROOT, p), join(copy, p), { recursive: true, filter: (s) => !/\/build(\/|$)/.test(s) });
+    // not build outputs: C builds (build/), cargo's (target/), the Rust SDK's crate links (.vendor)
+    cpSync(join(ROOT, p), join(copy, p), {
+      recursive: true,
+      filter: (s) => !/\/(build|target|\.vendor)(\/|$)/.test(s),
+    });
   }
   mkdirSync(join(copy, 'scripts'));
   for (const p of ['build.mjs', 'new-harness']) cpSync(join(ROOT, 'scripts', p), join(copy, 'scripts', p));

@@ -17,6 +17,9 @@ import { runBerm } from './helpers/berm-cli.js';
 const ROOT = join(import.meta.dirname, '..');
 const CARGO = '/usr/bin/cargo';
 const DEMO = join(ROOT, 'guest-sdk', 'rust', 'examples', 'demo');
+const RNOTES = join(ROOT, 'guest-sdk', 'rust', 'examples', 'notes');
+const CNOTES = join(ROOT, 'guest-sdk', 'examples', 'notes');
+const HAVE_C = existsSync('/usr/bin/riscv64-unknown-elf-gcc');
 
 if (!existsSync(CARGO) || !existsSync('/usr/bin/rustc')) {
   if (process.env.CI) {
@@ -56,7 +59,9 @@ if (!existsSync(CARGO) || !existsSync('/usr/bin/rustc')) {
     const t1 = performance.now();
     await make(['-C', DEMO, `BUILD=${join(TMP, 'demo')}`]);
     await make(['-C', DEMO, `BUILD=${join(TMP, 'demo-abi0')}`, 'BERM_ABI=0']);
+    await make(['-C', RNOTES, `BUILD=${join(TMP, 'rnotes')}`]);
     const t2 = performance.now();
+    if (HAVE_C) await make(['-C', CNOTES, `BUILD=${join(TMP, 'cnotes')}`]);
     t.comment(
       `builds: template ${Math.round(t1 - t0)} ms (incl. core/alloc when not cached), demo ABI 1 + 0 ${Math.round(t2 - t1)} ms`,
     );
@@ -124,5 +129,48 @@ if (!existsSync(CARGO) || !existsSync('/usr/bin/rustc')) {
     r = await runBerm(['call', demoElf, 'read', '{"path":"a.txt"}'], CACHE);
     t.equal(r.code, 3);
     t.match(r.stderr, /UnknownHostCall/);
+  });
+
+  t.test('the same harness in C and Rust answers a shared case set identically', async (t) => {
+    if (!HAVE_C) {
+      if (process.env.CI)
+        t.fail('riscv64-unknown-elf-gcc is missing: .ci/run installs gcc-riscv64-unknown-elf');
+      else t.pass('skipped: riscv64-unknown-elf-gcc is missing');
+      return;
+    }
+    const root = join(TMP, 'notes-root');
+    mkdirSync(root, { recursive: true });
+    writeFileSync(join(root, '"a.txt"'), 'twelve bytes'); // the tool's path is the raw JSON text
+    const decl = join(TMP, 'notes.toml');
+    const entry = (name: string, elf: string): string =>
+      `[[harnesses]]\nname = "${name}"\nsource = ${JSON.stringify(elf)}\n` +
+      `sha256 = "${createHash('sha256').update(readFileSync(elf)).digest('hex')}"\n` +
+      `capabilities = ["storage", "fs"]\nroot = ${JSON.stringify(root)}\n` +
+      `database = ${JSON.stringify(join(TMP, `${name}.sqlite`))}\n`;
+    writeFileSync(
+      decl,
+      entry('cnotes', join(TMP, 'cnotes', 'notes.elf')) + entry('rnotes', join(TMP, 'rnotes', 'notes.elf')),
+    );
+    // In order: each case runs on a fresh process; storage persists in each harness's database.
+    const cases: [string, string][] = [
+      ['note_get', '{}'], // no note yet: a failure
+      ['note_put', '{"text":"first, \\"quoted\\" ünïcode"}'],
+      ['note_get', '{}'],
+      ['note_put', '{}'],
+      ['note_get', '{}'],
+      ['file_size', '"a.txt"'], // reads the file named "a.txt", quotes included
+      ['file_size', '"b.txt"'], // no such file: an fs error
+      ['file_size', '"x/../../y"'], // refused: '..'
+      ['heartbeat_start', '{}'], // schedule not granted: both trap UnknownHostCall
+    ];
+    for (const [tool, args] of cases) {
+      const c = await runBerm(['call', '--config', decl, 'cnotes', tool, args], CACHE);
+      const r = await runBerm(['call', '--config', decl, 'rnotes', tool, args], CACHE);
+      t.same(
+        { code: r.code, stdout: r.stdout },
+        { code: c.code, stdout: c.stdout },
+        `${tool} ${args}: exit ${c.code}, ${JSON.stringify(c.stdout.trim().slice(0, 80))}`,
+      );
+    }
   });
 }

@@ -58,7 +58,7 @@ export interface Io {
   out(text: string): void;
   /** write to stderr */
   err(text: string): void;
-  /** read all of stdin as UTF-8 */
+  /** read all of stdin as UTF-8 (processIo: at most STDIN_LIMIT_BYTES, else CliError) */
   readStdin(): Promise<string>;
   /** true when stderr is a terminal (progress bars) */
   stderrIsTTY: boolean;
@@ -66,14 +66,36 @@ export interface Io {
   progressStream: NodeJS.WritableStream;
 }
 
-/** The process's own streams. */
+/**
+ * Most bytes `readStdin` reads (16 MiB): above every argument limit (a call's arguments are at
+ * most 1 MiB, bermd's request body 2 MiB by default), so a larger input is refused without being
+ * held in memory.
+ */
+export const STDIN_LIMIT_BYTES = 16 << 20;
+
+/**
+ * The process's own streams. `readStdin` throws CliError (exit 2) after {@link STDIN_LIMIT_BYTES}
+ * bytes instead of reading on.
+ */
 export function processIo(): Io {
   return {
     out: (s) => void process.stdout.write(s),
     err: (s) => void process.stderr.write(s),
     readStdin: async () => {
       const chunks: Buffer[] = [];
-      for await (const c of process.stdin) chunks.push(c as Buffer);
+      let total = 0;
+      for await (const c of process.stdin) {
+        total += (c as Buffer).length;
+        if (total > STDIN_LIMIT_BYTES) {
+          // stop reading: an endless writer (`yes | berm call ... -`) gets EPIPE, not our memory
+          process.stdin.destroy();
+          throw new CliError(
+            `stdin holds more than ${STDIN_LIMIT_BYTES} bytes of arguments (the most berm reads); ` +
+              'tool arguments are at most 1 MiB for call and the daemon body limit for invoke',
+          );
+        }
+        chunks.push(c as Buffer);
+      }
       return Buffer.concat(chunks).toString('utf8');
     },
     stderrIsTTY: process.stderr.isTTY === true,

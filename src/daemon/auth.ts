@@ -5,6 +5,11 @@
  * daemon refuses to listen on a non-loopback address without one. Comparison is constant-time
  * over SHA-256 digests of both sides, so neither the token's bytes nor its length leak through
  * timing.
+ *
+ * Browsers are kept out ({@link refuseBrowsers}): bermd serves API clients and no web pages, yet a
+ * page the operator visits could otherwise POST a tool call to a loopback daemon without a token
+ * (a form or `fetch(..., {mode: 'no-cors'})` is a CORS "simple request": sent without preflight),
+ * or reach it through a name it rebinds to 127.0.0.1.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -49,6 +54,49 @@ export function isLoopback(host: string): boolean {
   if (isIP(h) === 4) return h.startsWith('127.');
   if (isIP(h) === 6) return h === '::1' || h === '0:0:0:0:0:0:0:1';
   return false;
+}
+
+/** The hostname of a Host header value (`name:port`, `[v6]:port`, or either without a port). */
+function hostName(host: string): string {
+  const v6 = /^\[([^\]]*)\]/.exec(host);
+  if (v6) return v6[1]!;
+  const colon = host.lastIndexOf(':');
+  return colon === -1 ? host : host.slice(0, colon);
+}
+
+/**
+ * Refuse a request a web browser sends on a page's behalf. Rules (after the MCP streamable HTTP
+ * transport's "servers MUST validate the Origin header", and the Fetch standard's headers):
+ * - an `Origin` header (browsers send it on every cross-origin request and on every POST) or a
+ *   `Sec-Fetch-Site` of `cross-site`/`same-site`: 403, whatever the token, since bermd serves no
+ *   pages; API clients (curl, Node's fetch, the MCP SDK, the berm CLI) send neither;
+ * - without a token (loopback only), a `Host` whose name is not loopback (127.0.0.0/8, ::1,
+ *   `localhost`): 403, so a DNS name rebound to 127.0.0.1 reaches nothing. A request without Host
+ *   (HTTP/1.0) passes: a browser always sends one.
+ * @param req the incoming request (only its headers are read)
+ * @param tokenRequired whether the daemon checks a bearer token
+ * @throws HttpError 403 naming the header and the rule
+ */
+export function refuseBrowsers(req: IncomingMessage, tokenRequired: boolean): void {
+  const origin = req.headers.origin;
+  if (origin !== undefined) {
+    throw new HttpError(
+      403,
+      `requests from web pages are refused (Origin: ${origin.slice(0, 200)}): bermd serves API clients, not browsers`,
+    );
+  }
+  const site = req.headers['sec-fetch-site'];
+  if (site === 'cross-site' || site === 'same-site') {
+    throw new HttpError(403, `requests from web pages are refused (Sec-Fetch-Site: ${site})`);
+  }
+  const host = req.headers.host;
+  if (!tokenRequired && host !== undefined && !isLoopback(hostName(host))) {
+    throw new HttpError(
+      403,
+      `Host ${host.slice(0, 200)} is not a loopback name: without a token bermd answers only requests ` +
+        'addressed to 127.0.0.1, ::1 or localhost; set BERMD_TOKEN to serve other names',
+    );
+  }
 }
 
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();

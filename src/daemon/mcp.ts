@@ -13,6 +13,10 @@
  *   notifications/resources/list_changed to every session.
  * - authority: `_meta` of tools/call may carry `berm/agent`, `berm/session`, `berm/sender`; the
  *   agent defaults to the client's name from initialize, the session to the MCP session id.
+ * - at most {@link MAX_MCP_SESSIONS} sessions (about 35 KB each): a new one closes the least
+ *   recently used, whose client then gets 404 and, as the streamable HTTP transport requires,
+ *   initializes again. Clients that never DELETE their session (most that crash or forget) would
+ *   otherwise grow the daemon without bound.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -39,14 +43,20 @@ interface Session {
 
 const META_KEYS = { agent: 'berm/agent', session: 'berm/session', sender: 'berm/sender' } as const;
 
+/** Default bound on open MCP sessions (least recently used closed first). */
+export const MAX_MCP_SESSIONS = 1024;
+
 /** The MCP endpoint: sessions, their servers, and change notifications. */
 export class McpEndpoint {
+  /** in order of last use, least recent first */
   private readonly sessions = new Map<string, Session>();
 
+  /** @param maxSessions open sessions kept (≥ 1); a new one beyond closes the least recently used */
   constructor(
     private readonly deployments: Deployments,
     private readonly backend: Backend,
     private readonly version: string,
+    private readonly maxSessions = MAX_MCP_SESSIONS,
   ) {
     deployments.on('changed', () => {
       for (const s of this.sessions.values()) {
@@ -75,6 +85,8 @@ export class McpEndpoint {
         sendJson(res, 404, { error: `no MCP session ${id}: initialize a new session` });
         return;
       }
+      this.sessions.delete(id);
+      this.sessions.set(id, s);
       await s.transport.handleRequest(req, res, body);
       return;
     }
@@ -85,6 +97,11 @@ export class McpEndpoint {
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (newId) => {
+        while (this.sessions.size >= this.maxSessions) {
+          const [oldest, old] = this.sessions.entries().next().value as [string, Session];
+          this.sessions.delete(oldest);
+          old.server.close().catch(() => undefined);
+        }
         this.sessions.set(newId, { server, transport });
       },
     });

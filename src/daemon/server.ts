@@ -19,7 +19,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Authority, Backend, InvokeOutcome } from './backend.js';
-import { BearerAuth } from './auth.js';
+import { BearerAuth, refuseBrowsers } from './auth.js';
 import { describe, Deployments } from './deployments.js';
 import { HttpError, checkHarnessName, readBody, sendError, sendJson } from './http.js';
 import { McpEndpoint } from './mcp.js';
@@ -184,6 +184,7 @@ export class DaemonServer {
         sendJson(res, 200, { status: 'ok' });
         return;
       }
+      refuseBrowsers(req, this.auth.enabled);
       this.auth.check(req);
       if (url.pathname === '/metrics') {
         route = '/metrics';
