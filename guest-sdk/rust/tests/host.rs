@@ -17,6 +17,8 @@ berm::harness! {
         clock: "now and offset";
         fetch: "http";
         big: "A result over the limit";
+        misc: "exec, glob, grep, call, schedule";
+        door: "the protocol door";
     },
     on_wake(every = 60_000): tick,
     on_notify: noted,
@@ -60,6 +62,24 @@ fn fetch(_: &str) -> Result<String, berm::CapError> {
 }
 fn big(_: &str) -> Result<Vec<u8>, String> {
     Ok(vec![b'x'; (4 << 20) + 1])
+}
+fn misc(_: &str) -> Result<String, berm::CapError> {
+    let x = berm::exec::run("ls", "", &[("PATH", "/bin")])?;
+    let g = berm::fs::glob("*.md")?;
+    let r = berm::fs::grep("fn", "")?;
+    let c = berm::call::tool("other", "t", "{}")?;
+    let a = berm::schedule::call_after(5, "other", "t", "")?;
+    let k = berm::schedule::cancel("nope")?;
+    let w = berm::fs::write("o.txt", b"abc")?;
+    Ok(format!("{x}|{g:?}|{r:?}|{c}|{a}|{k}|{w}"))
+}
+fn door(a: &str) -> Result<String, berm::protocol::DoorError> {
+    match a {
+        "send" => berm::protocol::send("hello"),
+        "agent" => Ok(format!("{:?}", berm::protocol::get_agent("ada")?)),
+        "sub" => Ok(berm::protocol::subscribe_event("mail", true)?.to_string()),
+        _ => Ok(format!("{:?}", berm::protocol::ping()?.kind)),
+    }
 }
 fn tick(w: &berm::Wake) -> Result<(), String> {
     berm::log!("tick {} {} {}", w.id, w.attempt, w.payload);
@@ -191,4 +211,63 @@ fn call_numbers_match_the_c_sdk() {
         n += 1;
     }
     assert_eq!(n, berm::sys::caps::ALL.len());
+}
+
+#[test]
+fn exec_fs_call_and_schedule_fields() {
+    let mut h = Host::new(&HARNESS);
+    h.use_schedule();
+    h.stub("berm.exec.run", |f| {
+        assert_eq!(f, [b"ls".to_vec(), b"".to_vec(), b"PATH".to_vec(), b"/bin".to_vec()]);
+        Reply::ok(r#"{"stdout":"a\n"}"#)
+    });
+    h.stub("berm.fs.glob", |f| {
+        assert_eq!(f, [b"*.md".to_vec()]);
+        Reply::ok("a.md\nb/c.md\n")
+    });
+    h.stub("berm.fs.grep", |f| {
+        assert_eq!(f, [b"fn".to_vec(), b"".to_vec()]);
+        Reply::ok("x.rs:1:fn main")
+    });
+    h.stub("berm.call", |f| {
+        assert_eq!(f, [b"other".to_vec(), b"t".to_vec(), b"{}".to_vec()]);
+        Reply::ok("called")
+    });
+    h.stub("berm.fs.write", |f| Reply::ok(f[1].len().to_string()));
+    // call.after sends "{}" for empty arguments (the C SDK's rule)
+    assert_eq!(
+        h.run("misc", "{}").unwrap_ok(),
+        r#"{"stdout":"a\n"}|["a.md", "b/c.md"]|["x.rs:1:fn main"]|called|call-after|false|3"#
+    );
+    assert_eq!(
+        h.schedule().call_after,
+        Some(Sched::CallAfter { delay_ms: 5, harness: "other".into(), tool: "t".into(), args: "{}".into() })
+    );
+}
+
+#[test]
+fn the_protocol_door() {
+    let mut h = Host::new(&HARNESS);
+    // ServerMessage { response (3): SendResponse { content (2): "hi" } }, encoded by hand
+    h.stub("crabtalk.protocol.send", |f| {
+        // SendMsg { content (2): "hello" }
+        assert_eq!(f, [b"\x12\x05hello".to_vec()]);
+        Reply::ok(b"\x1a\x04\x12\x02hi")
+    });
+    assert_eq!(h.run("door", "send").unwrap_ok(), "hi");
+    // ServerMessage { error (1): ErrorMsg { code (1): 404, message (2): "no agent" } }
+    h.stub("crabtalk.protocol.get_agent", |_| Reply::ok(b"\x0a\x0d\x08\x94\x03\x12\x08no agent"));
+    assert_eq!(h.run("door", "agent").unwrap_failed(), "daemon error 404: no agent");
+    h.stub("crabtalk.protocol.subscribe_event", |f| {
+        // SubscribeEvent { source (1): "mail", once (3): true }
+        assert_eq!(f, [b"\x0a\x04mail\x18\x01".to_vec()]);
+        // ServerMessage { subscription_info (25): { id (1): 7 } }
+        Reply::ok(b"\xca\x01\x02\x08\x07")
+    });
+    assert_eq!(h.run("door", "sub").unwrap_ok(), "7");
+    h.stub("crabtalk.protocol.ping", |f| {
+        assert!(f.is_empty(), "ping sends no field");
+        Reply::refused("protocol:read is not granted")
+    });
+    assert_eq!(h.run("door", "ping").unwrap_failed(), "refused: protocol:read is not granted");
 }
