@@ -75,3 +75,23 @@ t.test('a guest store anywhere (not only near sp or the image) is reset', async 
   for (const a of targets) t.equal(again.call('peek', BigInt(a))[0], 0n, `0x${a.toString(16)} is zero again`);
   again.dispose();
 });
+
+t.test('a store through sp moved anywhere (a stack of its own) is reset', async (t) => {
+  // stores at sp plus a non-negative offset are not tracked one by one: the write to sp is
+  const mod = await engine.compile(join(ROOT, 'test', 'data', 'poke.elf'));
+  const { layout } = mod;
+  const targets = [
+    layout.heapStart + 4096 + 8 * 1000, // the heap, far below the stack split
+    layout.stackLimit - 8192, // the guard below the stack
+    layout.base + layout.size - 8, // the last word of memory
+  ];
+  const inst = new Linker(engine).instantiate(mod);
+  for (const a of targets) inst.call('sp_poke', BigInt(a), 0x5a5a5an);
+  for (const a of targets)
+    t.equal(inst.call('peek', BigInt(a))[0], 0x5a5a5an, `stored at 0x${a.toString(16)} through sp`);
+  inst.dispose();
+  const again = new Linker(engine).instantiate(mod);
+  for (const a of targets) t.equal(again.call('peek', BigInt(a))[0], 0n, `0x${a.toString(16)} is zero again`);
+  t.throws(() => again.call('sp_poke', BigInt(layout.base + layout.size), 1n), { name: 'MemoryFault' });
+  again.dispose();
+});

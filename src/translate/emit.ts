@@ -150,12 +150,28 @@ class FunctionEmitter {
     if (r === 4) return m.global.get(Names.tp, this.t.i64);
     return m.local.get(REG_LOCAL[r]!, this.t.i64);
   }
-  private set(r: number, v: Ref): Ref {
+  /** Write register `r`. `spGrows`: the value is sp plus a non-negative amount (see spMark). */
+  private set(r: number, v: Ref, spGrows = false): Ref {
     const m = this.m;
     if (r === 0) return m.drop(v);
     if (r === 3) return m.global.set(Names.gp, v);
     if (r === 4) return m.global.set(Names.tp, v);
+    if (r === 2 && !spGrows) return m.block(null, [m.local.set(REG_LOCAL[r]!, v), this.spMark()]);
     return m.local.set(REG_LOCAL[r]!, v);
+  }
+  /**
+   * After a write to sp: lower `dirty_lo` to sp's Wasm offset (0 when sp is below the memory), so
+   * that a store at sp plus a non-negative offset lands at or above `dirty_lo` and needs no
+   * tracking of its own (see `track`). The engine resets [dirty_lo, size), whatever the split.
+   * A write that only moves sp up (`addi sp, sp, imm >= 0`) cannot lower the mark and skips this.
+   */
+  private spMark(): Ref {
+    const m = this.m;
+    const off = () => m.i64.sub(this.get(2), this.c64(this.ctx.base));
+    return m.if(
+      m.i64.lt_s(off(), m.i64.extend_u(m.global.get(Names.dirtyLo, this.t.i32))),
+      m.global.set(Names.dirtyLo, m.select(m.i64.ge_s(off(), this.c64(0)), m.i32.wrap(off()), this.c32(0))),
+    );
   }
   private c64(v: number | bigint): Ref {
     // binaryen 132 wants one BigInt; the (low, high) form aborts (FACTS.md)
@@ -654,7 +670,7 @@ class FunctionEmitter {
       case 'auipc':
         return this.set(rd, this.c64(pc + imm));
       case 'addi':
-        return this.set(rd, m.i64.add(a(), i()));
+        return this.set(rd, m.i64.add(a(), i()), rd === 2 && rs1 === 2 && imm >= 0);
       case 'slti':
         return this.set(rd, m.i64.extend_u(m.i64.lt_s(a(), i())));
       case 'sltiu':
@@ -734,6 +750,8 @@ class FunctionEmitter {
               : width === 2
                 ? m.i64.store16(0, 1, this.ea(), v)
                 : m.i64.store8(0, 1, this.ea(), v);
+        // sp plus a non-negative offset is at or above dirty_lo already (spMark)
+        if (rs1 === 2 && imm >= 0) return m.block(null, [this.address(rs1, imm, width, pc), st]);
         return m.block(null, [this.address(rs1, imm, width, pc), this.track(width), st]);
       }
       case 'fence':

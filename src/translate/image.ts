@@ -156,6 +156,11 @@ export function buildImage(
           m.global.set(Names.tp, m.i64.const(0n)),
           m.global.set(Names.resv, m.i64.const(-1n)),
           m.global.set(Names.fuel, m.i32.const(0)),
+          // sp starts at initialSp: the mark of stores relative to sp (emit.ts spMark)
+          m.if(
+            m.i32.gt_u(m.global.get(Names.dirtyLo, i32), m.i32.const(layout.initialSp - layout.base)),
+            m.global.set(Names.dirtyLo, m.i32.const(layout.initialSp - layout.base)),
+          ),
           chargeFuel(m, t, m.i32.const(entryCosts.get(fn.start)!), m.i32.const(fn.start), 8),
           m.return_call(functionName(fn.start), [m.i64.const(BigInt(layout.initialSp)), ...args], pair),
         ]),
