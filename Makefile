@@ -7,7 +7,7 @@ SDK     = guest-sdk
 help:
 	@echo "make fixtures        rebuild fixtures/build/*.elf and fixtures/manifest.json"
 	@echo "make fixtures-check  rebuild into a temp dir, compare sha256, check every .berm.abi"
-	@echo "make expected        recompute fixtures/expected.json natively (gcc, stand-in host)"
+	@echo "make expected        recompute fixtures/expected.json and fixtures/rust/expected.json natively"
 	@echo "make host-test       run the host tests of every example harness"
 	@echo "make examples        rebuild examples/*.elf (then update examples/harnesses.toml, runtime.toml)"
 	@echo "make caps            regenerate guest-sdk/include/berm_caps.h from guest-sdk/caps.txt"
@@ -20,16 +20,18 @@ caps-check:
 
 fixtures: caps-check
 	$(PYTHON) fixtures/fixtures.py build
-	$(PYTHON) $(SDK)/tools/check-manifests.py fixtures/build/*.elf
+	$(PYTHON) $(SDK)/tools/check-manifests.py fixtures/build/*.elf fixtures/rust/build/*.elf
 	sh scripts/update-golden.sh   # the disassembler's golden listings follow the fixtures
 
 fixtures-check: caps-check
 	$(PYTHON) fixtures/fixtures.py check
-	$(PYTHON) $(SDK)/tools/check-manifests.py fixtures/build/*.elf
+	$(PYTHON) $(SDK)/tools/check-manifests.py fixtures/build/*.elf fixtures/rust/build/*.elf
 	$(PYTHON) fixtures/expected.py --check
+	$(PYTHON) fixtures/rust/expected.py --check
 
 expected:
 	$(PYTHON) fixtures/expected.py
+	$(PYTHON) fixtures/rust/expected.py
 
 host-test: caps-check
 	@set -e; for d in $(SDK)/examples/*/; do \

@@ -110,6 +110,16 @@ function largestFixture(): string {
 type FirstCall = { raw: string; args: number[] } | { tool: string; args: string };
 
 function firstCallFor(elf: string): FirstCall {
+  if (elf.startsWith('rs_')) {
+    // a Rust fixture (fixtures/rust): its harness's first case
+    const harness = elf.replace(/-O.\.elf$/, '');
+    const rust = JSON.parse(readFileSync(join(ROOT, 'fixtures/rust/cases.json'), 'utf8')) as {
+      tools: { harness: string; tool: string; args: string }[];
+    };
+    const c = rust.tools.find((t) => t.harness === harness);
+    if (!c) throw new Error(`no tool case for ${elf}`);
+    return { tool: c.tool, args: c.args };
+  }
   if (elf.startsWith('compute-')) return { raw: 'fib_rec', args: [20] };
   if (elf.startsWith('big-')) return { raw: 'big_run', args: [1, 7] };
   const cases = JSON.parse(readFileSync(join(ROOT, 'fixtures/cases.json'), 'utf8')) as {
@@ -122,10 +132,15 @@ function firstCallFor(elf: string): FirstCall {
   return { tool: c.tool, args: c.args };
 }
 
-/** Fixtures measured by the compile section: two small ones, the largest, and the ~100 KiB guest. */
+/**
+ * Fixtures measured by the compile section: two small ones, the largest, the ~100 KiB guest, and
+ * rustc-built harnesses (serde_json at opt-level 0, the ~380 KB-text guest, and 2; core::fmt at s;
+ * dense matches at 2).
+ */
 function compileList(): string[] {
   return [
     ...new Set(['compute-gcc-O2.elf', 'compute-clang-O2.elf', largestFixture(), '../big/big-gcc-O2.elf']),
+    ...['rs_json-O0', 'rs_json-O2', 'rs_fmt-Os', 'rs_dense-O2'].map((n) => `../rust/build/${n}.elf`),
   ];
 }
 
@@ -163,7 +178,14 @@ function benchCompile(): void {
     const wm = (k: string): number => median(warm.map((w) => w[k] as number));
     const wi = (k: keyof CompileInfoJson): number =>
       median(warm.map((w) => (w.info as CompileInfoJson)[k] as number));
-    const tag = f === largest ? ' (largest fixture)' : f.includes('big-') ? ' (~100 KiB text guest)' : '';
+    const tag =
+      f === largest
+        ? ' (largest fixture)'
+        : f.includes('big-')
+          ? ' (~100 KiB text guest)'
+          : f.includes('/rust/')
+            ? ' (rustc-built guest)'
+            : '';
     fig(`${name}.text_bytes`, textBytes(elf), 'B', `guest executable section bytes${tag}`);
     fig(`${name}.wasm_bytes`, coi.wasmBytes, 'B', 'translated Wasm module bytes (optimising tier)');
     fig(`${name}.baseline_wasm_bytes`, ci.wasmBytes, 'B', 'translated Wasm module bytes (baseline tier)');

@@ -16,7 +16,7 @@ export function registerNew(program: Command, ctx: CliContext): void {
     .description('scaffold a new harness project (guest SDK, C or Rust) in directory NAME')
     .argument('<name>', 'directory to create; its last component names the harness')
     .option('--sdk <path>', 'guest SDK to use (default: the guest-sdk of this checkout)')
-    .option('--lang <lang>', 'c (default) or rust (a cargo crate on guest-sdk/rust)', 'c')
+    .option('--lang <lang>', 'c or rust (a cargo crate on guest-sdk/rust)', 'c')
     .action((name: string, opts: { sdk?: string; lang: string }, cmd: Command) =>
       ctx.run(cmd, () => {
         if (opts.lang !== 'c' && opts.lang !== 'rust') {
