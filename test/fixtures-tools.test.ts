@@ -21,11 +21,16 @@ function memoryStore(): Map<string, WireHandler> {
   ]);
 }
 
+// how many builds each expected case runs on: a case whose source matches no build would
+// otherwise be skipped without a word (checked at the end)
+const runs = new Map(tools.map((c) => [c, 0]));
+
 for (const elf of fixtureElfs()) {
   const mine = tools.filter(
     (c) => c.source === elf.source && (c.abi ?? 1) === ((elf as { abi?: number }).abi ?? 1),
   );
   if (mine.length === 0) continue;
+  for (const c of mine) runs.set(c, runs.get(c)! + 1);
   t.test(elf.path.split('/').pop()!, async (t) => {
     const h = await Harness.load(engine, elf.path);
     for (const c of mine) {
@@ -41,3 +46,8 @@ for (const elf of fixtureElfs()) {
     }
   });
 }
+
+t.test('every expected tool case runs on the gcc and clang builds of its source', async (t) => {
+  t.ok(tools.length >= 25, `${tools.length} cases in fixtures/expected.json`);
+  for (const [c, n] of runs) t.ok(n >= 6, `${c.source} ${c.tool}(${c.args.slice(0, 30)}): ${n} builds`);
+});

@@ -13,7 +13,6 @@
 import { Engine, GuestModule } from '../engine/engine.js';
 import type { HostFunction } from '../engine/host.js';
 import { Interrupted, OutOfFuel, Trap } from '../engine/traps.js';
-import { readElf } from '../elf/reader.js';
 import { computeLayout } from '../translate/abi.js';
 import { capabilityHostFunction, Harness, HarnessError, type ToolResult } from '../harness/harness.js';
 import { ManifestError } from '../harness/manifest.js';
@@ -106,7 +105,8 @@ export class Executor {
     if (module === null) {
       gm = await this.engine.compile(elf);
     } else {
-      const image = readElf(elf);
+      // the engine parses (or restores from its cache's image summary) and remembers the image
+      const image = this.engine.inspect(elf).image;
       const layout = computeLayout(image.imageStart, image.imageEnd, this.engine.options);
       gm = new GuestModule(this.engine, image, layout, module.wasm, module.info);
     }
