@@ -44,8 +44,10 @@ for (const tier of ['baseline', 'optimized'] as const) {
 
 // test/data/outlined.s: code shared by LLVM's machine outliner (rustc opt-level z) follows no
 // calling convention: called through t0 it reads and writes the caller's callee-saved registers;
-// tail-jumped to, it reads one, restores the caller's and returns from the caller's frame. The
-// values follow from the RV64I semantics: call_outlined(x) = 9x + 6, tail_outlined(x) = 2x + 15.
+// tail-jumped to, it reads one (or stores it as data), restores the caller's and returns from the
+// caller's frame; it may call through a function pointer. The values follow from the RV64I
+// semantics: call_outlined(x) = 9x + 6, tail_outlined(x) = 2x + 15, store_outlined(x) = 5x,
+// indirect_outlined(x) = 4x + 3.
 for (const tier of ['baseline', 'optimized'] as const) {
   t.test(`outlined.elf, ${tier} tier: machine-outliner code runs as the caller's own`, async (t) => {
     const engine = new Engine({ cacheDir: null, tier });
@@ -54,6 +56,12 @@ for (const tier of ['baseline', 'optimized'] as const) {
     for (const x of [0n, 5n, 1000n]) {
       t.equal(linker.instantiate(mod).call('call_outlined', x)[0], 9n * x + 6n, `call_outlined(${x})`);
       t.equal(linker.instantiate(mod).call('tail_outlined', x)[0], 2n * x + 15n, `tail_outlined(${x})`);
+      t.equal(linker.instantiate(mod).call('store_outlined', x)[0], 5n * x, `store_outlined(${x})`);
+      t.equal(
+        linker.instantiate(mod).call('indirect_outlined', x)[0],
+        4n * x + 3n,
+        `indirect_outlined(${x})`,
+      );
     }
   });
 }

@@ -42,7 +42,7 @@ export interface CallSite {
    * `jal t0, __riscv_save_N`, which returns with `jr t0` and changes the caller's sp): the callee's
    * straight-line instructions, inlined at the call site in place of a Wasm call.
    */
-  inline?: { instrs: Instr[]; pcs: number[]; calls: Map<number, number> };
+  inline?: { instrs: Instr[]; pcs: number[]; calls: Map<number, number | null> };
 }
 
 /** One basic block: instructions [start, end) and how it ends. */
@@ -102,37 +102,39 @@ const STORES = new Set<Op | 'illegal'>(['sb', 'sh', 'sw', 'sd']);
 interface Inlined {
   instrs: Instr[];
   pcs: number[];
-  /** direct calls inside it (`jal ra` or `auipc`+`jalr ra`), by instruction index -> target */
-  calls: Map<number, number>;
+  /** calls inside it, by instruction index -> target (null: an indirect call, `jalr ra, imm(rs1)`) */
+  calls: Map<number, number | null>;
   /**
    * 'link': it ended with `jalr x0, 0(link)`, not included; 'return': with `ret`, included last;
    * 'tail': (tail mode only) with a jump to the function entry `tailTarget`, included last
    */
   end: 'link' | 'return' | 'tail';
   tailTarget?: number;
-  /** it reads a register the call convention does not carry before writing it (stored values aside) */
+  /** it reads a register the call convention does not carry before writing it (ra saved to the stack aside) */
   readsCallerState: boolean;
 }
 
 /**
  * Follow code from `target` until it returns: with `link` != 0, until `jalr x0, 0(link)` (psABI
  * millicode such as gcc's `jal t0, __riscv_save_N`, or LLVM machine-outliner code called with
- * `call t0, OUTLINED_FUNCTION_N`); with `link` = 0 (a tail jump), until `ret`. Plain instructions
- * and direct calls to function entries are collected, `jal x0` is followed; anything else
+ * `call t0, OUTLINED_FUNCTION_N`); with `link` = 0 (a tail jump), until `ret` or a tail call.
+ * Plain instructions and calls (`jal ra` to a function entry, `jalr ra`) are collected, `jal x0`
+ * is followed; anything else
  * (branches, other indirect jumps, traps, a write to `link`) gives up. Such code follows no calling
  * convention (it reads and writes the caller's registers, changes its sp), so it runs inlined, as
  * if it were the caller's own code.
  */
-function inlineCode(facts: ImageFacts, target: number, link: number): Inlined | undefined {
+function inlineCode(facts: ImageFacts, target: number, link: number, depth = 0): Inlined | undefined {
   const instrs: Instr[] = [];
   const pcs: number[] = [];
-  const calls = new Map<number, number>();
+  const calls = new Map<number, number | null>();
   const written = new Set<number>();
   const known = new Map<number, number>();
   let readsCallerState = false;
   let pc = target;
-  const call = (ins: Instr, to: number): boolean => {
-    if (!facts.functionEntries.has(to)) return false;
+  const call = (ins: Instr, to: number | null): boolean => {
+    if (to !== null && !facts.functionEntries.has(to)) return false;
+    if (to === null && !CARRIED.has(ins.rs1) && !written.has(ins.rs1)) readsCallerState = true;
     calls.set(instrs.length, to);
     instrs.push(ins);
     pcs.push(pc);
@@ -140,6 +142,20 @@ function inlineCode(facts: ImageFacts, target: number, link: number): Inlined | 
     written.add(1);
     pc += ins.size;
     return true;
+  };
+  // A tail call at the end: when its target reads registers the convention does not carry, it
+  // must run here too (in a fresh frame it would see none of this frame's registers).
+  const endTail = (ins: Instr, to: number): Inlined => {
+    const more = depth < 4 ? inlineCode(facts, to, 0, depth + 1) : undefined;
+    if (more !== undefined && more.end !== 'link' && more.readsCallerState) {
+      for (const [k, t] of more.calls) calls.set(instrs.length + k, t);
+      instrs.push(...more.instrs);
+      pcs.push(...more.pcs);
+      return { instrs, pcs, calls, end: more.end, tailTarget: more.tailTarget, readsCallerState };
+    }
+    instrs.push(ins);
+    pcs.push(pc);
+    return { instrs, pcs, calls, end: 'tail', tailTarget: to, readsCallerState };
   };
   for (let steps = 0; steps < MAX_INLINE; steps++) {
     const ins = facts.decodeAt(pc);
@@ -154,20 +170,14 @@ function inlineCode(facts: ImageFacts, target: number, link: number): Inlined | 
         return { instrs, pcs, calls, end: 'return', readsCallerState };
       }
       const base = known.get(ins.rs1);
-      if (ins.rd === 1 && base !== undefined && call(ins, (base + ins.imm) & ~1)) continue;
+      if (ins.rd === 1 && call(ins, base === undefined ? null : (base + ins.imm) & ~1)) continue;
       const to = base === undefined ? -1 : (base + ins.imm) & ~1;
-      if (ins.rd === 0 && link === 0 && facts.functionEntries.has(to)) {
-        instrs.push(ins);
-        pcs.push(pc);
-        return { instrs, pcs, calls, end: 'tail', tailTarget: to, readsCallerState };
-      }
+      if (ins.rd === 0 && link === 0 && facts.functionEntries.has(to)) return endTail(ins, to);
       return undefined;
     }
     if (ins.op === 'jal') {
       if (ins.rd === 0 && link === 0 && facts.functionEntries.has(pc + ins.imm)) {
-        instrs.push(ins);
-        pcs.push(pc);
-        return { instrs, pcs, calls, end: 'tail', tailTarget: pc + ins.imm, readsCallerState };
+        return endTail(ins, pc + ins.imm);
       }
       if (ins.rd === 0) {
         pc += ins.imm;
@@ -179,7 +189,10 @@ function inlineCode(facts: ImageFacts, target: number, link: number): Inlined | 
     if (isControl(ins) || STOPS.has(ins.op) || (link !== 0 && writesRd(ins) && ins.rd === link)) {
       return undefined;
     }
-    for (const r of STORES.has(ins.op) ? [ins.rs1] : [ins.rs1, ins.rs2]) {
+    // (saving ra to the stack is any non-leaf prologue's; any other register read counts, stored
+    // values included: outlined code stores the caller's s0 into a result, say)
+    const saveRa = STORES.has(ins.op) && ins.rs1 === 2 && ins.rs2 === 1;
+    for (const r of saveRa ? [ins.rs1] : [ins.rs1, ins.rs2]) {
       if (!CARRIED.has(r) && !written.has(r)) readsCallerState = true;
     }
     if (ins.op === 'auipc') known.set(ins.rd, pc + ins.imm);

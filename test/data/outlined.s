@@ -3,7 +3,10 @@
 # returning with `jr t0`), reads the caller's s1, writes s2 for the caller, and calls another
 # function itself. OUTLINED_FUNCTION_1 is tail-called: it reads the caller's s4, calls a
 # function, restores the caller's saved registers and returns from the caller's frame.
-# Expected (by the RV64I semantics): call_outlined(x) = 9x + 6, tail_outlined(x) = 2x + 15.
+# OUTLINED_FUNCTION_2 stores the caller's s0 (a value, not a save) and returns; OUTLINED_FUNCTION_3,
+# called through t0, calls through a function pointer.
+# Expected (by the RV64I semantics): call_outlined(x) = 9x + 6, tail_outlined(x) = 2x + 15,
+# store_outlined(x) = 5x, indirect_outlined(x) = 4x + 3.
   .text
   .globl call_outlined
   .type call_outlined, @function
@@ -60,7 +63,60 @@ OUTLINED_FUNCTION_1:
   ret
   .size OUTLINED_FUNCTION_1, .-OUTLINED_FUNCTION_1
 
+  .globl store_outlined
+  .type store_outlined, @function
+store_outlined:
+  addi sp, sp, -32
+  sd ra, 24(sp)
+  sd s0, 8(sp)
+  slli s0, a0, 2
+  add s0, s0, a0
+  addi a0, sp, 16
+  tail OUTLINED_FUNCTION_2
+  .size store_outlined, .-store_outlined
+
+  .globl indirect_outlined
+  .type indirect_outlined, @function
+indirect_outlined:
+  addi sp, sp, -32
+  sd ra, 24(sp)
+  sd s1, 16(sp)
+  sd s2, 8(sp)
+  mv s1, a0
+  lla a4, helper
+  call t0, OUTLINED_FUNCTION_3
+  add a0, a0, s2
+  ld ra, 24(sp)
+  ld s1, 16(sp)
+  ld s2, 8(sp)
+  addi sp, sp, 32
+  ret
+  .size indirect_outlined, .-indirect_outlined
+
+  .type OUTLINED_FUNCTION_2, @function
+OUTLINED_FUNCTION_2:
+  sd s0, 0(a0)
+  ld a0, 0(a0)
+  ld ra, 24(sp)
+  ld s0, 8(sp)
+  addi sp, sp, 32
+  ret
+  .size OUTLINED_FUNCTION_2, .-OUTLINED_FUNCTION_2
+
+  .type OUTLINED_FUNCTION_3, @function
+OUTLINED_FUNCTION_3:
+  mv a0, s1
+  mv s3, ra
+  jalr a4
+  mv ra, s3
+  addi s2, a0, 1
+  jr t0
+  .size OUTLINED_FUNCTION_3, .-OUTLINED_FUNCTION_3
+
   # the entry points' addresses (a relocation section for --emit-relocs to keep)
   .section .rodata
   .dword call_outlined
   .dword tail_outlined
+  .dword store_outlined
+  .dword indirect_outlined
+  .dword helper
