@@ -34,7 +34,11 @@ const isObject = (json: string): boolean => {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 };
 
-t.equal(elfs.length, 10, 'three harnesses at three opt-levels, and rs_shared at 2');
+t.equal(
+  elfs.length,
+  12,
+  'rs_json and rs_fmt at opt-level 0, 2, s and z, rs_dense at 0, 2 and s, rs_shared at 2',
+);
 t.equal(cases.filter((c) => c.harness !== 'rs_shared').length, 47, 'Rust fixture cases');
 
 // The baseline tier is what a first call runs; the optimising tier of every Rust fixture is
