@@ -98,6 +98,8 @@ const L_LABEL = FRAME.add('i32');
 const L_PC = FRAME.add('i32');
 /** i32: the fuel left after a charge (saves reading the global back) */
 const L_F = FRAME.add('i32');
+/** i32: the direct structure's back edge that ran out of fuel (its pc) */
+const L_POLL_PC = FRAME.add('i32');
 /** (i64, i64): call results (last: ByteModule expands it into two locals) */
 const L_PAIR = FRAME.add('pair');
 
@@ -353,7 +355,8 @@ class FunctionEmitter {
     const sw = this.hasSwitch() ? blocks.length : -1;
     const n = blocks.length + (sw >= 0 ? 1 : 0);
     const none = this.t.none;
-    const parts: (Ref | number[])[] = [[Op.loop, 0x40]];
+    // $outer and $poll: see "back edges" below
+    const parts: (Ref | number[])[] = [[Op.loop, 0x40, Op.block, 0x40, Op.loop, 0x40]];
     for (let k = 0; k < n; k++) parts.push([Op.block, 0x40]);
     const table: number[] = [Op.local_get];
     uleb(table, L_LABEL);
@@ -373,17 +376,33 @@ class FunctionEmitter {
       if (t.kind === 'invalid') return [this.trap(TrapKind.BadIndirectTarget, pc, this.c64(t.address))];
       const j = index.get(t.address)!;
       if (j > k) return last && extra === 0 && j === k + 1 ? [] : [br(j - k - 1 + extra)];
-      return [this.m.local.set(L_LABEL, this.c32(j)), br(n - 1 - k + extra)];
+      if (k === sw) return [this.m.local.set(L_LABEL, this.c32(j)), br(n - 1 - k + extra)];
+      // A back edge: charge the fuel (as the optimising tier does), and when the slice ran out leave
+      // the loop for $poll, which polls outside it and re-enters through the br_table. With no call
+      // inside the loop, V8 need not save every live register at each definition to keep it
+      // across one.
+      const from = blocks[k];
+      const m = this.m;
+      const cost = Math.max(1, Math.ceil((from.end - t.address) / 2));
+      const fuelLeft = m.i32.sub(m.global.get(Names.fuel, this.t.i32), this.c32(cost));
+      const brIf: number[] = [Op.br_if];
+      uleb(brIf, n - k + extra);
+      return [
+        m.global.set(Names.fuel, m.local.tee(L_F, fuelLeft, this.t.i32)),
+        m.local.set(L_LABEL, this.c32(j)),
+        m.local.set(L_POLL_PC, this.c32(from.pcs[from.pcs.length - 1] ?? from.start)),
+        m.i32.lt_s(m.local.get(L_F, this.t.i32), this.c32(0)),
+        brIf,
+        br(n - 1 - k + extra),
+      ];
     };
     const toAddress = (k: number, next: number, from: number, extra: number, last: boolean) => {
       if (index.has(next)) return jump(k, { kind: 'local', address: next }, from, extra, last);
       if (this.ctx.functionEntries.has(next)) return [this.tailCall(next, from)];
       return [this.trap(TrapKind.FellOffFunction, from, this.c64(next))];
     };
-    const edge = (from: BasicBlock, to: number): Ref =>
-      to <= from.start
-        ? this.fuel(Math.max(1, Math.ceil((from.end - to) / 2)), from.pcs[from.pcs.length - 1] ?? from.start)
-        : this.m.nop();
+    // back edges are charged where they jump (see jump)
+    const edge = (_from: BasicBlock, _to: number): Ref => this.m.nop();
 
     for (let k = 0; k < n; k++) {
       if (k === sw) {
@@ -446,7 +465,15 @@ class FunctionEmitter {
       parts.push(bm.seq(none, code));
       if (k < n - 1) parts.push([Op.end]);
     }
-    parts.push([Op.end]); // loop
+    parts.push([Op.end, Op.unreachable, Op.end]); // $top, $poll
+    parts.push(
+      this.m.global.set(
+        Names.fuel,
+        this.m.call(Names.poll, [this.m.local.get(L_POLL_PC, this.t.i32)], this.t.i32),
+      ),
+      br(0),
+      [Op.end],
+    ); // $outer
     return bm.seq(none, [...parts, this.m.unreachable()]);
   }
 
@@ -469,9 +496,14 @@ class FunctionEmitter {
       const pc = b.pcs[i];
       const call = b.calls.get(i);
       if (call?.inline) {
-        // rd gets the return address, then the millicode runs as if it were this function's code
+        // rd gets the return address, then the millicode (or outlined code) runs as if it were
+        // this function's code, its direct calls as calls
         out.push(this.set(ins.rd, this.c64(pc + ins.size)));
-        call.inline.instrs.forEach((mi, k) => out.push(this.instr(mi, call.inline!.pcs[k])));
+        const { instrs, pcs, calls } = call.inline;
+        instrs.forEach((mi, k) => {
+          const to = calls.get(k);
+          out.push(to === undefined ? this.instr(mi, pcs[k]) : this.callSite(mi, pcs[k], to));
+        });
         continue;
       }
       if (call) {
