@@ -49,7 +49,7 @@ async function daemon(url: string, owner: string) {
     poolSize: 1,
     cacheDir: TEST_CACHE,
     workerModules: [new URL('../src/protocol/index.ts', import.meta.url)],
-    limits: { timeoutMs: 10_000, graceMs: 2_000 },
+    limits: { timeoutMs: 30_000, graceMs: 5_000 },
   });
   store.attach(rt, { deployments: false });
   await rt.deploy(
@@ -102,7 +102,7 @@ t.test('a wake armed on one daemon acts for the agent that asked when another da
   t.same(
     j.map((r) => [r.daemon, r.outcome]),
     [['B', 'ok']],
-    'fired once, on B',
+    `fired once, on B: ${JSON.stringify(j)}`,
   );
 });
 

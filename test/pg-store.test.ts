@@ -242,6 +242,60 @@ t.test(
 );
 
 t.test(
+  'claimDue: daemons take different due wakes in batches, earliest first, skipping locked rows',
+  async (t) => {
+    const r = await stores(t, 2);
+    if (!r) return;
+    const [a, b] = r.s as [PgStore, PgStore];
+    const now = Date.now();
+    const armed = a.dues.armMany([
+      ...Array.from({ length: 10 }, (_, i) => spec(`d${i}`, now - 1000 + i * 10)),
+      spec('other', now - 2000, { harness: 'h2' }),
+      spec('later', now + 60_000),
+    ]);
+    const first = a.dues.claimDue!(now, 4, ['h']);
+    t.same(
+      first.map((w) => [w.id, w.attempt]),
+      [
+        ['d0', 1],
+        ['d1', 1],
+        ['d2', 1],
+        ['d3', 1],
+      ],
+      'the four earliest due wakes of h, attempt 1',
+    );
+    // another daemon is claiming d4 right now: skipped, not waited for
+    const locker = new pg.Client({ connectionString: r.url });
+    await locker.connect();
+    t.teardown(() => locker.end().catch(() => {}));
+    await locker.query('BEGIN');
+    await locker.query("SELECT 1 FROM berm_wakes WHERE id = 'd4' FOR UPDATE");
+    const rest = b.dues.claimDue!(now, 10, ['h']);
+    t.same(
+      rest.map((w) => w.id),
+      ['d5', 'd6', 'd7', 'd8', 'd9'],
+      'the rest, without the locked row, the future one or another harness',
+    );
+    await locker.query('ROLLBACK');
+    t.same(
+      b.dues.claimDue!(now, 10, ['h', 'h2']).map((w) => w.id),
+      ['other', 'd4'],
+      'once unlocked it is claimable; the harness list decides',
+    );
+    t.same(b.dues.claimDue!(now, 10, ['h', 'h2']), [], 'nothing more is due');
+    const claims = await query<{ owner: string; n: string }>(
+      r.url,
+      'SELECT owner, count(*) AS n FROM berm_claims GROUP BY owner ORDER BY owner',
+    );
+    t.same(claims, [
+      { owner: 'd0', n: '4' },
+      { owner: 'd1', n: '7' },
+    ]);
+    t.equal(b.dues.get('later')!.seq, armed[11]!.seq, 'the future wake is still pending');
+  },
+);
+
+t.test(
   'notifications: an arming wakes the other daemons; deployments reach them with the author',
   async (t) => {
     const r = await stores(t, 2);

@@ -161,7 +161,7 @@ t.test(
     await until(
       'invocations accepted again',
       async () => (await http(`${b.url}/harnesses/qg/tools/echo`, 'POST', { x: '2' })).status === 200,
-      30_000,
+      90_000,
     ).catch((e: unknown) => t.fail((e as Error).message));
     await until(
       'every wake armed before the outage fired',
@@ -169,7 +169,7 @@ t.test(
         const seen = new Set((await journal(url)).filter((r) => r.trigger === 'wake').map((r) => r.wake));
         return ids.every((i) => seen.has(i));
       },
-      30_000,
+      90_000,
     ).catch((e: unknown) => t.fail((e as Error).message));
     checkWakes(t, await journal(url), new Set(ids));
   },

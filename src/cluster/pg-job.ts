@@ -37,6 +37,7 @@ export interface PgJob {
     | 'count'
     | 'index'
     | 'claim'
+    | 'claimDue'
     | 'claimedBy'
     | 'reclaim'
     | 'finish'
@@ -77,6 +78,15 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
       }
       case 'claim':
         return sql.claim(p, a[0] as number, a[1] as string, a[2] as number, a[3] as string[] | null);
+      case 'claimDue':
+        return sql.claimDue(
+          p,
+          a[0] as number,
+          a[1] as string,
+          a[2] as number,
+          a[3] as string[] | null,
+          a[4] as number,
+        );
       case 'claimedBy':
         return sql.claimedBy(p, a[0] as string);
       case 'reclaim':

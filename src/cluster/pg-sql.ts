@@ -348,6 +348,38 @@ export async function claim(
   return r.rows[0] ? wake(r.rows[0]) : null;
 }
 
+/**
+ * Claim up to `limit` pending wakes due at `now` (ms, the daemons' clock), earliest first, for
+ * `owner` under a lease of `leaseMs`, in one statement: rows another daemon is claiming right now
+ * are skipped (`FOR UPDATE SKIP LOCKED`), so daemons draining the same due-set never wait on each
+ * other nor fight over one row; each claimed row moves to berm_claims with attempt + 1.
+ * @param harnesses when given, only wakes of these harnesses (see {@link claim})
+ * @returns the claimed records by (when, seq); fewer than `limit` when no more are due and free
+ */
+export async function claimDue(
+  db: Queryable,
+  now: number,
+  owner: string,
+  leaseMs: number,
+  harnesses: readonly string[] | null,
+  limit: number,
+): Promise<PgWake[]> {
+  const r = await db.query<WakeRow>(
+    `WITH w AS (
+       DELETE FROM berm_wakes WHERE seq = ANY(ARRAY(
+         SELECT seq FROM berm_wakes WHERE when_ms <= $1 AND ($4::text[] IS NULL OR harness = ANY($4))
+         ORDER BY when_ms, seq LIMIT $5 FOR UPDATE SKIP LOCKED))
+       RETURNING *)
+     INSERT INTO berm_claims (seq, ${COLS}, attempt, owner, lease_until)
+       SELECT seq, ${COLS}, attempt + 1, $2, berm_now_ms() + $3 FROM w
+     ON CONFLICT (id, seq) DO UPDATE
+       SET attempt = EXCLUDED.attempt, owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
+     RETURNING *`,
+    [now, owner, leaseMs, harnesses, limit],
+  );
+  return r.rows.map(wake).sort((a, b) => a.when - b.when || a.seq - b.seq);
+}
+
 /** Claims held by `owner` (their wakes run there or wait for a schedule's previous occurrence). */
 export async function claimedBy(db: Queryable, owner: string): Promise<PgWake[]> {
   const r = await db.query<WakeRow>('SELECT * FROM berm_claims WHERE owner = $1 ORDER BY when_ms, seq', [

@@ -471,6 +471,17 @@ export class PgStore extends EventEmitter implements RuntimeStore {
           return null;
         }
       },
+      claimDue: (now: number, limit: number, harnesses: readonly string[]) => {
+        try {
+          const ws = this.call<WakeRecord[]>('claimDue', now, this.owner, leaseMs(), harnesses, limit);
+          adjust(-ws.length);
+          for (const w of ws) this.held.set(`${w.id}\0${w.seq}`, [w.id, w.seq]);
+          return ws;
+        } catch {
+          // as claim: pending (re-announced when the database is back) or left to expire
+          return [];
+        }
+      },
       // A predecessor's claims are not ours (a new process is a new owner): they come back through
       // lease expiry to whichever daemon takes them first.
       claimed: () => [],

@@ -763,7 +763,51 @@ export class BermRuntime extends EventEmitter {
       this.counters.redeliveries++;
       this.startWake(again, now);
     }
-    while (this.heap.peekWhen() <= now && this.capacity() > 0) {
+    const claimDue = this.store.dues.claimDue?.bind(this.store.dues);
+    // A shared store: take what is due, as many as there is room for, in one round trip; the heap
+    // only says when to look. When fewer come back than asked, nothing else is due and free, so
+    // the due entries left are stale (claimed elsewhere, cancelled, replaced) or being claimed by
+    // another process right now: dropped.
+    // Only harnesses that may start now (below their concurrency, with a rate token) are asked
+    // for, so one harness at its limit does not hold back the others' wakes.
+    while (claimDue && this.heap.peekWhen() <= now && this.capacity() > 0) {
+      const open = [...this.registry.keys()].filter(
+        (h) => this.canStart(h) && this.bucket(h).waitMs(now) === 0,
+      );
+      const want = this.capacity();
+      const shut = this.registry.size - open.length;
+      if (open.length === 0) break;
+      const got = claimDue(now, want, open);
+      let held = false;
+      for (const w of got) {
+        this.pendingCount--;
+        if (!this.canStart(w.harness) || !this.bucket(w.harness).take(now)) {
+          // a harness reached its limit within this batch: back to pending for a later drain
+          this.store.dues.release(w.id, w.seq, w.when);
+          this.pendingCount++;
+          setAside.push([w.when, w.seq]);
+          held = true;
+          continue;
+        }
+        this.startWake(w, now);
+      }
+      if (got.length < want) {
+        while (this.heap.peekWhen() <= now) this.heap.pop();
+        // wakes of a harness at its limit may still be due: look again when one can start (a
+        // rate token, else a short wait for a running one to finish); seq -1 names no arming
+        if (shut > 0) {
+          const wait = Math.min(
+            ...[...this.registry.keys()]
+              .filter((h) => !open.includes(h))
+              .map((h) => Math.max(50, this.bucket(h).waitMs(now))),
+          );
+          this.heap.push(now + wait, -1);
+        }
+        break;
+      }
+      if (held) break;
+    }
+    while (!claimDue && this.heap.peekWhen() <= now && this.capacity() > 0) {
       const when = this.heap.peekWhen();
       const seq = this.heap.peekSeq();
       this.heap.pop();
