@@ -42,6 +42,22 @@ for (const tier of ['baseline', 'optimized'] as const) {
   });
 }
 
+// test/data/outlined.s: code shared by LLVM's machine outliner (rustc opt-level z) follows no
+// calling convention: called through t0 it reads and writes the caller's callee-saved registers;
+// tail-jumped to, it reads one, restores the caller's and returns from the caller's frame. The
+// values follow from the RV64I semantics: call_outlined(x) = 9x + 6, tail_outlined(x) = 2x + 15.
+for (const tier of ['baseline', 'optimized'] as const) {
+  t.test(`outlined.elf, ${tier} tier: machine-outliner code runs as the caller's own`, async (t) => {
+    const engine = new Engine({ cacheDir: null, tier });
+    const mod = await engine.compile(join(ROOT, 'test', 'data', 'outlined.elf'));
+    const linker = new Linker(engine);
+    for (const x of [0n, 5n, 1000n]) {
+      t.equal(linker.instantiate(mod).call('call_outlined', x)[0], 9n * x + 6n, `call_outlined(${x})`);
+      t.equal(linker.instantiate(mod).call('tail_outlined', x)[0], 2n * x + 15n, `tail_outlined(${x})`);
+    }
+  });
+}
+
 function readWasm(tier: 'baseline' | 'optimized'): Uint8Array {
   const image = readElf(new Uint8Array(readFileSync(FNPTR)));
   return (tier === 'baseline' ? translateBaseline : translate)(image, DEFAULT_TRANSLATE_OPTIONS).wasm;

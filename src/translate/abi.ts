@@ -33,6 +33,29 @@ export const Imports = {
   csr: 'csr',
 } as const;
 
+/** A Wasm value type by name; `pair` is the (i64, i64) tuple guest functions return. */
+export type ValType = 'i32' | 'i64' | 'f64' | 'pair';
+
+/** A function signature as data: parameter types and one result type ('none' for no result). */
+export interface Signature {
+  readonly params: readonly ValType[];
+  readonly result: ValType | 'none';
+}
+
+/** The function imports (every import but the memory). */
+export type FunctionImport = Exclude<keyof typeof Imports, 'memory'>;
+
+/**
+ * The signature of each function import, as the module declares it and the engine must provide
+ * it (the parameter meanings are on {@link Imports}).
+ */
+export const IMPORT_SIGNATURES = {
+  ecall: { params: new Array<ValType>(16).fill('i32'), result: 'f64' },
+  trap: { params: ['i32', 'i32', 'i64'], result: 'none' },
+  poll: { params: ['i32'], result: 'i32' },
+  csr: { params: ['i32', 'i32'], result: 'i64' },
+} as const satisfies Record<FunctionImport, Signature>;
+
 /** Export names of the module's globals. */
 export const Exports = {
   /** i64, mutable: a0 set by the engine when the ecall import returns NaN */

@@ -42,7 +42,7 @@ export interface CallSite {
    * `jal t0, __riscv_save_N`, which returns with `jr t0` and changes the caller's sp): the callee's
    * straight-line instructions, inlined at the call site in place of a Wasm call.
    */
-  inline?: { instrs: Instr[]; pcs: number[] };
+  inline?: { instrs: Instr[]; pcs: number[]; calls: Map<number, number> };
 }
 
 /** One basic block: instructions [start, end) and how it ends. */
@@ -88,30 +88,105 @@ export function instructionBits(bytes: Uint8Array, off: number): number | null {
   return (low | (bytes[off + 2] << 16) | (bytes[off + 3] << 24)) >>> 0;
 }
 
-/** Most instructions inlined for one alternate-link-register call. */
+/** Most instructions inlined for one alternate-link-register call or tail jump. */
 const MAX_INLINE = 64;
 
 /**
- * Follow millicode from `target` until `jalr x0, 0(link)`: plain instructions are collected, `jal x0`
- * is followed; anything else (branches, calls, other indirect jumps) gives up.
+ * Registers a Wasm call carries into a translated function: sp and a0..a7 as parameters, gp and tp
+ * as globals (and x0).
  */
-function inlineMillicode(facts: ImageFacts, target: number, link: number): CallSite['inline'] {
+const CARRIED = new Set([0, 2, 3, 4, 10, 11, 12, 13, 14, 15, 16, 17]);
+const STORES = new Set<Op | 'illegal'>(['sb', 'sh', 'sw', 'sd']);
+
+/** Straight-line code to run in place of a call or tail jump (see {@link inlineCode}). */
+interface Inlined {
+  instrs: Instr[];
+  pcs: number[];
+  /** direct calls inside it (`jal ra` or `auipc`+`jalr ra`), by instruction index -> target */
+  calls: Map<number, number>;
+  /**
+   * 'link': it ended with `jalr x0, 0(link)`, not included; 'return': with `ret`, included last;
+   * 'tail': (tail mode only) with a jump to the function entry `tailTarget`, included last
+   */
+  end: 'link' | 'return' | 'tail';
+  tailTarget?: number;
+  /** it reads a register the call convention does not carry before writing it (stored values aside) */
+  readsCallerState: boolean;
+}
+
+/**
+ * Follow code from `target` until it returns: with `link` != 0, until `jalr x0, 0(link)` (psABI
+ * millicode such as gcc's `jal t0, __riscv_save_N`, or LLVM machine-outliner code called with
+ * `call t0, OUTLINED_FUNCTION_N`); with `link` = 0 (a tail jump), until `ret`. Plain instructions
+ * and direct calls to function entries are collected, `jal x0` is followed; anything else
+ * (branches, other indirect jumps, traps, a write to `link`) gives up. Such code follows no calling
+ * convention (it reads and writes the caller's registers, changes its sp), so it runs inlined, as
+ * if it were the caller's own code.
+ */
+function inlineCode(facts: ImageFacts, target: number, link: number): Inlined | undefined {
   const instrs: Instr[] = [];
   const pcs: number[] = [];
+  const calls = new Map<number, number>();
+  const written = new Set<number>();
+  const known = new Map<number, number>();
+  let readsCallerState = false;
   let pc = target;
+  const call = (ins: Instr, to: number): boolean => {
+    if (!facts.functionEntries.has(to)) return false;
+    calls.set(instrs.length, to);
+    instrs.push(ins);
+    pcs.push(pc);
+    known.clear();
+    written.add(1);
+    pc += ins.size;
+    return true;
+  };
   for (let steps = 0; steps < MAX_INLINE; steps++) {
     const ins = facts.decodeAt(pc);
     if (ins === null) return undefined;
-    if (ins.op === 'jalr')
-      return ins.rd === 0 && ins.rs1 === link && ins.imm === 0 ? { instrs, pcs } : undefined;
-    if (ins.op === 'jal') {
-      if (ins.rd !== 0) return undefined;
-      pc += ins.imm;
-      continue;
-    }
-    if (isControl(ins) || STOPS.has(ins.op) || (writesRd(ins) && ins.rd === link)) {
+    if (ins.op === 'jalr') {
+      if (ins.rd === 0 && ins.imm === 0 && link !== 0 && ins.rs1 === link) {
+        return { instrs, pcs, calls, end: 'link', readsCallerState };
+      }
+      if (ins.rd === 0 && ins.imm === 0 && link === 0 && ins.rs1 === 1) {
+        instrs.push(ins);
+        pcs.push(pc);
+        return { instrs, pcs, calls, end: 'return', readsCallerState };
+      }
+      const base = known.get(ins.rs1);
+      if (ins.rd === 1 && base !== undefined && call(ins, (base + ins.imm) & ~1)) continue;
+      const to = base === undefined ? -1 : (base + ins.imm) & ~1;
+      if (ins.rd === 0 && link === 0 && facts.functionEntries.has(to)) {
+        instrs.push(ins);
+        pcs.push(pc);
+        return { instrs, pcs, calls, end: 'tail', tailTarget: to, readsCallerState };
+      }
       return undefined;
     }
+    if (ins.op === 'jal') {
+      if (ins.rd === 0 && link === 0 && facts.functionEntries.has(pc + ins.imm)) {
+        instrs.push(ins);
+        pcs.push(pc);
+        return { instrs, pcs, calls, end: 'tail', tailTarget: pc + ins.imm, readsCallerState };
+      }
+      if (ins.rd === 0) {
+        pc += ins.imm;
+        continue;
+      }
+      if (ins.rd === 1 && call(ins, pc + ins.imm)) continue;
+      return undefined;
+    }
+    if (isControl(ins) || STOPS.has(ins.op) || (link !== 0 && writesRd(ins) && ins.rd === link)) {
+      return undefined;
+    }
+    for (const r of STORES.has(ins.op) ? [ins.rs1] : [ins.rs1, ins.rs2]) {
+      if (!CARRIED.has(r) && !written.has(r)) readsCallerState = true;
+    }
+    if (ins.op === 'auipc') known.set(ins.rd, pc + ins.imm);
+    else if (ins.op === 'lui') known.set(ins.rd, ins.imm);
+    else if (ins.op === 'addi' && known.has(ins.rs1)) known.set(ins.rd, known.get(ins.rs1)! + ins.imm);
+    else if (writesRd(ins)) known.delete(ins.rd);
+    if (writesRd(ins)) written.add(ins.rd);
     instrs.push(ins);
     pcs.push(pc);
     pc += ins.size;
@@ -308,9 +383,32 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
           break;
         }
         if (ins.rd !== 0) {
-          const inline = ins.rd !== 1 && target !== null ? inlineMillicode(facts, target, ins.rd) : undefined;
+          const code = ins.rd !== 1 && target !== null ? inlineCode(facts, target, ins.rd) : undefined;
+          const inline =
+            code?.end === 'link' ? { instrs: code.instrs, pcs: code.pcs, calls: code.calls } : undefined;
           calls.set(bi.length - 1, { index: bi.length - 1, target, inline });
           continue;
+        }
+        // A tail jump into code that reads the caller's registers beyond the call convention
+        // (LLVM's outlined code: `tail OUTLINED_FUNCTION_N`, which reads a callee-saved register,
+        // then restores the caller's and returns from its frame, or tail-calls on): that code
+        // runs here, ending in the return or tail call it ends with.
+        const tail =
+          target !== null && target !== start && facts.functionEntries.has(target)
+            ? inlineCode(facts, target, 0)
+            : undefined;
+        if (tail !== undefined && tail.end !== 'link' && tail.readsCallerState) {
+          bi.pop(); // the jump itself only transfers control (rd = x0)
+          bp.pop();
+          for (const [k, to] of tail.calls) calls.set(bi.length + k, { index: bi.length + k, target: to });
+          bi.push(...tail.instrs);
+          bp.push(...tail.pcs);
+          const last = tail.pcs[tail.pcs.length - 1];
+          term =
+            tail.end === 'return'
+              ? { kind: 'return', pc: last }
+              : { kind: 'jump', pc: last, target: classify(tail.tailTarget!) };
+          break;
         }
         if (ins.op === 'jalr' && ins.rs1 === 1 && ins.imm === 0) term = { kind: 'return', pc };
         else if (target === null) term = { kind: 'indirect-jump', pc, rs1: ins.rs1, imm: ins.imm };

@@ -9,8 +9,10 @@ import type binaryen from 'binaryen';
 import type { ExprBuilder, Ref, Types } from './builder.js';
 import { Op, uleb, type ByteModule } from './bytes.js';
 import type { Instr } from '../riscv/instr.js';
+import { ENTRY, type Op as RvOp, type OpOfKind } from '../riscv/isa.js';
 import { TrapKind } from './abi.js';
 import type { BasicBlock, FunctionCfg, Target } from './cfg.js';
+import { LocalPlan, type Gen } from './gen.js';
 
 /** Names of module-level items the function bodies refer to. */
 export const Names = {
@@ -43,6 +45,8 @@ export interface EmitContext {
   m: ExprBuilder;
   /** the value types of `m` */
   types: Types;
+  /** constants, loads/stores by width and traps over `m` */
+  gen: Gen;
   /**
    * How control flow is structured: Binaryen's Relooper (the optimising tier; Binaryen's passes
    * clean up after it), or a direct structure written by ByteModule (the baseline tier).
@@ -69,32 +73,35 @@ export interface EmitContext {
   params: binaryen.Type;
 }
 
-// Local indices: params 0..8 are sp and a0..a7; then ra, t0-t2, s0, s1, s2-s11, t3-t6.
+/**
+ * The locals of a guest function: parameters sp and a0..a7 (its signature), then the other
+ * registers that live in locals (ra, t0-t2, s0, s1, s2-s11, t3-t6), then scratch locals.
+ */
+const FRAME = new LocalPlan({ params: new Array(9).fill('i64'), result: 'pair' });
+/** The local of each register, null for x0 (a constant) and gp/tp (globals). */
 const REG_LOCAL: (number | null)[] = (() => {
   const map: (number | null)[] = new Array(32).fill(null);
-  map[2] = 0;
-  for (let r = 10; r <= 17; r++) map[r] = r - 9;
-  let next = 9;
-  for (const r of [1, 5, 6, 7, 8, 9, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]) map[r] = next++;
+  map[2] = FRAME.param(0);
+  for (let r = 10; r <= 17; r++) map[r] = FRAME.param(r - 9);
+  for (const r of [1, 5, 6, 7, 8, 9, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31])
+    map[r] = FRAME.add('i64');
   return map;
 })();
-const L_E = 29; // effective address minus base
-const L_T = 30; // scratch
-const L_T2 = 31;
-const L_LABEL = 32; // i32: the Relooper's label helper, the direct structure's next block
-const L_PC = 33; // i32: pc of the indirect jump that entered the function's shared switch
-const L_F = 34; // i32: the fuel left after a charge (saves reading the global back)
-const L_PAIR = 35; // (i64, i64) call results; last, as ByteModule expands it into two locals
-const VAR_TYPES = (t: Types, pair: binaryen.Type): binaryen.Type[] => [
-  ...new Array(20).fill(t.i64),
-  t.i64,
-  t.i64,
-  t.i64,
-  t.i32,
-  t.i32,
-  t.i32,
-  pair,
-];
+/** i64: effective address minus base */
+const L_E = FRAME.add('i64');
+/** i64: scratch (indirect targets, division and AMO operands) */
+const L_T = FRAME.add('i64');
+const L_T2 = FRAME.add('i64');
+/** i32: the Relooper's label helper, the direct structure's next block */
+const L_LABEL = FRAME.add('i32');
+/** i32: pc of the indirect jump that entered the function's shared switch */
+const L_PC = FRAME.add('i32');
+/** i32: the fuel left after a charge (saves reading the global back) */
+const L_F = FRAME.add('i32');
+/** i32: the direct structure's back edge that ran out of fuel (its pc) */
+const L_POLL_PC = FRAME.add('i32');
+/** (i64, i64): call results (last: ByteModule expands it into two locals) */
+const L_PAIR = FRAME.add('pair');
 
 /**
  * Fuel charged for entering the function `cfg` spans: its length in instructions at their smallest
@@ -128,18 +135,20 @@ const I64_MIN = -(2n ** 63n);
 export function emitFunction(ctx: EmitContext, cfg: FunctionCfg): void {
   const fe = new FunctionEmitter(ctx, cfg);
   const body = fe.body();
-  ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, VAR_TYPES(ctx.types, ctx.pair), body);
+  ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, FRAME.vars(ctx.types), body);
 }
 
 class FunctionEmitter {
   private readonly m: ExprBuilder;
   private readonly t: Types;
+  private readonly g: Gen;
   constructor(
     private readonly ctx: EmitContext,
     private readonly cfg: FunctionCfg,
   ) {
     this.m = ctx.m;
     this.t = ctx.types;
+    this.g = ctx.gen;
   }
 
   // ---- registers ----
@@ -174,11 +183,10 @@ class FunctionEmitter {
     );
   }
   private c64(v: number | bigint): Ref {
-    // binaryen 132 wants one BigInt; the (low, high) form aborts (FACTS.md)
-    return this.m.i64.const(BigInt.asIntN(64, BigInt(v)));
+    return this.g.c64(v);
   }
   private c32(v: number): Ref {
-    return this.m.i32.const(v | 0);
+    return this.g.c32(v);
   }
   private sext32(v: Ref): Ref {
     return this.m.i64.extend_s(v);
@@ -189,11 +197,7 @@ class FunctionEmitter {
 
   // ---- traps ----
   private trap(kind: TrapKind, pc: number, value: Ref): Ref {
-    const m = this.m;
-    return m.block(null, [
-      m.call(Names.trap, [this.c32(kind), this.c32(pc), value], this.t.none),
-      m.unreachable(),
-    ]);
+    return this.g.trap(kind, pc, value);
   }
   private fuel(cost: number, pc: number): Ref {
     return this.fuelBy(this.c32(cost), pc);
@@ -241,26 +245,6 @@ class FunctionEmitter {
   private ea(): Ref {
     return this.m.i32.wrap(this.m.local.get(L_E, this.t.i64));
   }
-  private load(op: string, ea: Ref): Ref {
-    const m = this.m;
-    switch (op) {
-      case 'lb':
-        return m.i64.load8_s(0, 1, ea);
-      case 'lbu':
-        return m.i64.load8_u(0, 1, ea);
-      case 'lh':
-        return m.i64.load16_s(0, 1, ea);
-      case 'lhu':
-        return m.i64.load16_u(0, 1, ea);
-      case 'lw':
-        return m.i64.load32_s(0, 1, ea);
-      case 'lwu':
-        return m.i64.load32_u(0, 1, ea);
-      default:
-        return m.i64.load(0, 1, ea);
-    }
-  }
-
   // ---- body ----
   body(): Ref {
     if (this.ctx.structure.kind === 'direct') return this.directBody(this.ctx.structure.bytes);
@@ -371,7 +355,8 @@ class FunctionEmitter {
     const sw = this.hasSwitch() ? blocks.length : -1;
     const n = blocks.length + (sw >= 0 ? 1 : 0);
     const none = this.t.none;
-    const parts: (Ref | number[])[] = [[Op.loop, 0x40]];
+    // $outer and $poll: see "back edges" below
+    const parts: (Ref | number[])[] = [[Op.loop, 0x40, Op.block, 0x40, Op.loop, 0x40]];
     for (let k = 0; k < n; k++) parts.push([Op.block, 0x40]);
     const table: number[] = [Op.local_get];
     uleb(table, L_LABEL);
@@ -391,17 +376,33 @@ class FunctionEmitter {
       if (t.kind === 'invalid') return [this.trap(TrapKind.BadIndirectTarget, pc, this.c64(t.address))];
       const j = index.get(t.address)!;
       if (j > k) return last && extra === 0 && j === k + 1 ? [] : [br(j - k - 1 + extra)];
-      return [this.m.local.set(L_LABEL, this.c32(j)), br(n - 1 - k + extra)];
+      if (k === sw) return [this.m.local.set(L_LABEL, this.c32(j)), br(n - 1 - k + extra)];
+      // A back edge: charge the fuel (as the optimising tier does), and when the slice ran out leave
+      // the loop for $poll, which polls outside it and re-enters through the br_table. With no call
+      // inside the loop, V8 need not save every live register at each definition to keep it
+      // across one.
+      const from = blocks[k];
+      const m = this.m;
+      const cost = Math.max(1, Math.ceil((from.end - t.address) / 2));
+      const fuelLeft = m.i32.sub(m.global.get(Names.fuel, this.t.i32), this.c32(cost));
+      const brIf: number[] = [Op.br_if];
+      uleb(brIf, n - k + extra);
+      return [
+        m.global.set(Names.fuel, m.local.tee(L_F, fuelLeft, this.t.i32)),
+        m.local.set(L_LABEL, this.c32(j)),
+        m.local.set(L_POLL_PC, this.c32(from.pcs[from.pcs.length - 1] ?? from.start)),
+        m.i32.lt_s(m.local.get(L_F, this.t.i32), this.c32(0)),
+        brIf,
+        br(n - 1 - k + extra),
+      ];
     };
     const toAddress = (k: number, next: number, from: number, extra: number, last: boolean) => {
       if (index.has(next)) return jump(k, { kind: 'local', address: next }, from, extra, last);
       if (this.ctx.functionEntries.has(next)) return [this.tailCall(next, from)];
       return [this.trap(TrapKind.FellOffFunction, from, this.c64(next))];
     };
-    const edge = (from: BasicBlock, to: number): Ref =>
-      to <= from.start
-        ? this.fuel(Math.max(1, Math.ceil((from.end - to) / 2)), from.pcs[from.pcs.length - 1] ?? from.start)
-        : this.m.nop();
+    // back edges are charged where they jump (see jump)
+    const edge = (_from: BasicBlock, _to: number): Ref => this.m.nop();
 
     for (let k = 0; k < n; k++) {
       if (k === sw) {
@@ -464,7 +465,15 @@ class FunctionEmitter {
       parts.push(bm.seq(none, code));
       if (k < n - 1) parts.push([Op.end]);
     }
-    parts.push([Op.end]); // loop
+    parts.push([Op.end, Op.unreachable, Op.end]); // $top, $poll
+    parts.push(
+      this.m.global.set(
+        Names.fuel,
+        this.m.call(Names.poll, [this.m.local.get(L_POLL_PC, this.t.i32)], this.t.i32),
+      ),
+      br(0),
+      [Op.end],
+    ); // $outer
     return bm.seq(none, [...parts, this.m.unreachable()]);
   }
 
@@ -487,9 +496,14 @@ class FunctionEmitter {
       const pc = b.pcs[i];
       const call = b.calls.get(i);
       if (call?.inline) {
-        // rd gets the return address, then the millicode runs as if it were this function's code
+        // rd gets the return address, then the millicode (or outlined code) runs as if it were
+        // this function's code, its direct calls as calls
         out.push(this.set(ins.rd, this.c64(pc + ins.size)));
-        call.inline.instrs.forEach((mi, k) => out.push(this.instr(mi, call.inline!.pcs[k])));
+        const { instrs, pcs, calls } = call.inline;
+        instrs.forEach((mi, k) => {
+          const to = calls.get(k);
+          out.push(to === undefined ? this.instr(mi, pcs[k]) : this.callSite(mi, pcs[k], to));
+        });
         continue;
       }
       if (call) {
@@ -637,165 +651,87 @@ class FunctionEmitter {
   }
 
   private condition(ins: Instr): Ref {
-    const m = this.m;
-    const a = this.get(ins.rs1);
-    const b = this.get(ins.rs2);
-    switch (ins.op) {
-      case 'beq':
-        return m.i64.eq(a, b);
-      case 'bne':
-        return m.i64.ne(a, b);
-      case 'blt':
-        return m.i64.lt_s(a, b);
-      case 'bge':
-        return m.i64.ge_s(a, b);
-      case 'bltu':
-        return m.i64.lt_u(a, b);
-      default:
-        return m.i64.ge_u(a, b);
-    }
+    const cmp = CONDITIONS[ins.op as OpOfKind<'branch'>];
+    if (cmp === undefined) throw new Error(`internal: ${ins.op} is not a conditional branch`);
+    return this.m.i64[cmp](this.get(ins.rs1), this.get(ins.rs2));
   }
 
-  /** One non-control instruction. */
+  /** One non-control instruction, lowered as {@link LOWERING} says. */
   private instr(ins: Instr, pc: number): Ref {
     const m = this.m;
     const { rd, rs1, rs2, imm } = ins;
-    const a = () => this.get(rs1);
-    const b = () => this.get(rs2);
-    const i = () => this.c64(imm);
-    const setw = (v: Ref) => this.set(rd, this.sext32(v));
-    switch (ins.op) {
-      case 'lui':
-        return this.set(rd, i());
-      case 'auipc':
-        return this.set(rd, this.c64(pc + imm));
-      case 'addi':
-        return this.set(rd, m.i64.add(a(), i()), rd === 2 && rs1 === 2 && imm >= 0);
-      case 'slti':
-        return this.set(rd, m.i64.extend_u(m.i64.lt_s(a(), i())));
-      case 'sltiu':
-        return this.set(rd, m.i64.extend_u(m.i64.lt_u(a(), i())));
-      case 'xori':
-        return this.set(rd, m.i64.xor(a(), i()));
-      case 'ori':
-        return this.set(rd, m.i64.or(a(), i()));
-      case 'andi':
-        return this.set(rd, m.i64.and(a(), i()));
-      case 'slli':
-        return this.set(rd, m.i64.shl(a(), this.c64(imm & 63)));
-      case 'srli':
-        return this.set(rd, m.i64.shr_u(a(), this.c64(imm & 63)));
-      case 'srai':
-        return this.set(rd, m.i64.shr_s(a(), this.c64(imm & 63)));
-      case 'add':
-        return this.set(rd, m.i64.add(a(), b()));
-      case 'sub':
-        return this.set(rd, m.i64.sub(a(), b()));
-      // Wasm masks i64 shift counts to 6 bits and i32 counts to 5, exactly as RV64I does.
-      case 'sll':
-        return this.set(rd, m.i64.shl(a(), b()));
-      case 'srl':
-        return this.set(rd, m.i64.shr_u(a(), b()));
-      case 'sra':
-        return this.set(rd, m.i64.shr_s(a(), b()));
-      case 'slt':
-        return this.set(rd, m.i64.extend_u(m.i64.lt_s(a(), b())));
-      case 'sltu':
-        return this.set(rd, m.i64.extend_u(m.i64.lt_u(a(), b())));
-      case 'xor':
-        return this.set(rd, m.i64.xor(a(), b()));
-      case 'or':
-        return this.set(rd, m.i64.or(a(), b()));
-      case 'and':
-        return this.set(rd, m.i64.and(a(), b()));
-      case 'addiw':
-        return setw(m.i32.add(this.w(rs1), this.c32(imm)));
-      case 'slliw':
-        return setw(m.i32.shl(this.w(rs1), this.c32(imm & 31)));
-      case 'srliw':
-        return setw(m.i32.shr_u(this.w(rs1), this.c32(imm & 31)));
-      case 'sraiw':
-        return setw(m.i32.shr_s(this.w(rs1), this.c32(imm & 31)));
-      case 'addw':
-        return setw(m.i32.add(this.w(rs1), this.w(rs2)));
-      case 'subw':
-        return setw(m.i32.sub(this.w(rs1), this.w(rs2)));
-      case 'sllw':
-        return setw(m.i32.shl(this.w(rs1), this.w(rs2)));
-      case 'srlw':
-        return setw(m.i32.shr_u(this.w(rs1), this.w(rs2)));
-      case 'sraw':
-        return setw(m.i32.shr_s(this.w(rs1), this.w(rs2)));
-      case 'lb':
-      case 'lbu':
-      case 'lh':
-      case 'lhu':
-      case 'lw':
-      case 'lwu':
-      case 'ld': {
-        const width = ins.op === 'ld' ? 8 : ins.op[1] === 'w' ? 4 : ins.op[1] === 'h' ? 2 : 1;
-        return m.block(null, [this.address(rs1, imm, width, pc), this.set(rd, this.load(ins.op, this.ea()))]);
+    if (ins.op === 'illegal') return this.trap(TrapKind.IllegalInstruction, pc, this.c64(ins.bits));
+    const low: Lowering = LOWERING[ins.op];
+    switch (low.via) {
+      case 'upper':
+        return this.set(rd, this.c64(low.pcRelative ? pc + imm : imm));
+      case 'reg-imm':
+        // addi sp, sp, imm >= 0 only moves sp up (see spMark)
+        return this.set(
+          rd,
+          m.i64[low.f](this.get(rs1), this.c64(imm)),
+          low.f === 'add' && rd === 2 && rs1 === 2 && imm >= 0,
+        );
+      case 'shift-imm':
+        return this.set(rd, m.i64[low.f](this.get(rs1), this.c64(imm & 63)));
+      case 'reg-reg':
+        // Wasm masks i64 shift counts to 6 bits and i32 counts to 5, exactly as RV64I does.
+        return this.set(rd, m.i64[low.f](this.get(rs1), this.get(rs2)));
+      case 'set-less':
+        return this.set(
+          rd,
+          m.i64.extend_u(m.i64[low.f](this.get(rs1), low.imm ? this.c64(imm) : this.get(rs2))),
+        );
+      case 'word-imm':
+        return this.set(
+          rd,
+          this.sext32(m.i32[low.f](this.w(rs1), this.c32(low.f === 'add' ? imm : imm & 31))),
+        );
+      case 'word-reg':
+        return this.set(rd, this.sext32(m.i32[low.f](this.w(rs1), this.w(rs2))));
+      case 'load': {
+        const e = ENTRY[ins.op];
+        const width = e.width!;
+        return m.block(null, [
+          this.address(rs1, imm, width, pc),
+          this.set(rd, this.g.load(width, e.signed!, this.ea())),
+        ]);
       }
-      case 'sb':
-      case 'sh':
-      case 'sw':
-      case 'sd': {
-        const width = { sb: 1, sh: 2, sw: 4, sd: 8 }[ins.op];
-        const v = b();
-        const st =
-          width === 8
-            ? m.i64.store(0, 1, this.ea(), v)
-            : width === 4
-              ? m.i64.store32(0, 1, this.ea(), v)
-              : width === 2
-                ? m.i64.store16(0, 1, this.ea(), v)
-                : m.i64.store8(0, 1, this.ea(), v);
+      case 'store': {
+        const width = ENTRY[ins.op].width!;
+        const st = this.g.store(width, this.ea(), this.get(rs2));
         // sp plus a non-negative offset is at or above dirty_lo already (spMark)
         if (rs1 === 2 && imm >= 0) return m.block(null, [this.address(rs1, imm, width, pc), st]);
         return m.block(null, [this.address(rs1, imm, width, pc), this.track(width), st]);
       }
-      case 'fence':
-      case 'fence.i':
-        return m.nop(); // one hart, no caches to synchronise
+      case 'nop':
+        return m.nop(); // fence, fence.i: one hart, no caches to synchronise
       case 'ecall':
         return this.ecall(pc);
-      case 'ebreak':
+      case 'breakpoint':
         return this.trap(TrapKind.Breakpoint, pc, this.c64(0));
-      case 'mul':
-        return this.set(rd, m.i64.mul(a(), b()));
-      case 'mulh':
-        return this.set(rd, m.call(Names.mulh, [a(), b()], this.t.i64));
-      case 'mulhsu':
-        return this.set(rd, m.call(Names.mulhsu, [a(), b()], this.t.i64));
-      case 'mulhu':
-        return this.set(rd, m.call(Names.mulhu, [a(), b()], this.t.i64));
-      case 'mulw':
-        return setw(m.i32.mul(this.w(rs1), this.w(rs2)));
+      case 'helper':
+        return this.set(rd, m.call(Names[low.name], [this.get(rs1), this.get(rs2)], this.t.i64));
       case 'div':
-      case 'divu':
-      case 'rem':
-      case 'remu':
-        return this.div64(ins);
-      case 'divw':
-      case 'divuw':
-      case 'remw':
-      case 'remuw':
-        return this.div32(ins);
-      case 'csrrs':
-      case 'csrrc':
-      case 'csrrsi':
-      case 'csrrci':
+        return this.div64(ins, low.f);
+      case 'div-word':
+        return this.div32(ins, low.f);
+      case 'lr':
+      case 'sc':
+        return this.atomic(ins, pc, low.via);
+      case 'amo':
+        return this.atomic(ins, pc, low.f);
+      case 'csr-read':
         // A read with rs1/uimm = 0 writes nothing: only the user counters are readable here.
         if (rs1 === 0 && (imm === 0xc00 || imm === 0xc01 || imm === 0xc02)) {
           return this.set(rd, m.call(Names.csr, [this.c32(imm), this.c32(pc)], this.t.i64));
         }
         return this.trap(TrapKind.IllegalInstruction, pc, this.c64(ins.bits));
-      default:
-        if (ins.op.startsWith('lr.') || ins.op.startsWith('sc.') || ins.op.startsWith('amo')) {
-          return this.atomic(ins, pc);
-        }
-        // csrrw/csrrwi and everything unknown: illegal in this user-mode environment
+      case 'illegal':
+        // csrrw/csrrwi: CSR writes are illegal in this user-mode environment
         return this.trap(TrapKind.IllegalInstruction, pc, this.c64(ins.bits));
+      case 'control':
+        throw new Error(`internal: ${ins.op} at 0x${pc.toString(16)} reached the straight-line lowering`);
     }
   }
 
@@ -804,30 +740,23 @@ class FunctionEmitter {
    * module's ecall helper (module.ts addEcallHelper) splits them into i32 pieces for the import.
    */
   private ecall(pc: number): Ref {
-    const m = this.m;
-    const pair = this.ctx.pair;
-    return m.block(null, [
-      m.local.set(
-        L_PAIR,
-        m.call(
-          Names.ecallHelper,
-          [this.c32(pc), this.get(17), ...[10, 11, 12, 13, 14, 15].map((r) => this.get(r))],
-          pair,
-        ),
+    return this.takeResults(
+      this.m.call(
+        Names.ecallHelper,
+        [this.c32(pc), this.get(17), ...[10, 11, 12, 13, 14, 15].map((r) => this.get(r))],
+        this.ctx.pair,
       ),
-      this.set(10, m.tuple.extract(m.local.get(L_PAIR, pair), 0)),
-      this.set(11, m.tuple.extract(m.local.get(L_PAIR, pair), 1)),
-    ]);
+    );
   }
 
   /** RV64M division: x/0 = all ones, x%0 = x, INT64_MIN/-1 = INT64_MIN, INT64_MIN%-1 = 0 (spec "Division Operations"). */
-  private div64(ins: Instr): Ref {
+  private div64(ins: Instr, f: DivKind): Ref {
     const m = this.m;
     const x = () => m.local.get(L_T, this.t.i64);
     const y = () => m.local.get(L_T2, this.t.i64);
     const isZero = m.i64.eqz(y());
     let v: Ref;
-    switch (ins.op) {
+    switch (f) {
       case 'div':
         v = m.if(
           isZero,
@@ -846,8 +775,9 @@ class FunctionEmitter {
         // Wasm's rem_s gives 0 for INT64_MIN % -1 instead of trapping, as the spec wants.
         v = m.if(isZero, x(), m.i64.rem_s(x(), y()));
         break;
-      default:
+      case 'remu':
         v = m.if(isZero, x(), m.i64.rem_u(x(), y()));
+        break;
     }
     return m.block(null, [
       m.local.set(L_T, this.get(ins.rs1)),
@@ -857,14 +787,14 @@ class FunctionEmitter {
   }
 
   /** RV64M word division: results are sign-extended 32-bit values, with the same special cases. */
-  private div32(ins: Instr): Ref {
+  private div32(ins: Instr, f: DivKind): Ref {
     const m = this.m;
     const x = () => m.i32.wrap(m.local.get(L_T, this.t.i64));
     const y = () => m.i32.wrap(m.local.get(L_T2, this.t.i64));
     const isZero = m.i32.eqz(y());
     let v: Ref;
-    switch (ins.op) {
-      case 'divw':
+    switch (f) {
+      case 'div':
         v = m.if(
           isZero,
           this.c32(-1),
@@ -875,14 +805,15 @@ class FunctionEmitter {
           ),
         );
         break;
-      case 'divuw':
+      case 'divu':
         v = m.if(isZero, this.c32(-1), m.i32.div_u(x(), y()));
         break;
-      case 'remw':
+      case 'rem':
         v = m.if(isZero, x(), m.i32.rem_s(x(), y()));
         break;
-      default:
+      case 'remu':
         v = m.if(isZero, x(), m.i32.rem_u(x(), y()));
+        break;
     }
     return m.block(null, [
       m.local.set(L_T, this.get(ins.rs1)),
@@ -895,11 +826,10 @@ class FunctionEmitter {
    * A extension on one hart: LR records a reservation, SC succeeds (rd = 0) only on the reserved
    * address and always clears it; AMOs load, combine with rs2, store, and return the old value.
    */
-  private atomic(ins: Instr, pc: number): Ref {
+  private atomic(ins: Instr, pc: number, kind: 'lr' | 'sc' | AmoKind): Ref {
     const m = this.m;
-    const word = ins.op.endsWith('.w');
-    const width = word ? 4 : 8;
-    const kind = ins.op.slice(0, ins.op.length - 2);
+    const width = ENTRY[ins.op as RvOp].width as 4 | 8;
+    const word = width === 4;
     // AMOs and LR/SC need natural alignment (A extension); a misaligned address is a fault here
     const addr = m.block(null, [
       this.address(ins.rs1, 0, width, pc),
@@ -910,8 +840,8 @@ class FunctionEmitter {
       this.track(width),
     ]);
     const full = () => m.i64.add(m.local.get(L_E, this.t.i64), this.c64(this.ctx.base));
-    const loadOld = () => (word ? m.i64.load32_s(0, 4, this.ea()) : m.i64.load(0, 8, this.ea()));
-    const store = (v: Ref) => (word ? m.i64.store32(0, 4, this.ea(), v) : m.i64.store(0, 8, this.ea(), v));
+    const loadOld = () => this.g.load(width, true, this.ea(), width);
+    const store = (v: Ref) => this.g.store(width, this.ea(), v, width);
     if (kind === 'lr') {
       return m.block(null, [addr, m.global.set(Names.resv, full()), this.set(ins.rd, loadOld())]);
     }
@@ -942,35 +872,33 @@ class FunctionEmitter {
     };
     let nv: Ref;
     switch (kind) {
-      case 'amoswap':
+      case 'swap':
         nv = src();
         break;
-      case 'amoadd':
+      case 'add':
         nv = m.i64.add(old(), src());
         break;
-      case 'amoxor':
+      case 'xor':
         nv = m.i64.xor(old(), src());
         break;
-      case 'amoand':
+      case 'and':
         nv = m.i64.and(old(), src());
         break;
-      case 'amoor':
+      case 'or':
         nv = m.i64.or(old(), src());
         break;
-      case 'amomin':
+      case 'min':
         nv = cmp(true, true);
         break;
-      case 'amomax':
+      case 'max':
         nv = cmp(true, false);
         break;
-      case 'amominu':
+      case 'minu':
         nv = cmp(false, true);
         break;
-      case 'amomaxu':
+      case 'maxu':
         nv = cmp(false, false);
         break;
-      default:
-        return this.trap(TrapKind.IllegalInstruction, pc, this.c64(ins.bits));
     }
     return m.block(null, [
       addr,
@@ -981,3 +909,168 @@ class FunctionEmitter {
     ]);
   }
 }
+
+type I64Bin = 'add' | 'sub' | 'and' | 'or' | 'xor' | 'shl' | 'shr_u' | 'shr_s' | 'mul';
+type I32Bin = 'add' | 'sub' | 'shl' | 'shr_u' | 'shr_s' | 'mul';
+type DivKind = 'div' | 'divu' | 'rem' | 'remu';
+type AmoKind = 'swap' | 'add' | 'xor' | 'and' | 'or' | 'min' | 'max' | 'minu' | 'maxu';
+
+/** How one instruction becomes Wasm (interpreted by FunctionEmitter.instr). */
+type Lowering =
+  /** lui: rd = imm; auipc: rd = pc + imm */
+  | { via: 'upper'; pcRelative: boolean }
+  /** rd = rs1 f imm (64-bit) */
+  | { via: 'reg-imm'; f: I64Bin }
+  /** rd = rs1 f (imm & 63) */
+  | { via: 'shift-imm'; f: 'shl' | 'shr_u' | 'shr_s' }
+  /** rd = rs1 f rs2 (64-bit) */
+  | { via: 'reg-reg'; f: I64Bin }
+  /** rd = (rs1 < rs2 or imm) ? 1 : 0 */
+  | { via: 'set-less'; f: 'lt_s' | 'lt_u'; imm: boolean }
+  /** rd = sext32(w(rs1) f imm), shift amounts masked to 5 bits */
+  | { via: 'word-imm'; f: I32Bin }
+  /** rd = sext32(w(rs1) f w(rs2)) */
+  | { via: 'word-reg'; f: I32Bin }
+  /** width and sign from the ISA table */
+  | { via: 'load' }
+  | { via: 'store' }
+  | { via: 'nop' }
+  | { via: 'ecall' }
+  | { via: 'breakpoint' }
+  /** rd = helper(rs1, rs2): the 128-bit product helpers of image.ts */
+  | { via: 'helper'; name: 'mulh' | 'mulhsu' | 'mulhu' }
+  | { via: 'div'; f: DivKind }
+  | { via: 'div-word'; f: DivKind }
+  | { via: 'lr' }
+  | { via: 'sc' }
+  | { via: 'amo'; f: AmoKind }
+  /** csrrs/csrrc and their immediate forms: counter reads */
+  | { via: 'csr-read' }
+  /** traps IllegalInstruction whenever it runs */
+  | { via: 'illegal' }
+  /** jal, jalr and branches: block terminators and call sites, never straight-line code */
+  | { via: 'control' };
+
+const CONTROL = { via: 'control' } as const;
+const LOAD = { via: 'load' } as const;
+const STORE = { via: 'store' } as const;
+const ri = (f: I64Bin) => ({ via: 'reg-imm', f }) as const;
+const rr = (f: I64Bin) => ({ via: 'reg-reg', f }) as const;
+const wi = (f: I32Bin) => ({ via: 'word-imm', f }) as const;
+const wr = (f: I32Bin) => ({ via: 'word-reg', f }) as const;
+const amo = (f: AmoKind) => ({ via: 'amo', f }) as const;
+
+/**
+ * The lowering of every instruction of the ISA table: adding an instruction there fails to
+ * compile until it has one here (no silent default).
+ */
+const LOWERING = {
+  lui: { via: 'upper', pcRelative: false },
+  auipc: { via: 'upper', pcRelative: true },
+  jal: CONTROL,
+  jalr: CONTROL,
+  beq: CONTROL,
+  bne: CONTROL,
+  blt: CONTROL,
+  bge: CONTROL,
+  bltu: CONTROL,
+  bgeu: CONTROL,
+  lb: LOAD,
+  lh: LOAD,
+  lw: LOAD,
+  ld: LOAD,
+  lbu: LOAD,
+  lhu: LOAD,
+  lwu: LOAD,
+  sb: STORE,
+  sh: STORE,
+  sw: STORE,
+  sd: STORE,
+  addi: ri('add'),
+  slti: { via: 'set-less', f: 'lt_s', imm: true },
+  sltiu: { via: 'set-less', f: 'lt_u', imm: true },
+  xori: ri('xor'),
+  ori: ri('or'),
+  andi: ri('and'),
+  slli: { via: 'shift-imm', f: 'shl' },
+  srli: { via: 'shift-imm', f: 'shr_u' },
+  srai: { via: 'shift-imm', f: 'shr_s' },
+  add: rr('add'),
+  sub: rr('sub'),
+  sll: rr('shl'),
+  slt: { via: 'set-less', f: 'lt_s', imm: false },
+  sltu: { via: 'set-less', f: 'lt_u', imm: false },
+  xor: rr('xor'),
+  srl: rr('shr_u'),
+  sra: rr('shr_s'),
+  or: rr('or'),
+  and: rr('and'),
+  fence: { via: 'nop' },
+  'fence.i': { via: 'nop' },
+  ecall: { via: 'ecall' },
+  ebreak: { via: 'breakpoint' },
+  addiw: wi('add'),
+  slliw: wi('shl'),
+  srliw: wi('shr_u'),
+  sraiw: wi('shr_s'),
+  addw: wr('add'),
+  subw: wr('sub'),
+  sllw: wr('shl'),
+  srlw: wr('shr_u'),
+  sraw: wr('shr_s'),
+  mul: rr('mul'),
+  mulh: { via: 'helper', name: 'mulh' },
+  mulhsu: { via: 'helper', name: 'mulhsu' },
+  mulhu: { via: 'helper', name: 'mulhu' },
+  div: { via: 'div', f: 'div' },
+  divu: { via: 'div', f: 'divu' },
+  rem: { via: 'div', f: 'rem' },
+  remu: { via: 'div', f: 'remu' },
+  mulw: wr('mul'),
+  divw: { via: 'div-word', f: 'div' },
+  divuw: { via: 'div-word', f: 'divu' },
+  remw: { via: 'div-word', f: 'rem' },
+  remuw: { via: 'div-word', f: 'remu' },
+  'lr.w': { via: 'lr' },
+  'sc.w': { via: 'sc' },
+  'amoswap.w': amo('swap'),
+  'amoadd.w': amo('add'),
+  'amoxor.w': amo('xor'),
+  'amoand.w': amo('and'),
+  'amoor.w': amo('or'),
+  'amomin.w': amo('min'),
+  'amomax.w': amo('max'),
+  'amominu.w': amo('minu'),
+  'amomaxu.w': amo('maxu'),
+  'lr.d': { via: 'lr' },
+  'sc.d': { via: 'sc' },
+  'amoswap.d': amo('swap'),
+  'amoadd.d': amo('add'),
+  'amoxor.d': amo('xor'),
+  'amoand.d': amo('and'),
+  'amoor.d': amo('or'),
+  'amomin.d': amo('min'),
+  'amomax.d': amo('max'),
+  'amominu.d': amo('minu'),
+  'amomaxu.d': amo('maxu'),
+  csrrw: { via: 'illegal' },
+  csrrs: { via: 'csr-read' },
+  csrrc: { via: 'csr-read' },
+  csrrwi: { via: 'illegal' },
+  csrrsi: { via: 'csr-read' },
+  csrrci: { via: 'csr-read' },
+} as const satisfies Record<RvOp, Lowering>;
+
+/** The Wasm comparison of each conditional branch. */
+const CONDITIONS = {
+  beq: 'eq',
+  bne: 'ne',
+  blt: 'lt_s',
+  bge: 'ge_s',
+  bltu: 'lt_u',
+  bgeu: 'ge_u',
+} as const satisfies Record<OpOfKind<'branch'>, 'eq' | 'ne' | 'lt_s' | 'ge_s' | 'lt_u' | 'ge_u'>;
+
+/** Exported for tests: the lowering of every mnemonic and the comparison of every branch. */
+export const LOWERINGS: Readonly<Record<RvOp, { readonly via: string }>> = LOWERING;
+export const BRANCH_CONDITIONS: Readonly<Record<OpOfKind<'branch'>, string>> = CONDITIONS;

@@ -9,11 +9,15 @@ import { relocationTargets } from '../elf/targets.js';
 import {
   Exports,
   IMPORT_MODULE,
+  IMPORT_SIGNATURES,
   Imports,
   STACK_GUARD,
   TrapKind,
   TranslateError,
+  type FunctionImport,
   type GuestLayout,
+  type Signature,
+  type ValType,
   type TranslateOptions,
 } from './abi.js';
 import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
@@ -21,6 +25,7 @@ import { decode } from '../riscv/decode.js';
 import type { Instr } from '../riscv/instr.js';
 import { analyseFunction, instructionBits } from './cfg.js';
 import { chargeFuel, emitFunction, entryCost, functionName, Names, type EmitContext } from './emit.js';
+import { Gen, LocalPlan, signatureTypes } from './gen.js';
 
 /** The result of translating one image. */
 export interface Translation {
@@ -71,10 +76,11 @@ export function buildImage(
   const pages = opts.memorySize / 65536;
   m.setMemory(pages, pages, null);
   m.addMemoryImport('0', IMPORT_MODULE, Imports.memory);
-  m.addFunctionImport(Names.ecall, IMPORT_MODULE, Imports.ecall, t.tuple(new Array(16).fill(i32)), t.f64);
-  m.addFunctionImport(Names.trap, IMPORT_MODULE, Imports.trap, t.tuple([i32, i32, i64]), t.none);
-  m.addFunctionImport(Names.poll, IMPORT_MODULE, Imports.poll, i32, i32);
-  m.addFunctionImport(Names.csr, IMPORT_MODULE, Imports.csr, t.tuple([i32, i32]), i64);
+  for (const key of ['ecall', 'trap', 'poll', 'csr'] as const) {
+    const sig = signatureTypes(t, IMPORT_SIGNATURES[key]);
+    m.addFunctionImport(IMPORT_NAMES[key], IMPORT_MODULE, Imports[key], sig.params, sig.result);
+  }
+  const gen = new Gen(m, t, Names.trap);
 
   m.addGlobal(Names.gp, i64, true, m.i64.const(0n));
   m.addGlobal(Names.tp, i64, true, m.i64.const(0n));
@@ -91,7 +97,7 @@ export function buildImage(
   m.addGlobalExport(Names.fuel, Exports.fuel);
 
   addMulHelpers(m, t);
-  addEcallHelper(m, t, pair);
+  addEcallHelper(m, t);
 
   const functionEntries = new Set(image.functions.map((f) => f.start));
   const entryCosts = new Map(image.functions.map((f) => [f.start, entryCost(f.start, f.start + f.size)]));
@@ -99,6 +105,7 @@ export function buildImage(
   const ctx: EmitContext = {
     m,
     types: t,
+    gen,
     structure,
     base: layout.base,
     size: layout.size,
@@ -134,7 +141,7 @@ export function buildImage(
   }
 
   const indirectTargets = [...functionEntries].filter((a) => named.has(a)).sort((a, b) => a - b);
-  addDispatcher(m, t, indirectTargets, entryCosts, pair);
+  addDispatcher(gen, indirectTargets, entryCosts, pair);
 
   const gpValue = image.globalPointer ?? 0;
   const exported = new Set<string>();
@@ -144,13 +151,15 @@ export function buildImage(
       if (exported.has(name) || !(fn.global || isEntry)) continue;
       exported.add(name);
       const stub = `entry_${fn.start.toString(16)}_${exported.size}`;
-      const args = Array.from({ length: 8 }, (_, k) => m.local.get(k, i64));
-      // locals: 0..7 a0..a7, 8 the fuel charge's scratch
+      const frame = new LocalPlan(ENTRY_SIGNATURE);
+      const args = Array.from({ length: 8 }, (_, k) => m.local.get(frame.param(k), i64));
+      const scratch = frame.add('i32'); // the fuel charge's
+      const sig = signatureTypes(t, ENTRY_SIGNATURE);
       m.addFunction(
         stub,
-        t.tuple(new Array(8).fill(i64)),
-        pair,
-        [i32],
+        sig.params,
+        sig.result,
+        frame.vars(t),
         m.block(null, [
           m.global.set(Names.gp, m.i64.const(BigInt(gpValue))),
           m.global.set(Names.tp, m.i64.const(0n)),
@@ -161,7 +170,7 @@ export function buildImage(
             m.i32.gt_u(m.global.get(Names.dirtyLo, i32), m.i32.const(layout.initialSp - layout.base)),
             m.global.set(Names.dirtyLo, m.i32.const(layout.initialSp - layout.base)),
           ),
-          chargeFuel(m, t, m.i32.const(entryCosts.get(fn.start)!), m.i32.const(fn.start), 8),
+          chargeFuel(m, t, m.i32.const(entryCosts.get(fn.start)!), m.i32.const(fn.start), scratch),
           m.return_call(functionName(fn.start), [m.i64.const(BigInt(layout.initialSp)), ...args], pair),
         ]),
       );
@@ -170,6 +179,29 @@ export function buildImage(
   }
   return { indirectTargets, sizes };
 }
+
+/** The internal names of the function imports. */
+const IMPORT_NAMES = {
+  ecall: Names.ecall,
+  trap: Names.trap,
+  poll: Names.poll,
+  csr: Names.csr,
+} as const satisfies Record<FunctionImport, string>;
+
+/** The entry stubs: `(a0..a7: i64) -> (a0, a1)` */
+const ENTRY_SIGNATURE: Signature = { params: new Array<ValType>(8).fill('i64'), result: 'pair' };
+/** `dispatch(pc: i32, target: i64, sp: i64, a0..a7: i64) -> (a0, a1)` */
+const DISPATCH_SIGNATURE: Signature = {
+  params: ['i32', ...new Array<ValType>(10).fill('i64')],
+  result: 'pair',
+};
+/** `ecall(pc: i32, a7: i64, a0..a5: i64) -> (a0, a1)` */
+const ECALL_HELPER_SIGNATURE: Signature = {
+  params: ['i32', ...new Array<ValType>(7).fill('i64')],
+  result: 'pair',
+};
+/** `mulhu(a: i64, b: i64) -> i64`, likewise mulh and mulhsu */
+const MUL_HELPER_SIGNATURE: Signature = { params: ['i64', 'i64'], result: 'i64' };
 
 /** `f_<hex> (symbol, ...)`: a guest function as error messages name it. */
 export function describeFunction(image: ElfImage, start: number): string {
@@ -196,23 +228,16 @@ export function errorText(e: unknown, binaryenModule?: unknown): string {
  * entries, ending in the target's entry fuel charge (polling with `pc`) and a tail call; any other
  * target traps BadIndirectTarget{target} at `pc`.
  */
-function addDispatcher(
-  m: ExprBuilder,
-  t: Types,
-  targets: number[],
-  entryCosts: ReadonlyMap<number, number>,
-  pair: Ty,
-): void {
+function addDispatcher(g: Gen, targets: number[], entryCosts: ReadonlyMap<number, number>, pair: Ty): void {
+  const { m, t } = g;
   const i64 = t.i64;
-  const target = () => m.local.get(1, i64);
-  const args = () => [2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => m.local.get(k, i64));
+  const frame = new LocalPlan(DISPATCH_SIGNATURE);
+  const scratch = frame.add('i32'); // the fuel charge's
+  const target = () => m.local.get(frame.param(1), i64);
+  const args = () => [2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => m.local.get(frame.param(k), i64));
   // a fresh trap per leaf: an expression node must have exactly one parent (the optimiser's
   // inliner rewrites local indices in place, so a node shared by two leaves is rewritten twice)
-  const bad = () =>
-    m.block(null, [
-      m.call(Names.trap, [m.i32.const(TrapKind.BadIndirectTarget), m.local.get(0, t.i32), target()], t.none),
-      m.unreachable(),
-    ]);
+  const bad = () => g.trapAt(TrapKind.BadIndirectTarget, m.local.get(frame.param(0), t.i32), target());
   const tree = (lo: number, hi: number): Ref => {
     if (hi - lo <= 3) {
       let e = bad();
@@ -220,7 +245,13 @@ function addDispatcher(
         e = m.if(
           m.i64.eq(target(), m.i64.const(BigInt(targets[k]))),
           m.block(null, [
-            chargeFuel(m, t, m.i32.const(entryCosts.get(targets[k])!), m.local.get(0, t.i32), 11),
+            chargeFuel(
+              m,
+              t,
+              m.i32.const(entryCosts.get(targets[k])!),
+              m.local.get(frame.param(0), t.i32),
+              scratch,
+            ),
             m.return_call(functionName(targets[k]), args(), pair),
           ]),
           e,
@@ -232,8 +263,8 @@ function addDispatcher(
     return m.if(m.i64.lt_u(target(), m.i64.const(BigInt(targets[mid]))), tree(lo, mid), tree(mid, hi));
   };
   const body = targets.length === 0 ? bad() : m.block(null, [tree(0, targets.length), m.unreachable()]);
-  // locals: 0 pc, 1 target, 2..10 sp and a0..a7, 11 the fuel charge's scratch
-  m.addFunction(Names.dispatch, t.tuple([t.i32, ...new Array(10).fill(i64)]), pair, [t.i32], body);
+  const sig = signatureTypes(t, DISPATCH_SIGNATURE);
+  m.addFunction(Names.dispatch, sig.params, sig.result, frame.vars(t), body);
 }
 
 /**
@@ -244,24 +275,32 @@ function addDispatcher(
  * and high halves. The import returns an f64: an integer is the new a0 (a1 unchanged); NaN means
  * the engine left a0 and a1 in the exported a0/a1 globals (values beyond 2^53, pairs).
  */
-function addEcallHelper(m: ExprBuilder, t: Types, pair: Ty): void {
+function addEcallHelper(m: ExprBuilder, t: Types): void {
   const i64 = t.i64;
   const i32 = t.i32;
   const f64 = t.f64;
   const c = (v: bigint) => m.i64.const(v);
-  const g = (k: number) => m.local.get(k, i64);
-  // locals: 0 pc, 1 a7, 2..7 a0..a5, 8 the import's result
+  // parameters: 0 pc, 1 a7, 2..7 a0..a5; one variable: the import's result
+  const frame = new LocalPlan(ECALL_HELPER_SIGNATURE);
+  const result = frame.add('f64');
+  const g = (k: number) => m.local.get(frame.param(k), i64);
   const piece = (shift: bigint, mask: bigint) => m.i32.wrap(m.i64.and(m.i64.shr_u(g(1), c(shift)), c(mask)));
   const halves = [2, 3, 4, 5, 6, 7].flatMap((k) => [m.i32.wrap(g(k)), m.i32.wrap(m.i64.shr_u(g(k), c(32n)))]);
-  const r = () => m.local.get(8, f64);
+  const r = () => m.local.get(result, f64);
   const body = m.block(
     null,
     [
       m.local.set(
-        8,
+        result,
         m.call(
           Names.ecall,
-          [m.local.get(0, i32), piece(0n, 0x3fffffffn), piece(30n, 0x3fffffffn), piece(60n, 0xfn), ...halves],
+          [
+            m.local.get(frame.param(0), i32),
+            piece(0n, 0x3fffffffn),
+            piece(30n, 0x3fffffffn),
+            piece(60n, 0xfn),
+            ...halves,
+          ],
           f64,
         ),
       ),
@@ -271,9 +310,10 @@ function addEcallHelper(m: ExprBuilder, t: Types, pair: Ty): void {
         m.tuple.make([m.i64.trunc_s_sat.f64(r()), g(3)]),
       ),
     ],
-    pair,
+    t.tuple([i64, i64]),
   );
-  m.addFunction(Names.ecallHelper, t.tuple([i32, i64, i64, i64, i64, i64, i64, i64]), pair, [f64], body);
+  const sig = signatureTypes(t, ECALL_HELPER_SIGNATURE);
+  m.addFunction(Names.ecallHelper, sig.params, sig.result, frame.vars(t), body);
 }
 
 /** MULHU, MULH, MULHSU: the high 64 bits of 128-bit products from 32-bit partial products. */
@@ -282,26 +322,28 @@ function addMulHelpers(m: ExprBuilder, t: Types): void {
   const c = (v: bigint) => m.i64.const(v);
   const g = (k: number) => m.local.get(k, i64);
   const mask = c(0xffffffffn);
-  // locals: 0 a, 1 b, 2 aLo, 3 aHi, 4 bLo, 5 bHi, 6 t, 7 w1, 8 w2
+  const frame = new LocalPlan(MUL_HELPER_SIGNATURE);
+  const [a, b] = [frame.param(0), frame.param(1)];
+  const [aLo, aHi, bLo, bHi, tmp, w1, w2] = Array.from({ length: 7 }, () => frame.add('i64'));
   const body = m.block(
     null,
     [
-      m.local.set(2, m.i64.and(g(0), mask)),
-      m.local.set(3, m.i64.shr_u(g(0), c(32n))),
-      m.local.set(4, m.i64.and(g(1), mask)),
-      m.local.set(5, m.i64.shr_u(g(1), c(32n))),
+      m.local.set(aLo, m.i64.and(g(a), mask)),
+      m.local.set(aHi, m.i64.shr_u(g(a), c(32n))),
+      m.local.set(bLo, m.i64.and(g(b), mask)),
+      m.local.set(bHi, m.i64.shr_u(g(b), c(32n))),
       // t = aHi*bLo + (aLo*bLo >> 32): fits in 64 bits
-      m.local.set(6, m.i64.add(m.i64.mul(g(3), g(4)), m.i64.shr_u(m.i64.mul(g(2), g(4)), c(32n)))),
-      m.local.set(7, m.i64.and(g(6), mask)),
-      m.local.set(8, m.i64.shr_u(g(6), c(32n))),
+      m.local.set(tmp, m.i64.add(m.i64.mul(g(aHi), g(bLo)), m.i64.shr_u(m.i64.mul(g(aLo), g(bLo)), c(32n)))),
+      m.local.set(w1, m.i64.and(g(tmp), mask)),
+      m.local.set(w2, m.i64.shr_u(g(tmp), c(32n))),
       // t = aLo*bHi + w1
-      m.local.set(6, m.i64.add(m.i64.mul(g(2), g(5)), g(7))),
-      m.i64.add(m.i64.add(m.i64.mul(g(3), g(5)), g(8)), m.i64.shr_u(g(6), c(32n))),
+      m.local.set(tmp, m.i64.add(m.i64.mul(g(aLo), g(bHi)), g(w1))),
+      m.i64.add(m.i64.add(m.i64.mul(g(aHi), g(bHi)), g(w2)), m.i64.shr_u(g(tmp), c(32n))),
     ],
     i64,
   );
-  const two = t.tuple([i64, i64]);
-  m.addFunction(Names.mulhu, two, i64, new Array(7).fill(i64), body);
+  const two = signatureTypes(t, MUL_HELPER_SIGNATURE).params;
+  m.addFunction(Names.mulhu, two, i64, frame.vars(t), body);
   // signed corrections: mulh = mulhu - (a<0 ? b : 0) - (b<0 ? a : 0); mulhsu drops the second term
   const neg = (k: number, other: number) => m.select(m.i64.lt_s(g(k), c(0n)), g(other), c(0n));
   m.addFunction(
@@ -309,7 +351,7 @@ function addMulHelpers(m: ExprBuilder, t: Types): void {
     two,
     i64,
     [],
-    m.i64.sub(m.i64.sub(m.call(Names.mulhu, [g(0), g(1)], i64), neg(0, 1)), neg(1, 0)),
+    m.i64.sub(m.i64.sub(m.call(Names.mulhu, [g(a), g(b)], i64), neg(a, b)), neg(b, a)),
   );
-  m.addFunction(Names.mulhsu, two, i64, [], m.i64.sub(m.call(Names.mulhu, [g(0), g(1)], i64), neg(0, 1)));
+  m.addFunction(Names.mulhsu, two, i64, [], m.i64.sub(m.call(Names.mulhu, [g(a), g(b)], i64), neg(a, b)));
 }
