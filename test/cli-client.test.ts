@@ -3,11 +3,12 @@
 // the examples of the WHATWG server-sent events section), delays and due times, and the refusal
 // when nothing listens. End to end against a real bermd: test/cli-client-daemon.test.ts.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { SseParser, parseHost, resolveTarget } from '../src/cli/commands/daemon-client.js';
+import { MAX_ANSWER_BYTES, SseParser, parseHost, resolveTarget } from '../src/cli/commands/daemon-client.js';
 import { HARNESS_NAME, inspectsDaemon, listText, shortDigest } from '../src/cli/commands/daemon-verbs.js';
 import { parseAt, parseDelay, wakesText } from '../src/cli/commands/wake-client.js';
 import type { Io } from '../src/cli/context.js';
@@ -99,6 +100,22 @@ t.test('SSE parsing (WHATWG HTML 9.2 examples)', async (t) => {
     ['result', '{"status":200,"done":"ok"}'],
     ['message', 'trailing'],
   ]);
+  // the same stream cut into two chunks at every position gives the same events
+  const whole =
+    ': comment\r\nevent: log\r\ndata: first line\r\n\r\nevent:log\ndata:YHOO\ndata: +2\ndata: 10\n\n' +
+    'data\n\nevent: result\rdata: {"status":200,"done":"ok"}\r\rdata: trailing';
+  for (let cut = 0; cut <= whole.length; cut++) {
+    for (const third of [cut, Math.min(whole.length, cut + 3)]) {
+      const split: [string, string][] = [];
+      const q = new SseParser((e, d) => split.push([e, d]));
+      q.push(whole.slice(0, cut));
+      q.push(whole.slice(cut, third));
+      q.push(whole.slice(third));
+      q.end();
+      if (JSON.stringify(split) !== JSON.stringify(got))
+        t.fail(`cut at ${cut} and ${third}: ${JSON.stringify(split)}`);
+    }
+  }
 });
 
 t.test('delays, due times and listings', async (t) => {
@@ -181,5 +198,40 @@ t.test('usage errors and an unreachable daemon', async (t) => {
     const io = captureIo();
     t.equal(await runCli(argv, { io }), 2, argv.join(' '));
     t.match(io.stderr, re, argv.join(' '));
+  }
+});
+
+t.test('an endless answer is cut at the bound, not read until memory runs out', async (t) => {
+  // A server that is not bermd (or a broken one) streams a JSON body that never ends, as a plain
+  // answer and as an event stream. Before the bound, `berm ls` read 6.5 GB in a minute.
+  const chunk = Buffer.from('{"name":"aaaaaaaaaaaaaaaaaaaaaaaaaaaa"},'.repeat(4096));
+  let sent = 0;
+  const server = createHttpServer((req, res) => {
+    const sse = String(req.headers.accept).includes('text/event-stream');
+    res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json' });
+    res.write(sse ? 'event: log\ndata: ' : '{"harnesses":[');
+    const pump = () => {
+      while (!res.destroyed && sent < 4 * MAX_ANSWER_BYTES) {
+        sent += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    res.on('error', () => undefined);
+    pump();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => server.close());
+  const host = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  for (const argv of [
+    ['ls', '--host', host],
+    ['invoke', '--host', host, 'x', 'y'],
+    ['--verbose', 'invoke', '--host', host, 'x', 'y'],
+  ]) {
+    sent = 0;
+    const io = captureIo();
+    t.equal(await runCli(argv, { io }), 2, argv.join(' '));
+    t.match(io.stderr, `the answer from ${host} is over ${MAX_ANSWER_BYTES} bytes (refused)`, argv.join(' '));
+    t.ok(sent < 4 * MAX_ANSWER_BYTES, `stopped reading after ${sent} bytes were sent`);
   }
 });

@@ -11,8 +11,9 @@
  *
  * Speed: the lookup is built once at module load. A 32-bit word picks a bucket by opcode[6:2] and
  * funct3 (256 buckets, most holding one entry, at most the eleven AMOs of one width) and takes the
- * first entry whose mask/match fits; a halfword indexes a 64 Ki table of entry numbers directly,
- * and its decoded form is kept (one shared, read-only {@link Instr} per halfword).
+ * first entry whose mask/match fits. A halfword is looked up in the compressed table (first match)
+ * once; its decoded form is kept, so later decodes are one array read (one shared, read-only
+ * {@link Instr} per halfword).
  */
 import {
   COMPRESSED,
@@ -113,6 +114,8 @@ const BUCKETS: Slot[][] = (() => {
 })();
 
 interface CSlot {
+  mask: number;
+  match: number;
   op: Op;
   name: CName;
   layout: number;
@@ -120,26 +123,13 @@ interface CSlot {
 }
 
 const CSLOTS: CSlot[] = COMPRESSED.map((e: CEntry<CName>) => ({
+  mask: e.mask,
+  match: e.match,
   op: e.expands,
   name: e.name,
   layout: LAYOUT_CODE[e.layout],
   reserved: RESERVED_CODE[e.reservedIfZero ?? 'none'],
 }));
-
-/** For every halfword: the index in COMPRESSED of its first matching entry, or -1. */
-const CINDEX: Int8Array = (() => {
-  const index = new Int8Array(0x10000).fill(-1);
-  for (let h = 0; h < 0x10000; h++) {
-    if ((h & 3) === 3) continue;
-    for (let k = 0; k < COMPRESSED.length; k++) {
-      if ((h & COMPRESSED[k].mask) === COMPRESSED[k].match) {
-        index[h] = k;
-        break;
-      }
-    }
-  }
-  return index;
-})();
 
 /**
  * Decode one instruction.
@@ -222,8 +212,9 @@ function decodeCompressed(h: number): Instr {
 }
 
 function expandCompressed(h: number): Instr {
-  const k = CINDEX[h];
-  if (k < 0) return illegal(h, 2);
+  let k = 0;
+  while (k < CSLOTS.length && (h & CSLOTS[k].mask) !== CSLOTS[k].match) k++;
+  if (k === CSLOTS.length) return illegal(h, 2);
   const s = CSLOTS[k];
   // rd'/rs1' at bits 9:7, rd'/rs2' at bits 4:2 name x8..x15
   const rp1 = 8 + ((h >>> 7) & 7);

@@ -31,6 +31,43 @@ function undici(): Undici {
 /** Where bermd listens when neither --host nor BERM_HOST says otherwise. */
 export const DEFAULT_HOST = 'http://127.0.0.1:7777';
 
+/**
+ * Most bytes of one answer the client reads from bermd (64 MiB; an event stream counts as one
+ * answer). Far above what bermd sends (a tool's result is at most 1 MiB, its log lines 4 MiB), so
+ * only a server that is not bermd, or a broken one, reaches it: the client then stops reading
+ * instead of growing until it dies.
+ */
+export const MAX_ANSWER_BYTES = 64 << 20;
+
+/** Counts the bytes of one answer; throws CliError (exit 2) past {@link MAX_ANSWER_BYTES}. */
+class AnswerBound {
+  private n = 0;
+  constructor(
+    private readonly base: string,
+    private readonly body: { destroy(): unknown },
+  ) {}
+  add(bytes: number): void {
+    this.n += bytes;
+    if (this.n > MAX_ANSWER_BYTES) {
+      this.body.destroy();
+      throw new CliError(
+        `the answer from ${this.base} is over ${MAX_ANSWER_BYTES} bytes (refused): is ${this.base} bermd?`,
+      );
+    }
+  }
+}
+
+/** The body of an answer as UTF-8, at most {@link MAX_ANSWER_BYTES}. */
+async function readAnswer(base: string, body: Dispatcher.ResponseData['body']): Promise<string> {
+  const bound = new AnswerBound(base, body);
+  const chunks: Buffer[] = [];
+  for await (const c of body) {
+    bound.add((c as Buffer).length);
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** Options every client verb takes. */
 export interface DaemonFlags {
   host?: string;
@@ -184,8 +221,9 @@ export class DaemonClient {
     }
     let text: string;
     try {
-      text = await res.body.text();
+      text = await readAnswer(this.target.base, res.body);
     } catch (e) {
+      if (e instanceof CliError) throw e;
       throw new CliError(`bermd at ${this.target.base} broke off its answer: ${(e as Error).message}`);
     }
     let json: unknown = undefined;
@@ -290,7 +328,7 @@ export class DaemonClient {
     const type = String(res.headers['content-type'] ?? '');
     if (!type.startsWith('text/event-stream')) {
       // a refusal before the stream started (401, 404, 400, 413...) is ordinary JSON
-      const text = await res.body.text();
+      const text = await readAnswer(this.target.base, res.body);
       let json: unknown;
       try {
         json = JSON.parse(text);
@@ -316,9 +354,14 @@ export class DaemonClient {
         result = { status: typeof st === 'number' ? st : 200, json, text: data };
       }
     });
+    const bound = new AnswerBound(this.target.base, res.body);
     try {
-      for await (const chunk of res.body) parser.push((chunk as Buffer).toString('utf8'));
+      for await (const chunk of res.body) {
+        bound.add((chunk as Buffer).length);
+        parser.push((chunk as Buffer).toString('utf8'));
+      }
     } catch (e) {
+      if (e instanceof CliError) throw e;
       throw new CliError(`${what}: the event stream from bermd broke off: ${(e as Error).message}`);
     }
     parser.end();
@@ -373,6 +416,7 @@ export class DaemonClient {
  */
 export class SseParser {
   private buf = '';
+  private pending: string[] = [];
   private event = '';
   private data: string[] = [];
 
@@ -380,7 +424,14 @@ export class SseParser {
 
   /** Feed text as it arrives. */
   push(text: string): void {
-    this.buf += text;
+    // chunks without a line end wait in a list, joined once a line end comes: a long line arriving
+    // in many chunks then costs time linear in its length, not quadratic
+    if (!/[\r\n]/.test(text) && !this.buf.endsWith('\r')) {
+      this.pending.push(text);
+      return;
+    }
+    this.buf += this.pending.join('') + text;
+    this.pending = [];
     for (;;) {
       const m = /\r\n|\r|\n/.exec(this.buf);
       if (!m) break;
@@ -394,6 +445,8 @@ export class SseParser {
 
   /** The stream ended: a last event without its blank line is dispatched too. */
   end(): void {
+    this.buf += this.pending.join('');
+    this.pending = [];
     if (this.buf) this.line(this.buf);
     this.buf = '';
     this.line('');
