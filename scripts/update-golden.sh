@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerates every golden listing under test/golden/ with LLVM 14 (clang, ld.lld, llvm-objdump).
 # Tests compare berm's disassembler against these files, so they must come from llvm-objdump,
-# never from berm itself. Run after changing scripts/gen-all-encodings.mjs or the fixtures.
+# never from berm itself. Run after changing the ISA table (src/riscv/isa.ts), conformance/gen-*.ts or the fixtures.
 set -eu
 cd "$(dirname "$0")/.."
 OBJDUMP="llvm-objdump -d -M no-aliases --no-show-raw-insn --mattr=+m,+a,+c"
@@ -9,7 +9,7 @@ mkdir -p test/golden/fixtures
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-node scripts/gen-all-encodings.mjs >"$tmp/all-encodings.s"
+node --import ./scripts/ts/register.mjs conformance/gen-all-encodings.ts >"$tmp/all-encodings.s"
 clang --target=riscv64 -march=rv64imac -mno-relax -c "$tmp/all-encodings.s" -o "$tmp/all-encodings.o"
 ld.lld --emit-relocs -Ttext=0x11000 -e _start "$tmp/all-encodings.o" -o test/golden/all-encodings.elf
 # the file-name line would embed the temporary path: drop everything before the listing

@@ -79,5 +79,5 @@ t.test('the all-encodings golden listing covers every table entry', async (t) =>
     ),
   );
   const missing = [...INSTRUCTIONS, ...COMPRESSED].map((e) => e.name).filter((n) => !seen.has(n));
-  t.same(missing, [], 'scripts/gen-all-encodings.mjs emits every mnemonic of the table');
+  t.same(missing, [], 'conformance/gen-all-encodings.ts emits every mnemonic of the table');
 });

@@ -2,8 +2,13 @@
 // varied registers and immediates, plus raw words: a strided sweep of the 16-bit encoding space and
 // random 32-bit words under every major opcode. scripts/update-golden.sh assembles it with clang,
 // links it with ld.lld and records llvm-objdump's listing as test/golden/all-encodings.txt.
-// Deterministic: the same output on every run (fixed-seed PRNG).
+// Deterministic: the same output on every run (fixed-seed PRNG). The instruction groups come from
+// the ISA table (conformance/isa.ts); test/riscv-isa.test.ts checks the listing names every entry.
 import process from 'node:process';
+import { opsOfKind } from '../src/riscv/isa.js';
+import { AMOS, BRANCHES, I_OPS, R_ALL, SHIFT_IMM, SHIFT_IMM_W, STORES } from './isa.js';
+
+const LOAD_OPS = opsOfKind('load');
 
 let seed = 0x9e3779b9;
 function rnd() {
@@ -15,8 +20,8 @@ function rnd() {
   seed >>>= 0;
   return seed;
 }
-const pick = (a) => a[rnd() % a.length];
-const int = (lo, hi) => lo + (rnd() % (hi - lo + 1));
+const pick = <T>(a: readonly T[]): T => a[rnd() % a.length];
+const int = (lo: number, hi: number): number => lo + (rnd() % (hi - lo + 1));
 
 const REGS = [
   'zero',
@@ -58,26 +63,26 @@ const reg = () => pick(REGS);
 const creg = () => pick(CREGS);
 
 // Immediates: edges first, then random values in range.
-function imms(lo, hi, n, step = 1) {
+function imms(lo: number, hi: number, n: number, step = 1): number[] {
   const out = [lo, hi, 0, step, -step].filter((v) => v >= lo && v <= hi && v % step === 0);
   while (out.length < n) out.push(Math.round(int(lo, hi) / step) * step);
   return [...new Set(out)];
 }
 
-const lines = [];
+const lines: string[] = [];
 let label = 0;
-const emit = (s) => {
+const emit = (s: string): void => {
   lines.push(`.L${label++}:`);
   lines.push(`  ${s}`);
 };
 // Targets are labels within a distance (in instructions) that keeps each branch in range.
 let maxRef = 0;
-const near = (dist) => {
+const near = (dist: number): string => {
   const n = Math.max(0, label + int(-dist, dist));
   maxRef = Math.max(maxRef, n);
   return `.L${n}`;
 };
-const rvc = (s) => {
+const rvc = (s: string): void => {
   lines.push('  .option rvc');
   emit(s);
   lines.push('  .option norvc');
@@ -92,24 +97,13 @@ for (const v of [0, 1, 0x7ffff, 0x80000, 0xfffff, ...imms(0, 0xfffff, 6)]) {
 }
 for (let i = 0; i < 12; i++) emit(`jal ${reg()}, ${near(400)}`);
 for (const v of imms(-2048, 2047, 10)) emit(`jalr ${reg()}, ${v}(${reg()})`);
-for (const op of ['beq', 'bne', 'blt', 'bge', 'bltu', 'bgeu'])
-  for (let i = 0; i < 6; i++) emit(`${op} ${reg()}, ${reg()}, ${near(300)}`);
-for (const op of ['lb', 'lh', 'lw', 'ld', 'lbu', 'lhu', 'lwu'])
-  for (const v of imms(-2048, 2047, 5)) emit(`${op} ${reg()}, ${v}(${reg()})`);
-for (const op of ['sb', 'sh', 'sw', 'sd'])
-  for (const v of imms(-2048, 2047, 5)) emit(`${op} ${reg()}, ${v}(${reg()})`);
-for (const op of ['addi', 'slti', 'sltiu', 'xori', 'ori', 'andi', 'addiw'])
-  for (const v of imms(-2048, 2047, 6)) emit(`${op} ${reg()}, ${reg()}, ${v}`);
-for (const op of ['slli', 'srli', 'srai'])
-  for (const v of imms(0, 63, 6)) emit(`${op} ${reg()}, ${reg()}, ${v}`);
-for (const op of ['slliw', 'srliw', 'sraiw'])
-  for (const v of imms(0, 31, 5)) emit(`${op} ${reg()}, ${reg()}, ${v}`);
-const rr = ['add', 'sub', 'sll', 'slt', 'sltu', 'xor', 'srl', 'sra', 'or', 'and'];
-const rrw = ['addw', 'subw', 'sllw', 'srlw', 'sraw'];
-const mul = ['mul', 'mulh', 'mulhsu', 'mulhu', 'div', 'divu', 'rem', 'remu'];
-const mulw = ['mulw', 'divw', 'divuw', 'remw', 'remuw'];
-for (const op of [...rr, ...rrw, ...mul, ...mulw])
-  for (let i = 0; i < 3; i++) emit(`${op} ${reg()}, ${reg()}, ${reg()}`);
+for (const op of BRANCHES) for (let i = 0; i < 6; i++) emit(`${op} ${reg()}, ${reg()}, ${near(300)}`);
+for (const op of LOAD_OPS) for (const v of imms(-2048, 2047, 5)) emit(`${op} ${reg()}, ${v}(${reg()})`);
+for (const [op] of STORES) for (const v of imms(-2048, 2047, 5)) emit(`${op} ${reg()}, ${v}(${reg()})`);
+for (const op of I_OPS) for (const v of imms(-2048, 2047, 6)) emit(`${op} ${reg()}, ${reg()}, ${v}`);
+for (const op of SHIFT_IMM) for (const v of imms(0, 63, 6)) emit(`${op} ${reg()}, ${reg()}, ${v}`);
+for (const op of SHIFT_IMM_W) for (const v of imms(0, 31, 5)) emit(`${op} ${reg()}, ${reg()}, ${v}`);
+for (const op of R_ALL) for (let i = 0; i < 3; i++) emit(`${op} ${reg()}, ${reg()}, ${reg()}`);
 const sets = ['i', 'o', 'r', 'w', 'rw', 'iorw', 'io', 'ow', 'ir', 'iw', 'or'];
 for (let i = 0; i < 8; i++) emit(`fence ${pick(sets)}, ${pick(sets)}`);
 emit('fence');
@@ -120,9 +114,9 @@ emit('ebreak');
 const csrs = [
   0x001, 0x002, 0x003, 0xc00, 0xc01, 0xc02, 0x300, 0x305, 0x341, 0x7c0, 0xfff, 0x123, 0x800, 0xb00,
 ];
-for (const op of ['csrrw', 'csrrs', 'csrrc'])
+for (const op of opsOfKind('csr'))
   for (let i = 0; i < 4; i++) emit(`${op} ${reg()}, ${pick(csrs)}, ${reg()}`);
-for (const op of ['csrrwi', 'csrrsi', 'csrrci'])
+for (const op of opsOfKind('csr-imm'))
   for (let i = 0; i < 4; i++) emit(`${op} ${reg()}, ${pick(csrs)}, ${int(0, 31)}`);
 
 // A
@@ -130,18 +124,7 @@ for (const w of ['w', 'd'])
   for (const o of ['', '.aq', '.rl', '.aqrl']) {
     emit(`lr.${w}${o} ${reg()}, (${reg()})`);
     emit(`sc.${w}${o} ${reg()}, ${reg()}, (${reg()})`);
-    for (const a of [
-      'amoswap',
-      'amoadd',
-      'amoxor',
-      'amoand',
-      'amoor',
-      'amomin',
-      'amomax',
-      'amominu',
-      'amomaxu',
-    ])
-      emit(`${a}.${w}${o} ${reg()}, ${reg()}, (${reg()})`);
+    for (const a of AMOS) emit(`${a}.${w}${o} ${reg()}, ${reg()}, (${reg()})`);
   }
 
 // C
