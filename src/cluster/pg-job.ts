@@ -86,6 +86,7 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
           a[2] as number,
           a[3] as string[] | null,
           a[4] as number,
+          a[5] as [number, number],
         );
       case 'claimedBy':
         return sql.claimedBy(p, a[0] as string);

@@ -354,6 +354,9 @@ export async function claim(
  * are skipped (`FOR UPDATE SKIP LOCKED`), so daemons draining the same due-set never wait on each
  * other nor fight over one row; each claimed row moves to berm_claims with attempt + 1.
  * @param harnesses when given, only wakes of these harnesses (see {@link claim})
+ * @param from only rows at or after this (when, seq) in due order: the daemon's earliest heap
+ *   entry. Rows before it are claimed elsewhere or will be adopted (an orphan); starting there
+ *   keeps the index scan off the dead entries of rows already claimed.
  * @returns the claimed records by (when, seq); fewer than `limit` when no more are due and free
  */
 export async function claimDue(
@@ -363,11 +366,13 @@ export async function claimDue(
   leaseMs: number,
   harnesses: readonly string[] | null,
   limit: number,
+  from: readonly [number, number] = [-Infinity, 0],
 ): Promise<PgWake[]> {
   const r = await db.query<WakeRow>(
     `WITH w AS (
        DELETE FROM berm_wakes WHERE seq = ANY(ARRAY(
          SELECT seq FROM berm_wakes WHERE when_ms <= $1 AND ($4::text[] IS NULL OR harness = ANY($4))
+           AND (when_ms, seq) >= ($6::float8, $7::bigint)
          ORDER BY when_ms, seq LIMIT $5 FOR UPDATE SKIP LOCKED))
        RETURNING *)
      INSERT INTO berm_claims (seq, ${COLS}, attempt, owner, lease_until)
@@ -375,7 +380,7 @@ export async function claimDue(
      ON CONFLICT (id, seq) DO UPDATE
        SET attempt = EXCLUDED.attempt, owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
      RETURNING *`,
-    [now, owner, leaseMs, harnesses, limit],
+    [now, owner, leaseMs, harnesses, limit, from[0], from[1]],
   );
   return r.rows.map(wake).sort((a, b) => a.when - b.when || a.seq - b.seq);
 }

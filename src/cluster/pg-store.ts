@@ -471,9 +471,17 @@ export class PgStore extends EventEmitter implements RuntimeStore {
           return null;
         }
       },
-      claimDue: (now: number, limit: number, harnesses: readonly string[]) => {
+      claimDue: (now: number, limit: number, harnesses: readonly string[], from?: [number, number]) => {
         try {
-          const ws = this.call<WakeRecord[]>('claimDue', now, this.owner, leaseMs(), harnesses, limit);
+          const ws = this.call<WakeRecord[]>(
+            'claimDue',
+            now,
+            this.owner,
+            leaseMs(),
+            harnesses,
+            limit,
+            from ?? [-Infinity, 0],
+          );
           adjust(-ws.length);
           for (const w of ws) this.held.set(`${w.id}\0${w.seq}`, [w.id, w.seq]);
           return ws;

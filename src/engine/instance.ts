@@ -3,7 +3,14 @@
  * through a per-module pool and reset by the dirty extents that translated stores track. The
  * imports of the Wasm instance (ecall, trap, poll, csr) are implemented here.
  */
-import { Exports, IMPORT_MODULE, Imports, STACK_GUARD, TrapKind } from '../translate/abi.js';
+import {
+  Exports,
+  IMPORT_MODULE,
+  Imports,
+  STACK_GUARD,
+  TrapKind,
+  type HostImports,
+} from '../translate/abi.js';
 import type { GuestModule } from './engine.js';
 import type { HostCall } from './host.js';
 import type { HostTable } from './linker.js';
@@ -154,55 +161,54 @@ export class Slot {
     const epoch = process.hrtime.bigint();
     const call = (this.call = new LiveHostCall(this.memory));
     const h = call.halves;
-    this.wasm = new WebAssembly.Instance(module.wasm, {
-      [IMPORT_MODULE]: {
-        [Imports.memory]: mem,
-        [Imports.ecall]: (
-          pc: number,
-          n0: number,
-          n1: number,
-          n2: number,
-          l0: number,
-          h0: number,
-          l1: number,
-          h1: number,
-          l2: number,
-          h2: number,
-          l3: number,
-          h3: number,
-          l4: number,
-          h4: number,
-          l5: number,
-          h5: number,
-        ) => {
-          call.n0 = n0;
-          call.n1 = n1;
-          call.n2 = n2;
-          h[0] = l0;
-          h[1] = h0;
-          h[2] = l1;
-          h[3] = h1;
-          h[4] = l2;
-          h[5] = h2;
-          h[6] = l3;
-          h[7] = h3;
-          h[8] = l4;
-          h[9] = h4;
-          h[10] = l5;
-          h[11] = h5;
-          call.refilled();
-          return owner().ecall(pc, call);
-        },
-        [Imports.trap]: (kind: number, pc: number, value: bigint) => {
-          throw owner().at(trapFromKind(kind, value), pc);
-        },
-        [Imports.poll]: (pc: number) => owner().poll(pc),
-        // cycle, time and instret all read one clock: nanoseconds since this instance was made,
-        // rounded down to whole milliseconds. A harness granted no clock learns neither the
-        // host's uptime nor a fine timer to measure other work with (docs/capabilities.md).
-        [Imports.csr]: () => ((process.hrtime.bigint() - epoch) / 1_000_000n) * 1_000_000n,
+    const host = {
+      [Imports.memory]: mem,
+      [Imports.ecall]: (
+        pc: number,
+        n0: number,
+        n1: number,
+        n2: number,
+        l0: number,
+        h0: number,
+        l1: number,
+        h1: number,
+        l2: number,
+        h2: number,
+        l3: number,
+        h3: number,
+        l4: number,
+        h4: number,
+        l5: number,
+        h5: number,
+      ) => {
+        call.n0 = n0;
+        call.n1 = n1;
+        call.n2 = n2;
+        h[0] = l0;
+        h[1] = h0;
+        h[2] = l1;
+        h[3] = h1;
+        h[4] = l2;
+        h[5] = h2;
+        h[6] = l3;
+        h[7] = h3;
+        h[8] = l4;
+        h[9] = h4;
+        h[10] = l5;
+        h[11] = h5;
+        call.refilled();
+        return owner().ecall(pc, call);
       },
-    });
+      [Imports.trap]: (kind: number, pc: number, value: bigint) => {
+        throw owner().at(trapFromKind(kind, value), pc);
+      },
+      [Imports.poll]: (pc: number) => owner().poll(pc),
+      // cycle, time and instret all read one clock: nanoseconds since this instance was made,
+      // rounded down to whole milliseconds. A harness granted no clock learns neither the
+      // host's uptime nor a fine timer to measure other work with (docs/capabilities.md).
+      [Imports.csr]: () => ((process.hrtime.bigint() - epoch) / 1_000_000n) * 1_000_000n,
+    } satisfies HostImports & Record<typeof Imports.memory, WebAssembly.Memory>;
+    this.wasm = new WebAssembly.Instance(module.wasm, { [IMPORT_MODULE]: host });
     this.a0 = this.wasm.exports[Exports.a0] as WebAssembly.Global;
     this.a1 = this.wasm.exports[Exports.a1] as WebAssembly.Global;
     this.dirtyLo = this.wasm.exports[Exports.dirtyLo] as WebAssembly.Global;

@@ -777,7 +777,16 @@ export class BermRuntime extends EventEmitter {
       const want = this.capacity();
       const shut = this.registry.size - open.length;
       if (open.length === 0) break;
-      const got = claimDue(now, want, open);
+      const got = claimDue(now, want, open, [this.heap.peekWhen(), this.heap.peekSeq()]);
+      // entries up to the last row claimed are claimed now, elsewhere, or being claimed elsewhere
+      // (an armed row before it that was free would have come back first)
+      const last = got[got.length - 1];
+      while (
+        last &&
+        (this.heap.peekWhen() < last.when ||
+          (this.heap.peekWhen() === last.when && this.heap.peekSeq() <= last.seq))
+      )
+        this.heap.pop();
       let held = false;
       for (const w of got) {
         this.pendingCount--;

@@ -79,10 +79,11 @@ export interface DueStore {
    * earliest first, in one round trip, skipping any another process is taking at the same moment. A store shared by
    * several processes offers it: every process holds every pending wake in its heap, so claiming
    * by seq would have them all race for the same earliest row; claiming what is due lets each
-   * take different rows. The heap then only says when to look. @returns fewer than `limit` when
-   * no more are due and free.
+   * take different rows. The heap then only says when to look. `from`: only wakes at or after
+   * this (when, seq) in due order (the caller's earliest heap entry). @returns fewer than `limit`
+   * when no more are due and free.
    */
-  claimDue?(now: number, limit: number, harnesses: readonly string[]): WakeRecord[];
+  claimDue?(now: number, limit: number, harnesses: readonly string[], from?: [number, number]): WakeRecord[];
   /** Claimed records whose outcome was never journaled (a previous process died mid-run). */
   claimed(): WakeRecord[];
   /** Count one more delivery of a claimed record. @returns it with the new attempt, or null. */

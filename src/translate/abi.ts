@@ -50,11 +50,47 @@ export type FunctionImport = Exclude<keyof typeof Imports, 'memory'>;
  * it (the parameter meanings are on {@link Imports}).
  */
 export const IMPORT_SIGNATURES = {
-  ecall: { params: new Array<ValType>(16).fill('i32'), result: 'f64' },
+  // pc, the call number in three pieces, a0..a5 as (low, high) halves
+  ecall: {
+    params: [
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+      'i32',
+    ],
+    result: 'f64',
+  },
   trap: { params: ['i32', 'i32', 'i64'], result: 'none' },
   poll: { params: ['i32'], result: 'i32' },
   csr: { params: ['i32', 'i32'], result: 'i64' },
 } as const satisfies Record<FunctionImport, Signature>;
+
+/** The JavaScript value V8 passes for a Wasm value type (i64 as BigInt; 'none' returns nothing). */
+type JsValue<V> = V extends 'i64' ? bigint : V extends 'none' ? void : number;
+/** The JavaScript arguments of a parameter list, position by position. */
+type JsParams<P extends readonly ValType[]> = { -readonly [I in keyof P]: JsValue<P[I]> };
+
+/**
+ * The host functions an engine provides, typed from {@link IMPORT_SIGNATURES}: an import object
+ * written `satisfies HostImports` fails to compile when a signature changes and it does not.
+ */
+export type HostImports = {
+  [K in FunctionImport]: (
+    ...args: JsParams<(typeof IMPORT_SIGNATURES)[K]['params']>
+  ) => JsValue<(typeof IMPORT_SIGNATURES)[K]['result']>;
+};
 
 /** Export names of the module's globals. */
 export const Exports = {
