@@ -81,7 +81,7 @@ if (!existsSync(CARGO) || !existsSync('/usr/bin/rustc')) {
     t.equal(m.abi_version, 1);
     t.same(
       m.tools.map((x) => x.name),
-      ['greet', 'boom', 'read'],
+      ['greet', 'boom', 'read', 'now', 'nothing'],
     );
     t.same(m.tools[2].parameters, {
       type: 'object',
@@ -129,6 +129,26 @@ if (!existsSync(CARGO) || !existsSync('/usr/bin/rustc')) {
     r = await runBerm(['call', demoElf, 'read', '{"path":"a.txt"}'], CACHE);
     t.equal(r.code, 3);
     t.match(r.stderr, /UnknownHostCall/);
+  });
+
+  t.test('a capability call without fields and an empty result pass empty slices cleanly', async (t) => {
+    // An empty Rust slice or Vec has a dangling, non-null pointer (0x1 for bytes) below the image:
+    // the host must read and write zero bytes there without a MemoryFault.
+    const sha = createHash('sha256').update(readFileSync(demoElf)).digest('hex');
+    const decl = join(TMP, 'clock.toml');
+    writeFileSync(
+      decl,
+      `[[harnesses]]\nname = "demo"\nsource = ${JSON.stringify(demoElf)}\nsha256 = "${sha}"\ncapabilities = ["clock"]\n`,
+    );
+    const before = Date.now();
+    let r = await runBerm(['call', '--config', decl, 'demo', 'now', '{}'], CACHE);
+    const after = Date.now();
+    t.equal(r.code, 0, r.stderr);
+    const ms = Number(r.stdout.trim());
+    t.ok(ms >= before && ms <= after, `berm.now ${r.stdout.trim()} within [${before}, ${after}]`);
+    r = await runBerm(['call', demoElf, 'nothing', '{}'], CACHE);
+    t.equal(r.code, 0, r.stderr);
+    t.equal(r.stdout.trim(), '');
   });
 
   t.test('the same harness in C and Rust answers a shared case set identically', async (t) => {
