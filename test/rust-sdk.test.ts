@@ -4,7 +4,7 @@
 // sources (the template's format string, the demo's panic! text) and docs/capabilities.md, not from
 // a previous run. The builds share one cargo target dir (core and alloc are built once, then reused
 // by later runs on the same machine).
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -81,7 +81,7 @@ if (!existsSync(CARGO) || !existsSync('/usr/bin/rustc')) {
     t.equal(m.abi_version, 1);
     t.same(
       m.tools.map((x) => x.name),
-      ['greet', 'boom', 'read'],
+      ['greet', 'boom', 'read', 'now', 'nothing'],
     );
     t.same(m.tools[2].parameters, {
       type: 'object',
@@ -98,8 +98,8 @@ if (!existsSync(CARGO) || !existsSync('/usr/bin/rustc')) {
     for (const elf of [demoElf, demo0Elf]) {
       const r = await runBerm(['call', elf, 'boom', '{}'], CACHE);
       t.equal(r.code, 1, `exit 1: the tool failed (${r.stderr})`);
-      // the demo's `panic!("boom after {} bytes", n)` at src/main.rs line 23, with "{}" (2 bytes)
-      t.equal(r.stdout.trim(), 'panicked at src/main.rs:23:5: boom after 2 bytes');
+      // the demo's `panic!("boom after {} bytes", n)` at src/main.rs line 26, with "{}" (2 bytes)
+      t.equal(r.stdout.trim(), 'panicked at src/main.rs:26:5: boom after 2 bytes');
     }
     const r = await runBerm(['call', demo0Elf, 'greet', '{"name":"x"}'], CACHE);
     t.equal(r.code, 0, r.stderr);
@@ -128,7 +128,47 @@ if (!existsSync(CARGO) || !existsSync('/usr/bin/rustc')) {
     // Ungranted, the same call traps UnknownHostCall (exit 3): the Err above came from the host.
     r = await runBerm(['call', demoElf, 'read', '{"path":"a.txt"}'], CACHE);
     t.equal(r.code, 3);
-    t.match(r.stderr, /UnknownHostCall/);
+    // named, with the way out: a plain call loads no capability, yet the trap says which it was
+    t.match(
+      r.stderr,
+      /UnknownHostCall: unknown host call 0x[0-9a-f]{16} \(berm\.fs\.read\): .*call --config/,
+    );
+  });
+
+  t.test('a capability call without fields and an empty result pass empty slices cleanly', async (t) => {
+    // An empty Rust slice or Vec has a dangling, non-null pointer (0x1 for bytes) below the image:
+    // the host must read and write zero bytes there without a MemoryFault.
+    const sha = createHash('sha256').update(readFileSync(demoElf)).digest('hex');
+    const decl = join(TMP, 'clock.toml');
+    writeFileSync(
+      decl,
+      `[[harnesses]]\nname = "demo"\nsource = ${JSON.stringify(demoElf)}\nsha256 = "${sha}"\ncapabilities = ["clock"]\n`,
+    );
+    const before = Date.now();
+    let r = await runBerm(['call', '--config', decl, 'demo', 'now', '{}'], CACHE);
+    const after = Date.now();
+    t.equal(r.code, 0, r.stderr);
+    const ms = Number(r.stdout.trim());
+    t.ok(ms >= before && ms <= after, `berm.now ${r.stdout.trim()} within [${before}, ${after}]`);
+    r = await runBerm(['call', demoElf, 'nothing', '{}'], CACHE);
+    t.equal(r.code, 0, r.stderr);
+    t.equal(r.stdout.trim(), '');
+  });
+
+  t.test('--no-validate passes stdin undecoded: arguments that are not UTF-8 fail the call', async (t) => {
+    // rust/README.md: "Arguments that are not UTF-8 fail the call first" (the SDK, before the handler)
+    const r = spawnSync(
+      process.execPath,
+      ['--stack-size=4000', join(ROOT, 'bin', 'berm.js'), 'call', '--no-validate', demoElf, 'greet', '-'],
+      {
+        input: Buffer.from([0xff, 0x7b, 0x7d]),
+        env: { ...process.env, BERM_CACHE_DIR: CACHE },
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
+    t.equal(r.status, 1, r.stderr);
+    t.equal(r.stdout.trim(), 'the arguments are not valid UTF-8');
   });
 
   t.test('the same harness in C and Rust answers a shared case set identically', async (t) => {

@@ -41,16 +41,21 @@ export class WasmGuestMemory implements GuestMemory {
     return Number(e);
   }
 
-  /** {@inheritDoc GuestMemory.read} */
+  /**
+   * {@inheritDoc GuestMemory.read}
+   * A zero-length range touches no byte, so it never faults, whatever the address: a guest may
+   * pass any pointer with length 0 (Rust's empty slices and vectors carry a dangling, non-null one).
+   */
   read(address: bigint | number, length: number): Uint8Array {
+    if (length === 0) return new Uint8Array(0);
     const off = this.offset(address, length);
     return new Uint8Array(this.memory.buffer, off, length).slice();
   }
 
-  /** {@inheritDoc GuestMemory.write} */
+  /** {@inheritDoc GuestMemory.write} Like read, writing zero bytes never faults. */
   write(address: bigint | number, bytes: Uint8Array): void {
-    const off = this.offset(address, bytes.length);
     if (bytes.length === 0) return;
+    const off = this.offset(address, bytes.length);
     const end = off + bytes.length;
     if (end > this.dirtySplit && Math.max(off, this.dirtySplit) < this.dirtyLo)
       this.dirtyLo = Math.max(off, this.dirtySplit);

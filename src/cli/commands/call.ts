@@ -6,6 +6,8 @@
 import type { Command } from 'commander';
 import { Harness, type InvokeOptions, type ToolResult } from '../../harness/harness.js';
 import { parseManifest } from '../../harness/manifest.js';
+import { UnknownHostCall } from '../../engine/traps.js';
+import { hostCallName } from '../../util/host-call-names.js';
 import {
   callTimeoutOf,
   CliError,
@@ -66,8 +68,14 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
     ctx.run(self, async (): Promise<ExitCodeValue> => {
       const g = ctx.globals(self) as GlobalOptions & Record<string, unknown>;
       const { io } = ctx;
-      const argText = args === '-' ? await io.readStdin() : args;
-      const argInput = opts.validate ? argText : new TextEncoder().encode(argText);
+      // --no-validate hands the tool the bytes as given: stdin is not decoded (invalid UTF-8 stays)
+      const argInput: string | Uint8Array = opts.validate
+        ? args === '-'
+          ? await io.readStdin()
+          : args
+        : args === '-'
+          ? ((await io.readStdinBytes?.()) ?? new TextEncoder().encode(await io.readStdin()))
+          : new TextEncoder().encode(args);
       const base: InvokeOptions = {
         fuel: g.fuel,
         timeoutMs: callTimeoutOf(g),
@@ -77,7 +85,14 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
       for (const e of extensions) {
         r ??= e.call ? await e.call(g, file, tool, argInput, base) : undefined;
       }
-      if (r === undefined) r = await loadAndInvoke();
+      if (r === undefined) {
+        try {
+          r = await loadAndInvoke();
+        } catch (e) {
+          if (e instanceof UnknownHostCall) await nameUngrantedCall(e);
+          throw e;
+        }
+      }
       if (g.json) {
         io.out(JSON.stringify(r) + '\n');
       } else if (r.status === 'ok') {
@@ -112,4 +127,22 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
       }
     }),
   );
+}
+
+/**
+ * Name the capability call behind an UnknownHostCall of a plain `berm call FILE`, which links no
+ * capability: the capability modules (which register their wire names) load only now, on this
+ * error path, so a plain call still starts without them. Rewrites `e.message` in place, e.g.
+ * `unknown host call 0x... (berm.fs.read): it is not linked ...; a plain call grants no
+ * capability: declare the harness and use call --config (docs/capabilities.md)`.
+ */
+async function nameUngrantedCall(e: UnknownHostCall): Promise<void> {
+  if (hostCallName(e.number) === undefined) {
+    await import('../../capabilities/index.js');
+    await import('../../protocol/index.js');
+  }
+  if (hostCallName(e.number) === undefined) return;
+  e.message =
+    new UnknownHostCall(e.number).message +
+    '; a plain call grants no capability: declare the harness and use call --config (docs/capabilities.md)';
 }
