@@ -4,7 +4,7 @@
 // sources (the template's format string, the demo's panic! text) and docs/capabilities.md, not from
 // a previous run. The builds share one cargo target dir (core and alloc are built once, then reused
 // by later runs on the same machine).
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -153,6 +153,22 @@ if (!existsSync(CARGO) || !existsSync('/usr/bin/rustc')) {
     r = await runBerm(['call', demoElf, 'nothing', '{}'], CACHE);
     t.equal(r.code, 0, r.stderr);
     t.equal(r.stdout.trim(), '');
+  });
+
+  t.test('--no-validate passes stdin undecoded: arguments that are not UTF-8 fail the call', async (t) => {
+    // rust/README.md: "Arguments that are not UTF-8 fail the call first" (the SDK, before the handler)
+    const r = spawnSync(
+      process.execPath,
+      ['--stack-size=4000', join(ROOT, 'bin', 'berm.js'), 'call', '--no-validate', demoElf, 'greet', '-'],
+      {
+        input: Buffer.from([0xff, 0x7b, 0x7d]),
+        env: { ...process.env, BERM_CACHE_DIR: CACHE },
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
+    t.equal(r.status, 1, r.stderr);
+    t.equal(r.stdout.trim(), 'the arguments are not valid UTF-8');
   });
 
   t.test('the same harness in C and Rust answers a shared case set identically', async (t) => {

@@ -60,6 +60,11 @@ export interface Io {
   err(text: string): void;
   /** read all of stdin as UTF-8 (processIo: at most STDIN_LIMIT_BYTES, else CliError) */
   readStdin(): Promise<string>;
+  /**
+   * read all of stdin as raw bytes, undecoded (`call --no-validate -`: the tool sees exactly the
+   * bytes, invalid UTF-8 included); same limit. Absent: callers encode readStdin's text.
+   */
+  readStdinBytes?(): Promise<Uint8Array>;
   /** true when stderr is a terminal (progress bars) */
   stderrIsTTY: boolean;
   /** the stream progress bars draw on */
@@ -81,26 +86,30 @@ export function processIo(): Io {
   return {
     out: (s) => void process.stdout.write(s),
     err: (s) => void process.stderr.write(s),
-    readStdin: async () => {
-      const chunks: Buffer[] = [];
-      let total = 0;
-      for await (const c of process.stdin) {
-        total += (c as Buffer).length;
-        if (total > STDIN_LIMIT_BYTES) {
-          // stop reading: an endless writer (`yes | berm call ... -`) gets EPIPE, not our memory
-          process.stdin.destroy();
-          throw new CliError(
-            `stdin holds more than ${STDIN_LIMIT_BYTES} bytes of arguments (the most berm reads); ` +
-              'tool arguments are at most 1 MiB for call and the daemon body limit for invoke',
-          );
-        }
-        chunks.push(c as Buffer);
-      }
-      return Buffer.concat(chunks).toString('utf8');
-    },
+    readStdin: async () => (await readProcessStdin()).toString('utf8'),
+    readStdinBytes: readProcessStdin,
     stderrIsTTY: process.stderr.isTTY === true,
     progressStream: process.stderr,
   };
+}
+
+/** All of the process's stdin, at most STDIN_LIMIT_BYTES (else CliError, exit 2). */
+async function readProcessStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const c of process.stdin) {
+    total += (c as Buffer).length;
+    if (total > STDIN_LIMIT_BYTES) {
+      // stop reading: an endless writer (`yes | berm call ... -`) gets EPIPE, not our memory
+      process.stdin.destroy();
+      throw new CliError(
+        `stdin holds more than ${STDIN_LIMIT_BYTES} bytes of arguments (the most berm reads); ` +
+          'tool arguments are at most 1 MiB for call and the daemon body limit for invoke',
+      );
+    }
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks);
 }
 
 /** Global options as commander hands them over (after the parsers below). */

@@ -239,9 +239,10 @@ fn install_hook() {
             } else {
                 &"Box<dyn Any>"
             };
-            let mut text = String::new();
+            // cut like the guest's panic handler, which formats into a fixed buffer
+            let mut text = crate::rt::FixedBuf::<{ crate::rt::PANIC_TEXT_BYTES }>::new();
             crate::rt::panic_text(&mut text, info.location(), msg);
-            LAST_PANIC.with(|l| *l.borrow_mut() = Some(text));
+            LAST_PANIC.with(|l| *l.borrow_mut() = Some(text.as_str().to_string()));
             if !IN_BODY.with(|b| b.get()) || std::env::var_os("BERM_HOST_VERBOSE").is_some() {
                 prev(info);
             }

@@ -253,8 +253,12 @@ pub(crate) fn guarded(f: &mut dyn FnMut()) {
     crate::host::guarded(f)
 }
 
+/// Most bytes of a panic's failure text, guest and stand-in host alike (the guest's panic handler
+/// formats into a fixed buffer of this size: it may not allocate).
+pub(crate) const PANIC_TEXT_BYTES: usize = 1024;
+
 /// The panic message as both the guest and the stand-in host report it:
-/// `panicked at FILE:LINE:COL: MESSAGE`.
+/// `panicked at FILE:LINE:COL: MESSAGE`, cut to [`PANIC_TEXT_BYTES`] by the caller's buffer.
 pub(crate) fn panic_text<W: Write>(
     w: &mut W,
     loc: Option<&core::panic::Location<'_>>,
@@ -270,7 +274,7 @@ pub(crate) fn panic_text<W: Write>(
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     // No heap here: the panic may be an allocation failure.
-    let mut m = FixedBuf::<1024>::new();
+    let mut m = FixedBuf::<PANIC_TEXT_BYTES>::new();
     panic_text(&mut m, info.location(), &info.message());
     log(m.as_str());
     fail(m.as_str());

@@ -28,7 +28,10 @@ fn echo(a: &str) -> Result<String, String> {
     berm::log!("echo {}", a.len());
     Ok(a.into())
 }
-fn boom(_: &str) -> Result<String, String> {
+fn boom(a: &str) -> Result<String, String> {
+    if a == "big" {
+        panic!("{}", "é".repeat(5000)); // 10,000 bytes of two-byte characters
+    }
     let v: Vec<u32> = Vec::new();
     let i = v.len() + 3;
     Ok(format!("{}", v[i]))
@@ -123,6 +126,18 @@ fn a_panic_is_a_failure_with_its_message() {
     assert!(m.starts_with("panicked at guest-sdk/rust/tests/host.rs:") || m.starts_with("panicked at tests/host.rs:"), "{m}");
     assert!(m.ends_with("index out of bounds: the len is 0 but the index is 3"), "{m}");
     assert_eq!(h.logs(), [m]);
+}
+
+#[test]
+fn a_huge_panic_message_is_cut_to_1_kib_as_in_the_guest() {
+    // The guest's panic handler formats into a fixed 1 KiB buffer (it may not allocate), cutting
+    // at a character boundary; the stand-in host must fail with the same text, not refuse a
+    // 10,000-byte failure message.
+    let mut h = Host::new(&HARNESS);
+    let m = h.run_bytes("boom", b"big").unwrap_failed();
+    assert!(m.starts_with("panicked at "), "{m}");
+    assert!(m.len() <= 1024 && m.len() >= 1023, "{} bytes", m.len());
+    assert!(m.ends_with('é'));
 }
 
 #[test]

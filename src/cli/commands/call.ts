@@ -68,8 +68,14 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
     ctx.run(self, async (): Promise<ExitCodeValue> => {
       const g = ctx.globals(self) as GlobalOptions & Record<string, unknown>;
       const { io } = ctx;
-      const argText = args === '-' ? await io.readStdin() : args;
-      const argInput = opts.validate ? argText : new TextEncoder().encode(argText);
+      // --no-validate hands the tool the bytes as given: stdin is not decoded (invalid UTF-8 stays)
+      const argInput: string | Uint8Array = opts.validate
+        ? args === '-'
+          ? await io.readStdin()
+          : args
+        : args === '-'
+          ? ((await io.readStdinBytes?.()) ?? new TextEncoder().encode(await io.readStdin()))
+          : new TextEncoder().encode(args);
       const base: InvokeOptions = {
         fuel: g.fuel,
         timeoutMs: callTimeoutOf(g),
