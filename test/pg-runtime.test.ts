@@ -155,10 +155,13 @@ t.test(
     await locker.query('SELECT 1 FROM berm_wakes WHERE seq = $1 FOR UPDATE', [w.seq]);
     await sleep(1500); // both runtimes have met the locked row by now
     await locker.query('ROLLBACK');
-    t.same(
-      (await pool.query('SELECT id FROM berm_wakes')).rows,
-      [{ id: 'orphan' }],
-      "pending, in no runtime's heap",
+    // Still pending, unless an idle runtime already adopted and ran it (its adoption pass can
+    // come right after the rollback on a loaded machine); either way it must run exactly once.
+    const pending = (await pool.query('SELECT id FROM berm_wakes')).rows;
+    const ranAlready = (await readJournal(pool)).some((r) => r.wake === 'orphan');
+    t.ok(
+      (pending.length === 1 && pending[0].id === 'orphan') || (pending.length === 0 && ranAlready),
+      'the orphan is pending or has run',
     );
     await until(
       'the orphan ran',
