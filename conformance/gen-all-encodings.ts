@@ -5,6 +5,7 @@
 // Deterministic: the same output on every run (fixed-seed PRNG). The instruction groups come from
 // the ISA table (conformance/isa.ts); test/riscv-isa.test.ts checks the listing names every entry.
 import process from 'node:process';
+import { REG_NAMES } from '../src/riscv/disasm.js';
 import { opsOfKind } from '../src/riscv/isa.js';
 import { AMOS, BRANCHES, I_OPS, R_ALL, SHIFT_IMM, SHIFT_IMM_W, STORES } from './isa.js';
 
@@ -23,40 +24,7 @@ function rnd() {
 const pick = <T>(a: readonly T[]): T => a[rnd() % a.length];
 const int = (lo: number, hi: number): number => lo + (rnd() % (hi - lo + 1));
 
-const REGS = [
-  'zero',
-  'ra',
-  'sp',
-  'gp',
-  'tp',
-  't0',
-  't1',
-  't2',
-  's0',
-  's1',
-  'a0',
-  'a1',
-  'a2',
-  'a3',
-  'a4',
-  'a5',
-  'a6',
-  'a7',
-  's2',
-  's3',
-  's4',
-  's5',
-  's6',
-  's7',
-  's8',
-  's9',
-  's10',
-  's11',
-  't3',
-  't4',
-  't5',
-  't6',
-];
+const REGS = REG_NAMES;
 const CREGS = REGS.slice(8, 16);
 const NZ = REGS.slice(1);
 const reg = () => pick(REGS);
