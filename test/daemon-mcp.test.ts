@@ -14,6 +14,7 @@ const ECHO = elf('fixtures/build/echo-gcc-O2.elf');
 const TEXT = elf('fixtures/build/text-gcc-O2.elf');
 const PROBE = elf('examples/probe.elf');
 const MISBEHAVE = elf('fixtures/build/misbehave-gcc-O2.elf');
+const HOSTILE = elf('test/data/hostile.elf');
 
 function waitFor(pred: () => boolean, what: string, ms = 10_000): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -129,4 +130,35 @@ t.test('MCP: tools, calls, list_changed, usage resource', async (t) => {
   const t0 = Date.now();
   await d.stop();
   t.ok(Date.now() - t0 < 30_000, `stopped in ${Date.now() - t0} ms with an MCP session open (bound 60 s)`);
+});
+
+t.test('a result over the 4 MiB limit: a failed tool call over HTTP and MCP; bermd stays up', async (t) => {
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal((await d.req('/harnesses/hz', { method: 'PUT', body: HOSTILE })).status, 200);
+  const max = 4 * 1024 * 1024;
+  const message = `berm refused the tool's result of ${max + 1} bytes: it is over the limit of ${max} bytes`;
+
+  // HTTP: the shape of any other tool failure (200 {"failed"})
+  const over = await d.req('/harnesses/hz/tools/big', {
+    method: 'POST',
+    body: JSON.stringify({ n: max + 1 }),
+  });
+  t.equal(over.status, 200);
+  t.same(await over.json(), { failed: message });
+  const at = await d.req('/harnesses/hz/tools/big', { method: 'POST', body: JSON.stringify({ n: max }) });
+  t.equal(at.status, 200, 'exactly 4 MiB passes');
+  t.equal(((await at.json()) as { done: string }).done, 'x'.repeat(max));
+
+  // MCP (the official SDK's client): an isError result carrying berm's message
+  const client = new Client({ name: 'berm-test-agent', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`)));
+  t.teardown(() => client.close());
+  const r = await client.callTool({ name: 'hz.big', arguments: { n: max + 1 } });
+  t.equal(r.isError, true);
+  t.same(r.content, [{ type: 'text', text: message }]);
+
+  t.equal((await d.req('/health')).status, 200, 'bermd still answers');
+  const metrics = await (await d.req('/metrics')).text();
+  t.match(metrics, /^berm_invocations_total\{trigger="call",outcome="failed"\} 2$/m, 'counted as failures');
 });
