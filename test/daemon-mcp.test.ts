@@ -5,6 +5,8 @@ import t from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
+  ErrorCode,
+  McpError,
   ResourceListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -84,13 +86,27 @@ t.test('MCP: tools, calls, list_changed, usage resource', async (t) => {
   const failed = await client.callTool({ name: 'mis.always_fails', arguments: {} });
   t.equal(failed.isError, true, "a tool's own failure is an isError result");
 
-  await t.rejects(client.callTool({ name: 'probe.trap', arguments: {} }), /trapped: MemoryFault/);
-  await t.rejects(
-    client.callTool({ name: 'text.stats', arguments: {} }),
-    /\/values: must have required property/,
-  );
-  await t.rejects(client.callTool({ name: 'text.nope', arguments: {} }), /no tool named nope/);
-  await t.rejects(client.callTool({ name: 'nope.x', arguments: {} }), /no harness named nope/);
+  // an error reaches the client with the SDK's one "MCP error CODE: " prefix, then berm's text
+  const mcpError = async (name: string, args: Record<string, unknown>) => {
+    const e = (await client.callTool({ name, arguments: args }).then(
+      () => t.fail(`${name} should have been refused`),
+      (err: unknown) => err,
+    )) as McpError;
+    t.type(e, McpError, name);
+    return e;
+  };
+  const trap = await mcpError('probe.trap', {});
+  t.match(trap.message, /^MCP error -32603: probe\.trap trapped: MemoryFault: .* at pc 0x[0-9a-f]+/);
+  t.equal(trap.code, ErrorCode.InternalError);
+  t.match(trap.data, { trap: 'MemoryFault' });
+  const badArgs = await mcpError('text.stats', {});
+  t.match(badArgs.message, /^MCP error -32602: [^]*\/values: must have required property/);
+  t.equal(badArgs.code, ErrorCode.InvalidParams);
+  t.match((await mcpError('text.nope', {})).message, /^MCP error -32602: [^]*no tool named nope/);
+  t.match((await mcpError('nope.x', {})).message, /^MCP error -32602: [^]*no harness named nope/);
+  t.match((await mcpError('notdotted', {})).message, /^MCP error -32602: tool name "notdotted"/);
+  for (const e of [trap, badArgs])
+    t.equal(e.message.split('MCP error').length, 2, `one prefix: ${e.message}`);
 
   const resources = (await client.listResources()).resources.map((x) => x.uri).sort();
   t.same(resources, ['berm://mis/usage', 'berm://probe/usage', 'berm://text/usage']);
