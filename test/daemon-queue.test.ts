@@ -46,6 +46,21 @@ t.test('wakes: arm, list, cancel, fire, refusals', async (t) => {
   );
   t.equal((await d.req('/wakes/w-later', { method: 'DELETE' })).status, 204);
   t.same(((await (await d.req('/wakes')).json()) as { wakes: unknown[] }).wakes, []);
+
+  // `at` is the due instant itself, to the millisecond (not re-derived from a delay)
+  const at = Date.now() + 3_600_123;
+  const armAt = await d.req('/wakes', {
+    method: 'POST',
+    body: JSON.stringify({ harness: 'qg', at, id: 'w-at' }),
+  });
+  t.equal(armAt.status, 201);
+  t.equal(((await armAt.json()) as { due_at: number }).due_at, at, 'due_at is at exactly');
+  const listAt = (await (await d.req('/wakes')).json()) as { wakes: { id: string; due_at: number }[] };
+  t.same(
+    listAt.wakes.map((x) => [x.id, x.due_at]),
+    [['w-at', at]],
+  );
+  t.equal((await d.req('/wakes/w-at', { method: 'DELETE' })).status, 204);
   const again = await d.req('/wakes/w-later', { method: 'DELETE' });
   t.equal(again.status, 404);
   t.match(((await again.json()) as { error: string }).error, /no wake with id w-later/);
@@ -66,6 +81,7 @@ t.test('wakes: arm, list, cancel, fire, refusals', async (t) => {
     { harness: 'qg', delay_ms: 'soon' },
     { harness: 'qg' },
     { harness: 'qg', at: 'tomorrow' },
+    { harness: 'qg', at: Date.now() + 60_000, delay_ms: 60_000 },
     { harness: 'q.g', delay_ms: 1 },
   ]) {
     const r = await d.req('/wakes', { method: 'POST', body: JSON.stringify(body) });
@@ -93,6 +109,21 @@ t.test('wakes: arm, list, cancel, fire, refusals', async (t) => {
     ((await (await d.req('/wakes')).json()) as { wakes: unknown[] }).wakes,
     [],
     'fired wake left the due-set',
+  );
+
+  // an instant already past keeps its value and is due at once
+  const past = Date.now() - 60_000;
+  const armPast = await d.req('/wakes', {
+    method: 'POST',
+    body: JSON.stringify({ harness: 'qg', at: past, payload: 'overdue' }),
+  });
+  t.equal(armPast.status, 201);
+  t.equal(((await armPast.json()) as { due_at: number }).due_at, past, 'due_at is the past instant');
+  t.ok(
+    await until(async () => {
+      const text = await (await d.req('/metrics')).text();
+      return /^berm_invocations_total\{trigger="wake",outcome="ok"\} 2$/m.exec(text)?.[0];
+    }, 'the overdue wake to fire'),
   );
 });
 

@@ -59,11 +59,17 @@ export interface WakeInfo {
   [key: string]: unknown;
 }
 
-/** A request to arm a wake from outside a guest. */
+/**
+ * A request to arm a wake from outside a guest: give exactly one of `delayMs` and `at`. An absolute
+ * instant is passed to the runtime unchanged (turning it into a delay here would add the time
+ * between this clock read and the runtime's to the due instant).
+ */
 export interface WakeRequest {
   harness: string;
   /** ms from now (>= 0) */
-  delayMs: number;
+  delayMs?: number;
+  /** due instant, ms since the Unix epoch (one in the past is due at once) */
+  at?: number;
   payload: string;
   id?: string;
 }

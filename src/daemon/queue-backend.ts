@@ -132,7 +132,7 @@ export class QueueBackend implements Backend {
     return wakeInfo(
       this.runtime.arm({
         harness: req.harness,
-        delayMs: req.delayMs,
+        ...(req.at !== undefined ? { at: req.at } : { delayMs: req.delayMs ?? 0 }),
         payload: req.payload,
         armedBy: 'api',
         ...(req.id !== undefined ? { id: req.id } : {}),

@@ -337,17 +337,19 @@ export class DaemonServer {
     if (typeof b.harness !== 'string') throw new HttpError(400, 'harness is missing or not a string');
     const harness = checkHarnessName(b.harness);
     this.o.deployments.require(harness);
-    let delayMs: number;
+    // `at` goes to the runtime as it is: the due instant is exactly `at`
+    let when: { at: number } | { delayMs: number };
     if (b.at !== undefined) {
       if (typeof b.at !== 'number' || !Number.isFinite(b.at)) {
         throw new HttpError(400, 'at must be a finite number of ms since the Unix epoch');
       }
-      delayMs = Math.max(0, b.at - Date.now());
+      if (b.delay_ms !== undefined) throw new HttpError(400, 'give either delay_ms or at, not both');
+      when = { at: b.at };
     } else {
       if (typeof b.delay_ms !== 'number' || !Number.isFinite(b.delay_ms) || b.delay_ms < 0) {
         throw new HttpError(400, 'delay_ms must be a finite number >= 0 (or give at, ms since the epoch)');
       }
-      delayMs = b.delay_ms;
+      when = { delayMs: b.delay_ms };
     }
     if (b.payload !== undefined && typeof b.payload !== 'string')
       throw new HttpError(400, 'payload must be a string');
@@ -358,7 +360,7 @@ export class DaemonServer {
     try {
       wake = await this.o.backend.armWake({
         harness,
-        delayMs,
+        ...when,
         payload: (b.payload as string | undefined) ?? '',
         ...(b.id !== undefined ? { id: b.id as string } : {}),
       });
