@@ -5,6 +5,8 @@ import t from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
+  ErrorCode,
+  McpError,
   ResourceListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -14,6 +16,7 @@ const ECHO = elf('fixtures/build/echo-gcc-O2.elf');
 const TEXT = elf('fixtures/build/text-gcc-O2.elf');
 const PROBE = elf('examples/probe.elf');
 const MISBEHAVE = elf('fixtures/build/misbehave-gcc-O2.elf');
+const HOSTILE = elf('test/data/hostile.elf');
 
 function waitFor(pred: () => boolean, what: string, ms = 10_000): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -83,13 +86,27 @@ t.test('MCP: tools, calls, list_changed, usage resource', async (t) => {
   const failed = await client.callTool({ name: 'mis.always_fails', arguments: {} });
   t.equal(failed.isError, true, "a tool's own failure is an isError result");
 
-  await t.rejects(client.callTool({ name: 'probe.trap', arguments: {} }), /trapped: MemoryFault/);
-  await t.rejects(
-    client.callTool({ name: 'text.stats', arguments: {} }),
-    /\/values: must have required property/,
-  );
-  await t.rejects(client.callTool({ name: 'text.nope', arguments: {} }), /no tool named nope/);
-  await t.rejects(client.callTool({ name: 'nope.x', arguments: {} }), /no harness named nope/);
+  // an error reaches the client with the SDK's one "MCP error CODE: " prefix, then berm's text
+  const mcpError = async (name: string, args: Record<string, unknown>) => {
+    const e = (await client.callTool({ name, arguments: args }).then(
+      () => t.fail(`${name} should have been refused`),
+      (err: unknown) => err,
+    )) as McpError;
+    t.type(e, McpError, name);
+    return e;
+  };
+  const trap = await mcpError('probe.trap', {});
+  t.match(trap.message, /^MCP error -32603: probe\.trap trapped: MemoryFault: .* at pc 0x[0-9a-f]+/);
+  t.equal(trap.code, ErrorCode.InternalError);
+  t.match(trap.data, { trap: 'MemoryFault' });
+  const badArgs = await mcpError('text.stats', {});
+  t.match(badArgs.message, /^MCP error -32602: [^]*\/values: must have required property/);
+  t.equal(badArgs.code, ErrorCode.InvalidParams);
+  t.match((await mcpError('text.nope', {})).message, /^MCP error -32602: [^]*no tool named nope/);
+  t.match((await mcpError('nope.x', {})).message, /^MCP error -32602: [^]*no harness named nope/);
+  t.match((await mcpError('notdotted', {})).message, /^MCP error -32602: tool name "notdotted"/);
+  for (const e of [trap, badArgs])
+    t.equal(e.message.split('MCP error').length, 2, `one prefix: ${e.message}`);
 
   const resources = (await client.listResources()).resources.map((x) => x.uri).sort();
   t.same(resources, ['berm://mis/usage', 'berm://probe/usage', 'berm://text/usage']);
@@ -129,4 +146,35 @@ t.test('MCP: tools, calls, list_changed, usage resource', async (t) => {
   const t0 = Date.now();
   await d.stop();
   t.ok(Date.now() - t0 < 30_000, `stopped in ${Date.now() - t0} ms with an MCP session open (bound 60 s)`);
+});
+
+t.test('a result over the 4 MiB limit: a failed tool call over HTTP and MCP; bermd stays up', async (t) => {
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal((await d.req('/harnesses/hz', { method: 'PUT', body: HOSTILE })).status, 200);
+  const max = 4 * 1024 * 1024;
+  const message = `berm refused the tool's result of ${max + 1} bytes: it is over the limit of ${max} bytes`;
+
+  // HTTP: the shape of any other tool failure (200 {"failed"})
+  const over = await d.req('/harnesses/hz/tools/big', {
+    method: 'POST',
+    body: JSON.stringify({ n: max + 1 }),
+  });
+  t.equal(over.status, 200);
+  t.same(await over.json(), { failed: message });
+  const at = await d.req('/harnesses/hz/tools/big', { method: 'POST', body: JSON.stringify({ n: max }) });
+  t.equal(at.status, 200, 'exactly 4 MiB passes');
+  t.equal(((await at.json()) as { done: string }).done, 'x'.repeat(max));
+
+  // MCP (the official SDK's client): an isError result carrying berm's message
+  const client = new Client({ name: 'berm-test-agent', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`)));
+  t.teardown(() => client.close());
+  const r = await client.callTool({ name: 'hz.big', arguments: { n: max + 1 } });
+  t.equal(r.isError, true);
+  t.same(r.content, [{ type: 'text', text: message }]);
+
+  t.equal((await d.req('/health')).status, 200, 'bermd still answers');
+  const metrics = await (await d.req('/metrics')).text();
+  t.match(metrics, /^berm_invocations_total\{trigger="call",outcome="failed"\} 2$/m, 'counted as failures');
 });

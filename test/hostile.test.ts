@@ -280,7 +280,7 @@ t.test(
       message:
         /tool match declares an invalid parameters schema: .*linear time.*; fix: write its patterns without backreferences/,
     });
-    const invalid = withManifest((m) => m.replace('"type":"integer"', '"type":"integr"'));
+    const invalid = withManifest((m) => m.replace(/("name":"flood"[^}]*?"type":)"integer"/, '$1"integr"'));
     await t.rejects(Harness.load(engine, invalid), {
       name: 'HarnessError',
       message: /tool flood declares an invalid parameters schema: .*; fix: correct the schema/,
@@ -437,12 +437,42 @@ t.test('non-regular inputs exit 2 at once: /dev/zero, a FIFO, a directory', asyn
   }
 });
 
-t.test('an over-limit result is the HarnessError the docs promise, not a HostCallError', async (t) => {
+t.test('a result over the limit is a failed tool call naming both sizes, not an error', async (t) => {
   const h = await Harness.load(new Engine({ cacheDir: TEST_CACHE }), HOSTILE);
-  t.throws(() => h.invoke('match', '{"s":"aaaaaaaa"}', { limits: { maxResultBytes: 4 } }), {
-    name: 'HarnessError',
-    message: /result of 8 bytes is over the limit of 4/,
+  // the limit set low: berm.done refuses and the call fails with berm's message
+  const small = h.invoke('match', '{"s":"aaaaaaaa"}', { limits: { maxResultBytes: 4 } });
+  t.same(small, {
+    status: 'failed',
+    message: "berm refused the tool's result of 8 bytes: it is over the limit of 4 bytes",
+    logs: [],
+  });
+  t.same(h.invoke('match', '{"s":"aaaa"}', { limits: { maxResultBytes: 4 } }), {
+    status: 'ok',
+    result: 'aaaa',
+    logs: [],
+  });
+  // the default limit, 4 MiB: exactly 4 MiB passes, one byte more fails
+  const max = 4 * 1024 * 1024;
+  const at = h.invoke('big', JSON.stringify({ n: max }));
+  t.equal(at.status, 'ok');
+  t.equal(at.status === 'ok' && at.result.length, max);
+  t.same(h.invoke('big', JSON.stringify({ n: max + 1 })), {
+    status: 'failed',
+    message: `berm refused the tool's result of ${max + 1} bytes: it is over the limit of ${max} bytes`,
+    logs: [],
   });
   void HarnessError;
   void dec;
+
+  // the CLI: exit 1 (a failed tool call) with the message on stdout, as for berm.fail
+  const cli = await berm(['call', HOSTILE, 'big', JSON.stringify({ n: max + 1 })]);
+  t.equal(cli.code, 1, cli.stderr);
+  t.equal(
+    cli.stdout,
+    `berm refused the tool's result of ${max + 1} bytes: it is over the limit of ${max} bytes\n`,
+  );
+  t.match(cli.stderr, /tool big failed/);
+  const json = await berm(['call', '--json', HOSTILE, 'big', JSON.stringify({ n: max + 1 })]);
+  t.equal(json.code, 1, json.stderr);
+  t.match(JSON.parse(json.stdout), { status: 'failed', message: /over the limit of 4194304 bytes/ });
 });

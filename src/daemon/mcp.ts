@@ -27,7 +27,6 @@ import {
   ErrorCode,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
   isInitializeRequest,
   type CallToolResult,
@@ -42,6 +41,23 @@ interface Session {
 }
 
 const META_KEYS = { agent: 'berm/agent', session: 'berm/session', sender: 'berm/sender' } as const;
+
+/**
+ * A JSON-RPC error for the SDK's server to send: it sends a thrown error's `code`, `message` and
+ * `data` as they are, and its client then prefixes the message with "MCP error CODE: ". The SDK's
+ * own McpError already carries that prefix in its message, so thrown here it reached clients
+ * twice; this one's message is berm's text alone.
+ */
+class RpcError extends Error {
+  override name = 'RpcError';
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
 
 /** Default bound on open MCP sessions (least recently used closed first). */
 export const MAX_MCP_SESSIONS = 1024;
@@ -137,7 +153,7 @@ export class McpEndpoint {
       const full = request.params.name;
       const dot = full.indexOf('.');
       if (dot <= 0) {
-        throw new McpError(ErrorCode.InvalidParams, `tool name ${JSON.stringify(full)} is not harness.tool`);
+        throw new RpcError(ErrorCode.InvalidParams, `tool name ${JSON.stringify(full)} is not harness.tool`);
       }
       const harness = full.slice(0, dot);
       const tool = full.slice(dot + 1);
@@ -145,7 +161,7 @@ export class McpEndpoint {
       try {
         args = this.deployments.checkArgs(harness, tool, request.params.arguments ?? {});
       } catch (e) {
-        if (e instanceof HttpError) throw new McpError(ErrorCode.InvalidParams, e.message);
+        if (e instanceof HttpError) throw new RpcError(ErrorCode.InvalidParams, e.message);
         throw e;
       }
       const meta = (request.params._meta ?? {}) as Record<string, unknown>;
@@ -165,17 +181,17 @@ export class McpEndpoint {
         case 'failed':
           return { content: [{ type: 'text', text: out.message }], isError: true };
         case 'trapped':
-          throw new McpError(
+          throw new RpcError(
             ErrorCode.InternalError,
             `${full} trapped: ${out.trap}: ${out.message} at pc 0x${out.pc.toString(16)}${out.symbol ? ` (${out.symbol})` : ''}`,
             { trap: out.trap, pc: out.pc, symbol: out.symbol },
           );
         case 'refused':
-          throw new McpError(ErrorCode.InternalError, `${full} refused: ${out.message}`, {
+          throw new RpcError(ErrorCode.InternalError, `${full} refused: ${out.message}`, {
             limit: out.limit,
           });
         case 'error':
-          throw new McpError(ErrorCode.InternalError, `${full}: ${out.message}`);
+          throw new RpcError(ErrorCode.InternalError, `${full}: ${out.message}`);
       }
     });
     server.setRequestHandler(ListResourcesRequestSchema, async () => ({
@@ -193,7 +209,7 @@ export class McpEndpoint {
       const m = /^berm:\/\/([a-z0-9_-]+)\/usage$/.exec(request.params.uri);
       const d = m ? this.deployments.get(m[1]!) : undefined;
       if (!d || d.manifest.usage === '') {
-        throw new McpError(ErrorCode.InvalidParams, `no resource ${request.params.uri}`);
+        throw new RpcError(ErrorCode.InvalidParams, `no resource ${request.params.uri}`);
       }
       return { contents: [{ uri: request.params.uri, mimeType: 'text/plain', text: d.manifest.usage }] };
     });

@@ -5,7 +5,6 @@
  * berm.done (ABI 1); berm.fail gives a Failed result, distinct from a trap (a breakpoint, `ebreak`,
  * right after berm.fail also gives that Failed result: the guest's way to stop where it failed).
  */
-import * as v8 from 'node:v8';
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { Engine, GuestModule, Linker, type InstantiateOptions } from '../engine/engine.js';
@@ -92,13 +91,21 @@ function state(call: HostCall): CallState {
   return call.data as CallState;
 }
 /**
- * Register a0..a5 (i) as a length of at most `max` bytes.
- * @throws HarnessError naming the exact value when it is over `max`.
+ * A result or failure message over CallLimits.maxResultBytes. It is the guest's doing, not bad
+ * input from the host's caller, so the call ends as a failed tool call with this message (what a
+ * caller and a model see for any other tool failure) instead of a HarnessError.
  */
-function len(c: HostCall, i: number, what: string, max: number): number {
-  const v = c.arg(i);
-  if (v > max) throw new HarnessError(`${what} of ${c.args[i]} bytes is over the limit of ${max}`);
+class ResultOverLimit extends Error {
+  override name = 'ResultOverLimit';
+}
+/** Register a1 as the length of a result or failure message. @throws ResultOverLimit past `max`. */
+function resultLen(c: HostCall, what: string, max: number): number {
+  const v = c.arg(1);
+  if (v > max) throw new ResultOverLimit(overLimitMessage(what, c.args[1], max));
   return v;
+}
+function overLimitMessage(what: string, n: bigint, max: number): string {
+  return `berm refused the tool's ${what} of ${n} bytes: it is over the limit of ${max} bytes`;
 }
 /** Register a0..a5 (i) as a guest address: a Number when exact (no BigInt), else the bigint. */
 function addr(c: HostCall, i: number): number | bigint {
@@ -123,7 +130,7 @@ const CORE: [string, HostFunction][] = [
     (c) => {
       const s = state(c);
       if (s.done || s.failed) throw new HarnessError('berm.done after the result was already given');
-      s.done = c.memory.read(addr(c, 0), len(c, 1, 'result', s.limits.maxResultBytes));
+      s.done = c.memory.read(addr(c, 0), resultLen(c, 'result', s.limits.maxResultBytes));
       return 0;
     },
   ],
@@ -132,7 +139,7 @@ const CORE: [string, HostFunction][] = [
     (c) => {
       const s = state(c);
       if (s.done || s.failed) throw new HarnessError('berm.fail after the result was already given');
-      s.failed = c.memory.read(addr(c, 0), len(c, 1, 'failure message', s.limits.maxResultBytes));
+      s.failed = c.memory.read(addr(c, 0), resultLen(c, 'failure message', s.limits.maxResultBytes));
       return 0;
     },
   ],
@@ -195,11 +202,6 @@ export function capabilityHostFunction(handler: WireHandler): HostFunction {
   };
 }
 
-// V8's linear-time regular expression engine (the `l` flag) never backtracks, so a harness's
-// parameter schema cannot make validation hang the host, whatever its `pattern`. It is an
-// experimental V8 feature behind a flag that must be set before the first such RegExp is built.
-v8.setFlagsFromString('--enable-experimental-regexp-engine');
-
 /**
  * ajv's RegExp engine for parameter schemas: V8's linear-time engine. It takes neither the `u`
  * nor the `i` flag and refuses backreferences and lookaround ("Cannot be executed in linear
@@ -233,6 +235,14 @@ export class Harness {
   /** ajv, loaded on first need: a harness whose schemas are simple and whose arguments plainly match never loads it */
   private static ajv(): Ajv {
     if (Harness.ajvInstance === null) {
+      // V8's linear-time regular expression engine (the `l` flag, see linearRegExp) never
+      // backtracks, so a harness's parameter schema cannot make validation hang the host, whatever
+      // its `pattern`. It is an experimental V8 feature behind a flag that must be set before the
+      // first such RegExp is built, which only ajv builds. Set here rather than at load: node:v8
+      // costs a CLI start ~2 ms, and a V8 flag changed at load would make every code cache the
+      // CLI launcher produces mismatch V8's flag hash at the next start (see bin/launch.js).
+      const v8 = createRequire(import.meta.url)('node:v8') as typeof import('node:v8');
+      v8.setFlagsFromString('--enable-experimental-regexp-engine');
       const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
       Harness.ajvInstance = new Ajv({
         strict: false,
@@ -324,8 +334,10 @@ export class Harness {
   /**
    * Invoke a tool in a fresh instance.
    * @param args the arguments as JSON text (validated against the tool's parameters schema) or raw bytes
-   * @returns ok or failed; @throws a Trap when the guest traps (a breakpoint after berm.fail is that failure), HarnessError for bad arguments, an
-   *   unknown tool, a result that is not UTF-8 or over the limit, or an ABI violation.
+   * @returns ok or failed (a result or failure message over `maxResultBytes` is a failure whose
+   *   message names both sizes); @throws a Trap when the guest traps (a breakpoint after berm.fail
+   *   is that failure), HarnessError for bad arguments, an unknown tool, a result that is not
+   *   UTF-8, or an ABI violation.
    */
   invoke(toolName: string, args: string | Uint8Array, opts: InvokeOptions = {}): ToolResult {
     const decl = this.tool(toolName);
@@ -348,8 +360,9 @@ export class Harness {
    * Run an exported global function that is not a tool (a harness's `on_wake` or `on_notify`) in a
    * fresh instance, with `args` pulled through berm.args.len/berm.args.read like tool arguments.
    * Returning without berm.done or berm.fail is ok with an empty result.
-   * @returns ok or failed; @throws a Trap when the guest traps (a breakpoint after berm.fail is that failure), HarnessError when `symbol` is not
-   *   exported, the arguments or result are over the limit, or the result is not UTF-8.
+   * @returns ok or failed (an over-limit result fails, as for {@link invoke}); @throws a Trap when
+   *   the guest traps (a breakpoint after berm.fail is that failure), HarnessError when `symbol` is
+   *   not exported, the arguments are over the limit, or the result is not UTF-8.
    */
   invokeExport(symbol: string, args: Uint8Array, opts: InvokeOptions = {}): ToolResult {
     if (!this.module.hasExport(symbol)) throw new HarnessError(`the harness exports no function ${symbol}`);
@@ -399,8 +412,13 @@ export class Harness {
       let out = s.done;
       if (toolName === null) out ??= new Uint8Array(0);
       if (this.manifest.abi_version === 0 && out === null) {
-        if (a1 > BigInt(limits.maxResultBytes))
-          throw new HarnessError(`result of ${a1} bytes is over the limit of ${limits.maxResultBytes}`);
+        if (a1 > BigInt(limits.maxResultBytes)) {
+          return {
+            status: 'failed',
+            message: overLimitMessage('result', a1, limits.maxResultBytes),
+            logs: s.logs,
+          };
+        }
         out = inst.memory.read(a0, Number(a1));
       }
       if (out === null)
@@ -415,6 +433,11 @@ export class Harness {
       // violation of the harness: report it as the HarnessError it is, not as the engine's
       // wrapper around any exception thrown by a host function.
       if (e instanceof HostCallError && e.cause instanceof HarnessError) throw e.cause;
+      // A result over the limit ends the call as the tool's failure (the guest's fault); the
+      // logs it wrote so far are kept.
+      if (e instanceof HostCallError && e.cause instanceof ResultOverLimit) {
+        return { status: 'failed', message: e.cause.message, logs: s.logs };
+      }
       // `ebreak` after berm.fail ends the call with that failure: a guest that cannot return
       // from where it failed (the Rust SDK's panic handler) stops this way. Any other trap, or a
       // breakpoint without a failure, stays a trap.

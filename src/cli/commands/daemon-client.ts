@@ -33,7 +33,7 @@ export const DEFAULT_HOST = 'http://127.0.0.1:7777';
 
 /**
  * Most bytes of one answer the client reads from bermd (64 MiB; an event stream counts as one
- * answer). Far above what bermd sends (a tool's result is at most 1 MiB, its log lines 4 MiB), so
+ * answer). Far above what bermd sends (a tool's result is at most 4 MiB, 24 MiB as escaped JSON), so
  * only a server that is not bermd, or a broken one, reaches it: the client then stops reading
  * instead of growing until it dies.
  */

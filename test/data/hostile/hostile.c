@@ -6,9 +6,11 @@
  *   match {s}      -> returns s; its schema holds the pattern ^(a|a)*$, which a backtracking
  *                     engine takes exponential time to reject on "aaaa...b"
  *   exec {command} -> runs the command through berm.exec.run and returns the reply's JSON
+ *   big {n}        -> returns n bytes of 'x' through berm.done (n may exceed the result limit)
  */
 #include <berm.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../../guest-sdk/examples/json.h"
@@ -63,4 +65,15 @@ BERM_TOOL(exec, "Run a command through berm.exec.run.",
   berm_reply r = berm_exec_run(command, "", NULL);
   if (!r.ok) return berm_fail(r.data, r.len);
   berm_done(r.data, r.len);
+}
+
+BERM_TOOL(big, "Return n bytes of 'x' (n may exceed the host's result limit).",
+          "{\"type\":\"object\",\"required\":[\"n\"],\"additionalProperties\":false,\"properties\":{\"n\":{\"type\":\"integer\"}}}") {
+  const char *args = berm_args(NULL);
+  uint64_t n = 0;
+  if (json_uint(args, "n", &n) != 1) return berm_fail_str("n must be an integer");
+  char *out = malloc((size_t)n);
+  if (out == NULL) return berm_fail_str("out of memory");
+  memset(out, 'x', (size_t)n);
+  berm_done(out, (size_t)n);
 }
