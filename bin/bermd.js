@@ -1,6 +1,5 @@
 #!/usr/bin/env -S node --stack-size=4000
+'use strict';
 // Entry point of bermd, the berm daemon: the compiled JavaScript in dist/ when it is current, else
-// the TypeScript sources through the loader (bin/launch.js).
-import { launch } from './launch.js';
-
-await launch('daemon/main');
+// the TypeScript sources through the loader (bin/launch.js). CommonJS, see bin/launch.js.
+void require('./launch.js').launch('daemon/main');

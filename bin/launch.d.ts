@@ -1,4 +1,8 @@
 /** Whether dist/ holds a build of the current sources (bin/launch.js). */
 export function builtIsCurrent(): boolean;
-/** Import the entry module `entry` (a path under src/ without extension), built or from the sources. */
-export function launch(entry: string): Promise<unknown>;
+/**
+ * Run the entry module `entry` (a path under src/ without extension), built or from the sources;
+ * with `bundle` (a file name under dist/), a current build runs that CommonJS bundle instead when
+ * it exists (bin/launch.js).
+ */
+export function launch(entry: string, bundle?: string): Promise<unknown>;

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Build berm: compile src/ to dist/ (JavaScript, .d.ts, source maps) with tsc, copy the non-code
 // files the sources read next to themselves (*.proto), fix the translator digest into the
-// compiled translate/abi.js, and write dist/.build.json, whose start time bin/launch.js compares
-// with the sources' modification times to tell a fresh build from a stale one.
+// compiled translate/abi.js, bundle the CLI into one CommonJS file with a V8 code cache for it
+// (scripts/bundle.mjs: what bin/berm.js runs), and write dist/.build.json, whose start time
+// bin/launch.js compares with the sources' modification times to tell a fresh build from a stale one.
 //
 // Built, not committed: a committed dist/ doubles every change and every merge conflict, and goes
 // stale the moment a source is edited without rebuilding; a build at install cannot. The launchers
@@ -25,6 +26,7 @@ import {
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { bundleCli, writeCodeCache } from './bundle.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const SRC = join(ROOT, 'src');
@@ -80,6 +82,15 @@ if (!marker.test(text)) {
 }
 writeFileSync(abiJs, text.replace(marker, `const BUILT_DIGEST = ${JSON.stringify(digest)};`));
 
+// The CLI as one CommonJS file (after the digest is fixed: the bundle carries its own copy).
+try {
+  await bundleCli(OUT);
+} catch (e) {
+  rmSync(OUT, { recursive: true, force: true });
+  console.error(`berm build: bundling the CLI failed: ${e.message}`);
+  process.exit(1);
+}
+
 writeFileSync(
   join(OUT, '.build.json'),
   JSON.stringify({ started, translatorDigest: digest, node: process.version }) + '\n',
@@ -92,4 +103,7 @@ try {
 }
 renameSync(OUT, DIST);
 rmSync(OLD, { recursive: true, force: true });
+// The bundle's code cache comes from a run of the built CLI, so it is made once dist/ is in place;
+// without one (no fixture to run, a failed run) the CLI compiles the bundle as usual.
+writeCodeCache(ROOT);
 console.error(`berm build: dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -57,6 +57,17 @@ t.test('a corrupt or truncated entry is detected and rebuilt', async (t) => {
 
 t.test('keys separate content and options', async (t) => {
   t.not(cacheKey(['ab', 'c']), cacheKey(['a', 'bc']), 'parts are length-prefixed');
+  // the key, computed independently: sha256 over each part preceded by its length as a 64-bit
+  // little-endian integer (sha256sum over the same bytes)
+  const big = new Uint8Array(70_000).fill(7);
+  const le64 = (n: number) => {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64LE(BigInt(n));
+    return b;
+  };
+  const framed = Buffer.concat([le64(2), Buffer.from('ab'), le64(big.length), big, le64(0)]);
+  const sum = execFileSync('sha256sum', { input: framed, encoding: 'utf8' }).split(' ')[0];
+  t.equal(cacheKey(['ab', big, '']), sum, 'sha256 of length-prefixed parts (lengths over 255 too)');
   const a = new Engine({ cacheDir: null });
   const b = new Engine({ cacheDir: null, memorySize: 1 << 20 });
   const elf = new Uint8Array(readFileSync(raw.path));

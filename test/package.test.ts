@@ -55,7 +55,8 @@ function pack(): string {
     });
   }
   mkdirSync(join(copy, 'scripts'));
-  for (const p of ['build.mjs', 'new-harness']) cpSync(join(ROOT, 'scripts', p), join(copy, 'scripts', p));
+  for (const p of ['build.mjs', 'bundle.mjs', 'new-harness'])
+    cpSync(join(ROOT, 'scripts', p), join(copy, 'scripts', p));
   // the build needs TypeScript and the packages' types; nothing writes into node_modules
   symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'));
   // a current dist/ of this checkout is what `prepare` would build (make unit builds it first): reuse

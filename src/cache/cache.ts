@@ -4,7 +4,9 @@
  * so concurrent compilers of one image are safe; each entry carries a header with its length and
  * sha256, so a corrupt or truncated entry is detected and treated as a miss.
  */
-import { createHash, randomBytes } from 'node:crypto';
+// crypto.hash (one-shot) rather than createHash: ~0.2 ms less per digest in a fresh process, where a
+// warm compile computes five
+import { hash, randomBytes } from 'node:crypto';
 import {
   accessSync,
   constants,
@@ -35,15 +37,15 @@ export function defaultCacheDir(): string {
  * @returns 64 hex characters.
  */
 export function cacheKey(parts: (Uint8Array | string)[]): string {
-  const h = createHash('sha256');
+  const chunks: Uint8Array[] = [];
   for (const p of parts) {
     const b = typeof p === 'string' ? Buffer.from(p) : p;
-    const len = Buffer.alloc(8);
-    len.writeBigUInt64LE(BigInt(b.length));
-    h.update(len);
-    h.update(b);
+    // the length as 8 bytes little-endian (byte by byte: no BigInt on a warm compile's path)
+    const len = new Uint8Array(8);
+    for (let i = 0, n = b.length; i < 8; i++, n = Math.floor(n / 256)) len[i] = n % 256;
+    chunks.push(len, b);
   }
-  return h.digest('hex');
+  return hash('sha256', Buffer.concat(chunks), 'hex');
 }
 
 /**
@@ -96,7 +98,7 @@ export class WasmCache {
       const len = Number(buf.readBigUInt64LE(MAGIC.length));
       const digest = buf.subarray(MAGIC.length + 8, HEADER);
       const body = buf.subarray(HEADER);
-      if (body.length === len && createHash('sha256').update(body).digest().equals(digest)) {
+      if (body.length === len && hash('sha256', body, 'buffer').equals(digest)) {
         return new Uint8Array(body.buffer, body.byteOffset, body.length);
       }
     }
@@ -116,7 +118,7 @@ export class WasmCache {
       ensureDirectory(this.dir);
       const len = Buffer.alloc(8);
       len.writeBigUInt64LE(BigInt(wasm.length));
-      const digest = createHash('sha256').update(wasm).digest();
+      const digest = hash('sha256', wasm, 'buffer');
       writeFileSync(tmp, Buffer.concat([MAGIC, len, digest, wasm]));
       renameSync(tmp, p);
       return true;

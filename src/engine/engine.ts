@@ -3,7 +3,7 @@
  * disk cache). Binaryen is imported only on a cache miss. Linking and instances live in
  * linker.ts and instance.ts; this module re-exports them so callers need one import.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { cacheKey, defaultCacheDir, WasmCache } from '../cache/cache.js';
 import { readElf } from '../elf/reader.js';
@@ -98,6 +98,18 @@ export function raiseInterrupt(buffer: SharedArrayBuffer): void {
   Atomics.store(new Int32Array(buffer), 0, 1);
 }
 
+/**
+ * A file's bytes as a plain Uint8Array: a view of the Buffer readFileSync allocated for the file
+ * alone (no copy: ~0.15 ms of a warm compile for a 250 KB ELF), a copy when the Buffer shares its
+ * memory (a file of unknown size read in chunks may land in Node's buffer pool).
+ */
+function readBytes(path: string): Uint8Array {
+  const b = readFileSync(path);
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength
+    ? new Uint8Array(b.buffer, 0, b.byteLength)
+    : new Uint8Array(b);
+}
+
 /** Owns configuration, the disk cache and the interrupt handle. */
 export class Engine {
   readonly options: TranslateOptions;
@@ -150,7 +162,7 @@ export class Engine {
   inspect(elf: Uint8Array): { sha256: string; image: ElfImage } {
     let known = this.images.get(elf);
     if (known) return known;
-    const sha256 = createHash('sha256').update(elf).digest('hex');
+    const sha256 = hash('sha256', elf, 'hex');
     const key = cacheKey([sha256, `berm-image-${TRANSLATOR_VERSION}-${translatorDigest()}`]);
     const kept = this.cache?.get(key, 'image') ?? null;
     let image = kept === null ? null : restoreImage(Buffer.from(kept).toString('utf8'), elf);
@@ -183,7 +195,7 @@ export class Engine {
    */
   async compile(source: Uint8Array | string): Promise<GuestModule> {
     const t0 = performance.now();
-    const bytes = typeof source === 'string' ? new Uint8Array(readFileSync(source)) : source;
+    const bytes = typeof source === 'string' ? readBytes(source) : source;
     const { sha256: digest, image } = this.inspect(bytes);
     const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
     const optKey = this.keyOf(digest, 'optimized');

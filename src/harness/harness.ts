@@ -5,7 +5,6 @@
  * berm.done (ABI 1); berm.fail gives a Failed result, distinct from a trap (a breakpoint, `ebreak`,
  * right after berm.fail also gives that Failed result: the guest's way to stop where it failed).
  */
-import * as v8 from 'node:v8';
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { Engine, GuestModule, Linker, type InstantiateOptions } from '../engine/engine.js';
@@ -203,11 +202,6 @@ export function capabilityHostFunction(handler: WireHandler): HostFunction {
   };
 }
 
-// V8's linear-time regular expression engine (the `l` flag) never backtracks, so a harness's
-// parameter schema cannot make validation hang the host, whatever its `pattern`. It is an
-// experimental V8 feature behind a flag that must be set before the first such RegExp is built.
-v8.setFlagsFromString('--enable-experimental-regexp-engine');
-
 /**
  * ajv's RegExp engine for parameter schemas: V8's linear-time engine. It takes neither the `u`
  * nor the `i` flag and refuses backreferences and lookaround ("Cannot be executed in linear
@@ -241,6 +235,14 @@ export class Harness {
   /** ajv, loaded on first need: a harness whose schemas are simple and whose arguments plainly match never loads it */
   private static ajv(): Ajv {
     if (Harness.ajvInstance === null) {
+      // V8's linear-time regular expression engine (the `l` flag, see linearRegExp) never
+      // backtracks, so a harness's parameter schema cannot make validation hang the host, whatever
+      // its `pattern`. It is an experimental V8 feature behind a flag that must be set before the
+      // first such RegExp is built, which only ajv builds. Set here rather than at load: node:v8
+      // costs a CLI start ~2 ms, and a V8 flag changed at load would make every code cache the
+      // CLI launcher produces mismatch V8's flag hash at the next start (see bin/launch.js).
+      const v8 = createRequire(import.meta.url)('node:v8') as typeof import('node:v8');
+      v8.setFlagsFromString('--enable-experimental-regexp-engine');
       const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
       Harness.ajvInstance = new Ajv({
         strict: false,

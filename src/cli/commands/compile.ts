@@ -3,6 +3,7 @@
  * terminal; one line per file otherwise; `--json` prints one JSON object for CI pipelines.
  * Every file is attempted; the exit code is the worst one (2 when some file is malformed).
  */
+import { createRequire } from 'node:module';
 import type { Command } from 'commander';
 import type { CompileInfo } from '../../engine/engine.js';
 import {
@@ -44,8 +45,11 @@ export function registerCompile(program: Command, ctx: CliContext): void {
         const { io } = ctx;
         const engine = engineFor(g, 'optimized');
         const t0 = performance.now();
-        // the progress bar's module is loaded only when there is a terminal to draw on
-        const cliProgress = !g.json && io.stderrIsTTY ? (await import('cli-progress')).default : null;
+        // the progress bar's module (CommonJS) is loaded only when there is a terminal to draw on
+        const cliProgress =
+          !g.json && io.stderrIsTTY
+            ? (createRequire(import.meta.url)('cli-progress') as typeof import('cli-progress'))
+            : null;
         const multi =
           cliProgress !== null
             ? new cliProgress.MultiBar(

@@ -1,0 +1,214 @@
+// The CLI bundle (used by scripts/build.mjs): the compiled CLI (dist/cli/main.js and every module
+// it reaches) as ONE CommonJS file, dist/berm-cli.cjs, which bin/berm.js runs through
+// bin/launch.js, plus a V8 code cache for it, dist/berm-cli.cjs.v8cache.
+//
+// Why: a CLI tool call is a whole process, and its start is dominated by loading code. Run as ES
+// modules, dist/ costs Node's ESM loader (and the fs/promises, readline and stream internals it
+// pulls in), a resolution and a read per module, and a compile of every function it calls. One
+// CommonJS file is one read and one compile; with the code cache even that compile, and the lazy
+// compiles of the functions a call runs, become a deserialisation.
+//
+// What the bundle keeps exactly as in dist/:
+// - every `import.meta.url` becomes the URL of the module's file in dist/ (computed from the
+//   bundle's own location), so the worker scripts, *.proto files and package.json a module finds
+//   next to itself resolve to the very files the unbundled modules use;
+// - the npm packages stay separate and are required when first used (`createRequire(...)(name)`
+//   becomes a plain `require(name)`, resolved from dist/ as before); only commander, which every
+//   start needs, is inside. commander requires node:child_process at load, for executable
+//   subcommands berm does not use: inside the bundle that require returns an object that loads
+//   node:child_process on first use, so a call does not pay for it (nor for net and dgram);
+// - the dynamic imports between berm's modules load lazily still (esbuild wraps each such module in
+//   an init function), so a tool call evaluates no more modules than before;
+// - binaryen is an ES module with top-level await, which require() cannot load: a dynamic import
+//   of a module that reaches binaryen through static imports first imports binaryen (by its file
+//   URL, through Node's ESM loader), and the bundle's `binaryen` is that module's default export.
+// Workers are separate threads that import their dist/ modules as before; nothing in the main
+// thread imports a dist/ module that the bundle also holds (two instances would not share classes).
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, sep } from 'node:path';
+
+/** The bundle's file name under dist/ (bin/berm.js names it too). */
+export const CLI_BUNDLE = 'berm-cli.cjs';
+
+/** A module's `import.meta.url` inside the bundle: its dist/ file's URL, relative to the bundle's. */
+function metaUrl(rel) {
+  return `new URL(${JSON.stringify(rel.split(sep).join('/'))}, require("node:url").pathToFileURL(__filename)).href`;
+}
+
+const LAZY_CHILD_PROCESS = `
+let loaded;
+const load = () => (loaded ??= require("node:child_process"));
+module.exports = new Proxy({}, {
+  get: (_, key) => load()[key],
+  has: (_, key) => key in load(),
+  ownKeys: () => Reflect.ownKeys(load()),
+  getOwnPropertyDescriptor: (_, key) => Reflect.getOwnPropertyDescriptor(load(), key),
+});
+`;
+
+/** The files under `dir`, recursively. */
+function* walk(dir) {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) yield* walk(p);
+    else yield p;
+  }
+}
+
+/** The static imports (`import ... from 'x'`, `export ... from 'x'`, `import 'x'`) of module text. */
+function staticImports(text) {
+  const re = /^\s*(?:(?:import|export)\s[^;'"]*?\bfrom\s*|import\s*)(['"])([^'"]+)\1/gm;
+  return [...text.matchAll(re)].map((m) => m[2]);
+}
+
+/** The .js files under `out` that load `pkg` through static imports, directly or not. */
+function reaching(out, pkg) {
+  const deps = new Map();
+  for (const file of walk(out)) {
+    if (!file.endsWith('.js')) continue;
+    const specs = staticImports(readFileSync(file, 'utf8'));
+    deps.set(
+      file,
+      specs.map((s) => (s.startsWith('.') ? join(dirname(file), s) : s)),
+    );
+  }
+  const found = new Set();
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [file, ds] of deps) {
+      if (!found.has(file) && ds.some((d) => d === pkg || found.has(d))) {
+        found.add(file);
+        grew = true;
+      }
+    }
+  }
+  return found;
+}
+
+// the bundle's binaryen: the default export of the ES module, set by __bermBinaryen() (banner)
+const BINARYEN_HOLDER = `
+if (__bermBinaryenDefault === undefined) throw new Error("berm bundle: binaryen used before __bermBinaryen() loaded it");
+module.exports = __bermBinaryenDefault;
+`;
+// __bermImport: bin/launch.js's import(), passed in (a dynamic import() inside a vm.Script that
+// has a code cache finds no loader in Node 20); import() itself when Node loads the bundle
+const BANNER = `// berm CLI, bundled by scripts/bundle.mjs from the modules in this folder
+let __bermBinaryenDefault;
+const __bermBinaryen = () =>
+  (typeof __bermImport === "function" ? __bermImport : (url) => import(url))(
+    require("node:url").pathToFileURL(require.resolve("binaryen")).href,
+  ).then((m) => {
+    __bermBinaryenDefault = m.default;
+  });`;
+
+/**
+ * Bundle `dist/cli/main.js` of the build in `out` (a complete dist/ tree) into `out/berm-cli.cjs`.
+ * @throws Error when esbuild fails or the bundle holds something the launcher cannot run (a
+ *   dynamic `import()`, non-ASCII text)
+ */
+export async function bundleCli(out) {
+  const root = dirname(out);
+  const require = createRequire(join(root, 'package.json'));
+  const esbuild = require('esbuild');
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const external = Object.keys(pkg.dependencies).filter((name) => name !== 'commander');
+  const outfile = join(out, CLI_BUNDLE);
+  const inDist = (p) => p.startsWith(out + sep);
+  const needBinaryen = reaching(out, 'binaryen');
+  let binaryenLoads = 0;
+  await esbuild.build({
+    entryPoints: [join(out, 'cli', 'main.js')],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    charset: 'ascii',
+    external,
+    logLevel: 'error',
+    legalComments: 'none',
+    banner: { js: BANNER },
+    plugins: [
+      {
+        name: 'berm-dist',
+        setup(build) {
+          build.onLoad({ filter: /\.js$/ }, (args) => {
+            if (!inDist(args.path)) return undefined;
+            const text = readFileSync(args.path, 'utf8')
+              .replace(/\bcreateRequire\(import\.meta\.url\)\(/g, 'require(')
+              .replace(/\bimport\((['"])(\.[^'"]+)\1\)/g, (call, _q, spec) => {
+                if (!needBinaryen.has(join(dirname(args.path), spec))) return call;
+                binaryenLoads++;
+                return `__bermBinaryen().then(() => ${call})`;
+              })
+              .replaceAll('import.meta.url', metaUrl(relative(out, args.path)));
+            return { contents: text, loader: 'js' };
+          });
+          build.onResolve({ filter: /^binaryen$/ }, (args) =>
+            args.kind === 'import-statement' && inDist(args.importer)
+              ? { path: 'binaryen', namespace: 'berm-binaryen' }
+              : undefined,
+          );
+          build.onLoad({ filter: /.*/, namespace: 'berm-binaryen' }, () => ({
+            contents: BINARYEN_HOLDER,
+            loader: 'js',
+          }));
+          build.onResolve({ filter: /^node:child_process$/ }, (args) =>
+            /[/\\]node_modules[/\\]commander[/\\]/.test(args.importer)
+              ? { path: 'lazy-child-process', namespace: 'berm-lazy' }
+              : undefined,
+          );
+          build.onLoad({ filter: /.*/, namespace: 'berm-lazy' }, () => ({
+            contents: LAZY_CHILD_PROCESS,
+            loader: 'js',
+            resolveDir: out,
+          }));
+        },
+      },
+    ],
+  });
+  const text = readFileSync(outfile, 'latin1');
+  // bin/launch.js reads the bundle as Latin-1 (a one-byte string, no UTF-8 decoding): ASCII only
+  if (/[^\t\n\r\x20-\x7e]/.test(text)) throw new Error(`${outfile} holds non-ASCII text`);
+  // a dynamic import() needs Node's ESM loader, which the bundle exists to avoid: berm's modules
+  // load npm packages by require, except binaryen (the banner's import(), or the launcher's)
+  const imports = text.match(/\bimport\(/g) ?? [];
+  if (imports.length !== 1) throw new Error(`${outfile} holds ${imports.length} dynamic imports, not 1`);
+  if (binaryenLoads === 0 || /require\("binaryen"\)/.test(text))
+    throw new Error(`${outfile}: binaryen is not loaded through __bermBinaryen()`);
+}
+
+/**
+ * Write the code cache of the bundle in `root`/dist from a representative run of the built CLI
+ * (bin/berm.js with BERM_CODE_CACHE=write): a warm tool call of the echo fixture when the
+ * checkout has it (a compile into a scratch cache first), else `berm --help`. Same V8 flags as
+ * bin/berm.js's shebang (--stack-size=4000): V8 refuses a cache made under other flags. Never
+ * fails the build: without a cache the CLI compiles the bundle as usual.
+ */
+export function writeCodeCache(root) {
+  const berm = join(root, 'bin', 'berm.js');
+  const elf = join(root, 'fixtures', 'build', 'echo-gcc-O2.elf');
+  const scratch = mkdtempSync(join(tmpdir(), 'berm-build-'));
+  const run = (args, env = {}) =>
+    spawnSync(process.execPath, ['--stack-size=4000', berm, '--cache-dir', scratch, ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, BERM_FROM_SOURCE: '', ...env },
+      timeout: 120_000,
+    });
+  try {
+    const args = existsSync(elf) ? ['call', elf, 'echo', '{"x":1}'] : ['--help'];
+    if (args[0] === 'call') run(['compile', elf]);
+    const r = run(args, { BERM_CODE_CACHE: 'write' });
+    if (r.status !== 0 || !existsSync(join(root, 'dist', `${CLI_BUNDLE}.v8cache`))) {
+      console.error(
+        `berm build: no code cache for the CLI (berm ${args[0]}: ${r.status ?? r.signal}) ${r.stderr}`,
+      );
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
