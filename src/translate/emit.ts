@@ -13,6 +13,7 @@ import { ENTRY, type Op as RvOp, type OpOfKind } from '../riscv/isa.js';
 import { TrapKind } from './abi.js';
 import type { BasicBlock, FunctionCfg, Target } from './cfg.js';
 import { LocalPlan, type Gen } from './gen.js';
+import { CALL_ARGS, Liveness } from './liveness.js';
 
 /** Names of module-level items the function bodies refer to. */
 export const Names = {
@@ -67,6 +68,11 @@ export interface EmitContext {
   functionEntries: ReadonlySet<number>;
   /** the fuel charged for entering each translated function ({@link entryCost}), by entry */
   entryCosts: ReadonlyMap<number, number>;
+  /**
+   * The argument registers each function reads, by entry (liveness.ts argumentUses; bit r for
+   * xr): a direct call or tail call passes 0 for the others. Absent: every argument is passed.
+   */
+  argumentUses?: ReadonlyMap<number, number>;
   /** the tuple type (i64, i64) */
   pair: binaryen.Type;
   /** (sp, a0..a7) */
@@ -127,6 +133,8 @@ export function chargeFuel(m: ExprBuilder, t: Types, cost: Ref, pc: Ref, scratch
 }
 
 const I64_MIN = -(2n ** 63n);
+/** The registers a call passes, in parameter order: sp, a0..a7. */
+export const ARGUMENT_REGISTERS: readonly number[] = [2, 10, 11, 12, 13, 14, 15, 16, 17];
 
 /**
  * Translate one function into the module as `functionName(cfg.start)`.
@@ -142,6 +150,11 @@ class FunctionEmitter {
   private readonly m: ExprBuilder;
   private readonly t: Types;
   private readonly g: Gen;
+  /**
+   * Register liveness when the context knows what calls read (the optimising tier): a load whose
+   * destination is dead is reduced to its bounds check (see blockCode).
+   */
+  private readonly liveness: Liveness | null;
   constructor(
     private readonly ctx: EmitContext,
     private readonly cfg: FunctionCfg,
@@ -149,6 +162,10 @@ class FunctionEmitter {
     this.m = ctx.m;
     this.t = ctx.types;
     this.g = ctx.gen;
+    const uses = ctx.argumentUses;
+    this.liveness = uses
+      ? new Liveness(cfg, (t) => (t === null ? CALL_ARGS : (uses.get(t) ?? CALL_ARGS)))
+      : null;
   }
 
   // ---- registers ----
@@ -491,10 +508,20 @@ class FunctionEmitter {
       );
     }
     const n = b.instrs.length;
+    const liveAfter = this.liveness?.after(b);
     for (let i = 0; i < n; i++) {
       const ins = b.instrs[i];
       const pc = b.pcs[i];
       const call = b.calls.get(i);
+      if (liveAfter && !call && LOWERING[ins.op as RvOp]?.via === 'load' && REG_LOCAL[ins.rd] !== null) {
+        if ((liveAfter[i] & (1 << ins.rd)) === 0) {
+          // Nothing reads rd before it is written again: only the bounds check (and its exact
+          // fault) remains. Register restores in epilogues are such loads: the caller keeps its
+          // own copies of the registers in its locals.
+          out.push(this.address(ins.rs1, ins.imm, ENTRY[ins.op as RvOp].width!, pc));
+          continue;
+        }
+      }
       if (call?.inline) {
         // rd gets the return address, then the millicode (or outlined code) runs as if it were
         // this function's code, its direct calls as calls
@@ -537,8 +564,15 @@ class FunctionEmitter {
     }
   }
 
-  private args(): Ref[] {
-    return [2, 10, 11, 12, 13, 14, 15, 16, 17].map((r) => this.get(r));
+  /**
+   * The call convention's arguments (sp, a0..a7) of a call to `target`, 0 for those it never reads
+   * (EmitContext.argumentUses); all of them through the dispatcher (no target).
+   */
+  private args(target?: number): Ref[] {
+    const uses = target === undefined ? undefined : this.ctx.argumentUses?.get(target);
+    return ARGUMENT_REGISTERS.map((r) =>
+      uses === undefined || (uses & (1 << r)) !== 0 ? this.get(r) : this.c64(0),
+    );
   }
   private takeResults(callExpr: Ref): Ref {
     const m = this.m;
@@ -552,7 +586,7 @@ class FunctionEmitter {
   private tailCall(address: number, pc: number): Ref {
     return this.m.block(null, [
       this.enterFuel(address, pc),
-      this.m.return_call(functionName(address), this.args(), this.ctx.pair),
+      this.m.return_call(functionName(address), this.args(address), this.ctx.pair),
     ]);
   }
 
@@ -567,7 +601,7 @@ class FunctionEmitter {
       return m.block(null, [
         link,
         this.enterFuel(target, pc),
-        this.takeResults(m.call(functionName(target), this.args(), this.ctx.pair)),
+        this.takeResults(m.call(functionName(target), this.args(target), this.ctx.pair)),
       ]);
     }
     // target = (rs1 + imm) & ~1, read before rd is written (rd may equal rs1)

@@ -24,7 +24,16 @@ import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
 import { decode } from '../riscv/decode.js';
 import type { Instr } from '../riscv/instr.js';
 import { analyseFunction, instructionBits } from './cfg.js';
-import { chargeFuel, emitFunction, entryCost, functionName, Names, type EmitContext } from './emit.js';
+import { argumentUses } from './liveness.js';
+import {
+  ARGUMENT_REGISTERS,
+  chargeFuel,
+  emitFunction,
+  entryCost,
+  functionName,
+  Names,
+  type EmitContext,
+} from './emit.js';
 import { Gen, LocalPlan, signatureTypes } from './gen.js';
 
 /** The result of translating one image. */
@@ -124,24 +133,35 @@ export function buildImage(
   };
   const facts = { functionEntries, relocationTargets: named, decodeAt };
   const sizes = new Map<string, number>();
-  for (const fn of image.functions) {
-    let cfg;
+  const failed = (fn: { start: number }, e: unknown) =>
+    new TranslateError(
+      `translating ${describeFunction(image, fn.start)} failed: ${errorText(e)}`,
+      functionName(fn.start),
+    );
+  const cfgs = image.functions.map((fn) => {
     try {
-      cfg = analyseFunction(readImage(image, fn.start, fn.size), fn.start, facts);
+      return analyseFunction(readImage(image, fn.start, fn.size), fn.start, facts);
+    } catch (e) {
+      throw failed(fn, e);
+    }
+  });
+  // the optimising tier passes only the arguments a callee reads (dead-argument elimination then
+  // drops the rest); the baseline tier skips the analysis
+  if (structure.kind === 'relooper') ctx.argumentUses = argumentUses(cfgs);
+  image.functions.forEach((fn, k) => {
+    const cfg = cfgs[k];
+    try {
       emitFunction(ctx, cfg);
     } catch (e) {
-      throw new TranslateError(
-        `translating ${describeFunction(image, fn.start)} failed: ${errorText(e)}`,
-        functionName(fn.start),
-      );
+      throw failed(fn, e);
     }
     let count = 0;
     for (const b of cfg.blocks.values()) count += b.instrs.length;
     sizes.set(functionName(fn.start), count);
-  }
+  });
 
   const indirectTargets = [...functionEntries].filter((a) => named.has(a)).sort((a, b) => a - b);
-  addDispatcher(gen, indirectTargets, entryCosts, pair);
+  addDispatcher(gen, indirectTargets, entryCosts, pair, ctx.argumentUses);
 
   const gpValue = image.globalPointer ?? 0;
   const exported = new Set<string>();
@@ -152,7 +172,11 @@ export function buildImage(
       exported.add(name);
       const stub = `entry_${fn.start.toString(16)}_${exported.size}`;
       const frame = new LocalPlan(ENTRY_SIGNATURE);
-      const args = Array.from({ length: 8 }, (_, k) => m.local.get(frame.param(k), i64));
+      // a0..a7, 0 for those the function never reads (see EmitContext.argumentUses)
+      const uses = ctx.argumentUses?.get(fn.start) ?? -1;
+      const args = Array.from({ length: 8 }, (_, k) =>
+        (uses & (1 << (10 + k))) !== 0 ? m.local.get(frame.param(k), i64) : m.i64.const(0n),
+      );
       const scratch = frame.add('i32'); // the fuel charge's
       const sig = signatureTypes(t, ENTRY_SIGNATURE);
       m.addFunction(
@@ -228,13 +252,25 @@ export function errorText(e: unknown, binaryenModule?: unknown): string {
  * entries, ending in the target's entry fuel charge (polling with `pc`) and a tail call; any other
  * target traps BadIndirectTarget{target} at `pc`.
  */
-function addDispatcher(g: Gen, targets: number[], entryCosts: ReadonlyMap<number, number>, pair: Ty): void {
+function addDispatcher(
+  g: Gen,
+  targets: number[],
+  entryCosts: ReadonlyMap<number, number>,
+  pair: Ty,
+  argumentUses: ReadonlyMap<number, number> | undefined,
+): void {
   const { m, t } = g;
   const i64 = t.i64;
   const frame = new LocalPlan(DISPATCH_SIGNATURE);
   const scratch = frame.add('i32'); // the fuel charge's
   const target = () => m.local.get(frame.param(1), i64);
-  const args = () => [2, 3, 4, 5, 6, 7, 8, 9, 10].map((k) => m.local.get(frame.param(k), i64));
+  // the arguments of a call to `to`: 0 for those it never reads (see EmitContext.argumentUses)
+  const args = (to: number) => {
+    const uses = argumentUses?.get(to) ?? -1;
+    return ARGUMENT_REGISTERS.map((r, k) =>
+      (uses & (1 << r)) !== 0 ? m.local.get(frame.param(k + 2), i64) : m.i64.const(0n),
+    );
+  };
   // a fresh trap per leaf: an expression node must have exactly one parent (the optimiser's
   // inliner rewrites local indices in place, so a node shared by two leaves is rewritten twice)
   const bad = () => g.trapAt(TrapKind.BadIndirectTarget, m.local.get(frame.param(0), t.i32), target());
@@ -252,7 +288,7 @@ function addDispatcher(g: Gen, targets: number[], entryCosts: ReadonlyMap<number
               m.local.get(frame.param(0), t.i32),
               scratch,
             ),
-            m.return_call(functionName(targets[k]), args(), pair),
+            m.return_call(functionName(targets[k]), args(targets[k]), pair),
           ]),
           e,
         );
