@@ -375,3 +375,125 @@ t.test('metrics in Prometheus text', async (t) => {
     /^berm_http_requests_total\{route="\/harnesses\/\{name\}\/tools\/\{tool\}",status="200"\} 3$/m,
   );
 });
+
+/**
+ * A kept-alive raw connection (ASCII answers only): `get(path)` sends one request and resolves with
+ * the status, the head and the body (de-chunked).
+ */
+function keptConnection(port: number): Promise<{
+  get(path: string): Promise<{ status: number; head: string; body: string }>;
+  closed: Promise<void>;
+  destroy(): void;
+}> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1');
+    let buf = '';
+    let waiter: (() => void) | null = null;
+    s.on('data', (c) => {
+      buf += c.toString();
+      waiter?.();
+    });
+    s.on('close', () => waiter?.());
+    s.on('error', () => {});
+    // bermd closes the connections it refuses: waiting for that is bounded, so a regression fails
+    const closed = new Promise<void>((r, fail) => {
+      const bound = setTimeout(() => fail(new Error('the connection was not closed within 15 s')), 15_000);
+      bound.unref();
+      s.on('close', () => {
+        clearTimeout(bound);
+        r();
+      });
+    });
+    closed.catch(() => {});
+    s.once('connect', () =>
+      resolve({
+        closed,
+        destroy: () => s.destroy(),
+        get: (path) =>
+          new Promise((done, fail) => {
+            buf = '';
+            s.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: keep-alive\r\n\r\n`);
+            waiter = () => {
+              const end = buf.indexOf('\r\n\r\n');
+              if (end < 0)
+                return s.destroyed ? fail(new Error(`closed after ${JSON.stringify(buf)}`)) : undefined;
+              const head = buf.slice(0, end);
+              let body = buf.slice(end + 4);
+              if (/transfer-encoding: *chunked/i.test(head)) {
+                if (!body.endsWith('0\r\n\r\n')) return;
+                let plain = '';
+                for (let at = 0; ;) {
+                  const eol = body.indexOf('\r\n', at);
+                  const n = parseInt(body.slice(at, eol), 16);
+                  if (n === 0) break;
+                  plain += body.slice(eol + 2, eol + 2 + n);
+                  at = eol + 2 + n + 2;
+                }
+                body = plain;
+              } else {
+                const len = Number(/content-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+                if (body.length < len) return;
+                body = body.slice(0, len);
+              }
+              waiter = null;
+              done({ status: Number(head.split(' ')[1]), head, body });
+            };
+          }),
+      }),
+    );
+    s.once('error', reject);
+  });
+}
+
+t.test('--max-connections: one more connection is answered 503 and closed; bermd stays up', async (t) => {
+  const d = await testDaemon({ maxConnections: '2' });
+  t.teardown(() => d.stop());
+  t.ok(d.logs.some((l) => /max-connections +2 +\(flag --max-connections\)/.test(l)));
+  const port = d.address.port;
+  // two connections, each served once (so bermd has certainly accepted both), then kept open
+  const a = await keptConnection(port);
+  const b = await keptConnection(port);
+  t.equal((await a.get('/health')).status, 200);
+  t.equal((await b.get('/health')).status, 200);
+
+  // the third: a real HTTP client gets 503 with a JSON error, and the connection is closed
+  const over = await fetch(`${d.url}/health`);
+  t.equal(over.status, 503);
+  t.equal(over.headers.get('connection'), 'close');
+  t.equal(over.headers.get('retry-after'), '1');
+  t.same(await over.json(), {
+    error: 'bermd serves at most 2 connections at once (--max-connections); retry later',
+  });
+  const c = await keptConnection(port);
+  const refused = await c.get('/harnesses');
+  t.equal(refused.status, 503, 'refused before auth or routing');
+  t.match(refused.head, /connection: close/i);
+  await c.closed;
+
+  // a connection over the cap that sends nothing is dropped after the grace period
+  const idle = await keptConnection(port);
+  const t0 = Date.now();
+  await idle.closed;
+  t.ok(Date.now() - t0 < 10_000, `dropped after ${Date.now() - t0} ms`);
+
+  // the served connections are unaffected; a freed slot is served again
+  t.equal((await a.get('/health')).status, 200);
+  t.equal((await b.get('/harnesses')).status, 200);
+  a.destroy();
+  await a.closed;
+  let e = await keptConnection(port);
+  let status = (await e.get('/health')).status;
+  for (let i = 0; i < 100 && status !== 200; i++) {
+    // bermd had not yet seen the other connection close: this one was over the cap
+    await e.closed;
+    await new Promise((r) => setTimeout(r, 20));
+    e = await keptConnection(port);
+    status = (await e.get('/health')).status;
+  }
+  t.equal(status, 200, 'served once a slot is free');
+  const metrics = await e.get('/metrics');
+  t.equal(metrics.status, 200);
+  t.match(metrics.body, /^berm_http_requests_total\{route="over-capacity",status="503"\} [2-9]\d*$/m);
+  e.destroy();
+  b.destroy();
+});

@@ -142,6 +142,7 @@ export async function startDaemon(
   show('max-image-bytes', settings.maxImageBytes);
   show('max-body-bytes', settings.maxBodyBytes);
   show('body-timeout-ms', settings.bodyTimeoutMs);
+  show('max-connections', settings.maxConnections);
   show('workers', settings.workers);
   show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
   show(
@@ -193,6 +194,7 @@ export async function startDaemon(
       maxImageBytes: settings.maxImageBytes.value,
       maxBodyBytes: settings.maxBodyBytes.value,
       bodyTimeoutMs: settings.bodyTimeoutMs.value,
+      maxConnections: settings.maxConnections.value,
     },
     version: version(),
     log,

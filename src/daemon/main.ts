@@ -19,6 +19,10 @@ const program = new Command('bermd')
   .option('--max-body-bytes <size>', 'largest body of other requests (default 2M)')
   .option('--body-timeout <ms>', 'a request body must arrive within this time (default 10000)')
   .option(
+    '--max-connections <n>',
+    'client connections served at once; one more is answered 503 and closed (default 1024; env BERMD_MAX_CONNECTIONS)',
+  )
+  .option(
     '--limit <key=value>',
     "a queue limit, repeatable (e.g. --limit timeoutMs=5000; drainMs bounds the shutdown); also [limits] in --config and env BERMD_LIMITS='k=v,k=v'",
     (v: string, prev: string[]) => [...prev, v],
@@ -49,6 +53,7 @@ const flags: Flags = {
   maxImageBytes: o.maxImageBytes,
   maxBodyBytes: o.maxBodyBytes,
   bodyTimeoutMs: o.bodyTimeout,
+  maxConnections: o.maxConnections,
   workers: o.workers,
   protocolEndpoint: o.protocolEndpoint,
   store: o.store,

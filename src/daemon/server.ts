@@ -33,7 +33,16 @@ export interface HttpLimits {
   maxBodyBytes: number;
   /** a request body must arrive completely within this time */
   bodyTimeoutMs: number;
+  /**
+   * most client connections served at once (≥ 1). A connection beyond it is answered 503 with a
+   * JSON error and `connection: close` on its first request, and closed after
+   * {@link OVER_CAP_GRACE_MS} if it sends none; the served connections are unaffected.
+   */
+  maxConnections: number;
 }
+
+/** How long a connection over the cap may take to send the request its 503 answers, ms. */
+export const OVER_CAP_GRACE_MS = 2000;
 
 /** What {@link DaemonServer} is built from. */
 export interface DaemonServerOptions {
@@ -108,7 +117,12 @@ export class DaemonServer {
   readonly metrics: Metrics;
   readonly mcp: McpEndpoint;
   private readonly auth: BearerAuth;
+  /** every open connection (served or over the cap), destroyed at close */
   private readonly sockets = new Set<Socket>();
+  /** open connections within the cap */
+  private served = 0;
+  /** connections over the cap: their requests are answered 503 */
+  private readonly overCap = new WeakSet<Socket>();
   private active = 0;
   private closing = false;
   private idle: (() => void) | null = null;
@@ -123,7 +137,23 @@ export class DaemonServer {
     this.http.headersTimeout = Math.min(o.limits.bodyTimeoutMs, 60_000);
     this.http.on('connection', (s: Socket) => {
       this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
+      if (this.served >= o.limits.maxConnections) {
+        // over the cap: answer its first request 503 (serve), or drop it if it sends none soon;
+        // it holds a descriptor for at most the grace period
+        this.overCap.add(s);
+        const drop = setTimeout(() => s.destroy(), OVER_CAP_GRACE_MS);
+        drop.unref();
+        s.on('close', () => {
+          clearTimeout(drop);
+          this.sockets.delete(s);
+        });
+        return;
+      }
+      this.served++;
+      s.on('close', () => {
+        this.served--;
+        this.sockets.delete(s);
+      });
     });
   }
 
@@ -164,6 +194,15 @@ export class DaemonServer {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.overCap.has(req.socket)) {
+      res.on('finish', () => this.metrics.request('over-capacity', 503));
+      res.setHeader('connection', 'close');
+      res.setHeader('retry-after', '1');
+      sendJson(res, 503, {
+        error: `bermd serves at most ${this.o.limits.maxConnections} connections at once (--max-connections); retry later`,
+      });
+      return;
+    }
     // an MCP GET is the session's notification stream: open as long as the client stays, it is
     // not work in progress and must not hold the drain at shutdown
     const counted = !(req.method === 'GET' && (req.url ?? '').split('?')[0] === '/mcp');

@@ -24,6 +24,8 @@ export interface Settings {
   maxImageBytes: Setting<number>;
   maxBodyBytes: Setting<number>;
   bodyTimeoutMs: Setting<number>;
+  /** most client connections served at once; one more is answered 503 and closed */
+  maxConnections: Setting<number>;
   workers: Setting<number>;
   /** berm's protocol endpoint for the agent-daemon side (`unix:/path` or `127.0.0.1:port`), or none */
   protocolEndpoint: Setting<string | null>;
@@ -45,6 +47,13 @@ interface Spec<T> {
   def: () => T;
   parse: (s: string, where: string) => T;
 }
+
+/**
+ * Default bound on client connections served at once: room for many agents and their MCP
+ * notification streams, far below the file descriptors a process may open (Node raises its soft
+ * limit to the hard one, 1,048,576 on Debian; each connection costs one descriptor and a few KB).
+ */
+export const DEFAULT_MAX_CONNECTIONS = 1024;
 
 /** A flag or environment value that cannot be used; the message names it and the fix. */
 export class SettingsError extends Error {
@@ -121,6 +130,12 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
       flag: 'body-timeout',
       env: 'BERMD_BODY_TIMEOUT_MS',
       def: () => 10_000,
+      parse: parsePositive,
+    },
+    maxConnections: {
+      flag: 'max-connections',
+      env: 'BERMD_MAX_CONNECTIONS',
+      def: () => DEFAULT_MAX_CONNECTIONS,
       parse: parsePositive,
     },
     protocolEndpoint: {
