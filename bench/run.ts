@@ -8,6 +8,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -277,7 +278,14 @@ function benchStartup(): void {
     versions.push(time(['--stack-size=4000', ...version]));
   }
   const [base, c, v] = [median(node), median(calls), median(versions)];
-  const from = built ? 'compiled dist/' : 'TS sources (dist/ absent or stale: npm run build)';
+  const bundle = join(ROOT, 'dist', 'berm-cli.cjs');
+  const from = !built
+    ? 'TS sources (dist/ absent or stale: npm run build)'
+    : !existsSync(bundle)
+      ? 'compiled dist/, no bundle'
+      : existsSync(`${bundle}.v8cache`)
+        ? 'dist/berm-cli.cjs with its code cache'
+        : 'dist/berm-cli.cjs, no code cache';
   fig('startup.node_e0_ms', base, 'ms', 'node -e 0, process start to exit (same run, interleaved)');
   fig('startup.cli_call_ms', c, 'ms', `berm call echo, warm cache, start to exit (${from})`);
   fig('startup.cli_call_vs_node', c / base, 'x', 'berm call / node -e 0 (target <= 2)');

@@ -1,4 +1,5 @@
 // ELF reader: every refusal on hand-built ELFs, the real toolchain ELFs in test/data, and fuzzing.
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import t from 'tap';
 import { ElfError, readElf, relocationTypeName } from '../src/elf/reader.js';
@@ -238,5 +239,39 @@ t.test('every fixture ELF reads', async (t) => {
   for (const [name, file] of fuzzFiles()) {
     const img = readElf(file);
     t.ok(img.functions.length > 0, name);
+  }
+});
+
+// The symbol table is read in place and its entries made into objects on first use: they must be
+// exactly what binutils' readelf lists (an independent reader), in table order.
+t.test('symbols read on demand are what readelf lists', async (t) => {
+  const TYPES = ['NOTYPE', 'OBJECT', 'FUNC', 'SECTION', 'FILE', 'COMMON', 'TLS'];
+  const BINDS = ['LOCAL', 'GLOBAL', 'WEAK'];
+  for (const f of ['fixtures/build/text-clang-O0.elf', 'fixtures/big/big-gcc-O2.elf']) {
+    const listing = execFileSync('readelf', ['--symbols', '--wide', f], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 26,
+    });
+    const want: [string, number, number, string, string][] = [];
+    let gp: number | null = null;
+    for (const line of listing.split('\n')) {
+      const m = /^\s*(\d+): ([0-9a-f]+)\s+(\S+) (\S+)\s+(\S+)\s+\S+\s+\S+ (.*)$/.exec(line);
+      if (!m || m[1] === '0') continue;
+      const value = parseInt(m[2], 16);
+      // readelf prints a section symbol with its section's name; berm keeps the (empty) symbol name
+      // (and shows a control character c as ^ and c + 64: clang's ".L1\x021" labels)
+      const name =
+        m[4] === 'SECTION'
+          ? ''
+          : m[6].replace(/\^([@-_])/g, (_, c: string) => String.fromCharCode(c.charCodeAt(0) - 64));
+      want.push([name, value, Number(m[3]), m[4], m[5]]);
+      if (gp === null && name === '__global_pointer$') gp = value;
+    }
+    t.ok(want.length > 1000, `${f}: readelf listed ${want.length} symbols`);
+    const img = readElf(new Uint8Array(readFileSync(f)));
+    t.equal(img.globalPointer, gp, `${f}: __global_pointer$`);
+    const got = img.symbols.map((s) => [s.name, s.value, s.size, TYPES[s.type], BINDS[s.bind]]);
+    t.same(got, want, `${f}: every symbol, in order`);
+    t.equal(img.symbols, img.symbols, 'made once');
   }
 });

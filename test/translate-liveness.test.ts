@@ -1,9 +1,11 @@
 // Guest-register liveness (src/translate/liveness.ts) on hand-encoded RV64I functions: which call
 // arguments a function reads (psABI: a0..a7 carry arguments, a0/a1 results), also through
 // recursion, and which loaded registers are dead (an epilogue's restore of a callee-saved register).
+// Also sp's offset from its entry value (src/translate/frame.ts).
 import t from 'tap';
 import { analyseFunction, type ImageFacts } from '../src/translate/cfg.js';
 import { Liveness, argumentUses } from '../src/translate/liveness.js';
+import { spOffsets, stepSp } from '../src/translate/frame.js';
 import { decode } from '../src/riscv/decode.js';
 
 /** The bytes of 32-bit instruction words, little-endian. */
@@ -54,4 +56,26 @@ t.test('a restored callee-saved register is dead, a loaded result is not', async
   const after = live.after(h.blocks.get(0x3000)!);
   t.equal(after[0] & bit(8), 0, 's0 is dead after `ld s0, 0(sp)` (ret reads only a0/a1)');
   t.not(after[1] & A0, 0, 'a0 is live after `ld a0, 8(sp)`');
+});
+
+t.test("sp's offset from its entry value, block by block", async (t) => {
+  // k: addi sp, sp, -32 ; beqz a0, +8 ; addi sp, sp, -16 ; sd s0, 0(sp) ; addi sp, sp, 32 ; ret
+  const words = [0xfe010113, 0x00050463, 0xff010113, 0x00813023, 0x02010113, 0x00008067];
+  const cfg = analyseFunction(code(words), 0x4000, {
+    functionEntries: new Set([0x4000]),
+    relocationTargets: new Set(),
+    decodeAt: (a) => {
+      const k = (a - 0x4000) / 4;
+      return k >= 0 && k < words.length ? decode(words[k]) : null;
+    },
+  });
+  const at = spOffsets(cfg);
+  t.equal(at.get(0x4000), 0, 'the entry: 0');
+  // after the branch: the fall-through block sees -32; the block at +12 is reached with -32
+  // (taken) and -48 (fall-through), so its offset is unknown
+  t.equal(at.get(0x4008), -32, 'after addi sp, sp, -32');
+  t.equal(at.get(0x400c), null, 'paths disagree: unknown');
+  t.equal(stepSp(-32, decode(words[2])), -48, 'addi sp, sp, -16 adds -16');
+  t.equal(stepSp(-32, decode(0x00013103)), null, 'ld sp, 0(sp): unknown');
+  t.equal(stepSp(-32, decode(0x00813023)), -32, 'sd s0, 0(sp) leaves sp');
 });

@@ -323,8 +323,8 @@ function parse(r: Reader): ElfImage {
       );
     }
   };
-  const symtabs = new Map<number, ElfSymbol[]>();
-  const readSymtab = (index: number): ElfSymbol[] => {
+  const symtabs = new Map<number, SymbolTable>();
+  const readSymtab = (index: number): SymbolTable => {
     let syms = symtabs.get(index);
     if (syms) return syms;
     const st = raw[index];
@@ -332,27 +332,13 @@ function parse(r: Reader): ElfImage {
     if (st.link >= shnum || raw[st.link].type !== SHT_STRTAB) {
       throw new ElfError('bad-section', `symbol table ${st.name} has no string table`);
     }
-    const strtab = raw[st.link];
-    syms = [];
-    const n = Math.floor(st.size / 24);
-    for (let i = 0; i < n; i++) {
-      const o = st.offset + i * 24;
-      const info = r.u8(o + 4);
-      syms.push({
-        name: str(r, strtab, r.u32(o), utf8),
-        value: r.u64(o + 8),
-        size: r.u64(o + 16),
-        type: info & 15,
-        bind: info >>> 4,
-        shndx: r.u16(o + 6),
-      });
-    }
+    syms = new SymbolTable(r, st, raw[st.link]);
     symtabs.set(index, syms);
     return syms;
   };
-  const allSymbols = readSymtab(symtabIndex);
+  const mainTable = readSymtab(symtabIndex);
   // Symbols past 4 GiB (absolute linker constants) cannot be guest addresses; they are left out.
-  const symbols = allSymbols.filter((s, i) => i !== 0 && s.value < FOUR_GIB && s.size <= FOUR_GIB - s.value);
+  const kept = (value: number, size: number) => value < FOUR_GIB && size <= FOUR_GIB - value;
 
   // Relocations
   const relocations: Relocation[] = [];
@@ -371,22 +357,23 @@ function parse(r: Reader): ElfImage {
       const o = sec.offset + i * 24;
       const symIndex = r.u32(o + 12);
       const type = r.u32(o + 8);
-      if (symIndex >= syms.length && symIndex !== 0) {
+      if (symIndex >= syms.count && symIndex !== 0) {
         throw new ElfError(
           'bad-relocation',
           `relocation ${i} of ${sec.name} names symbol ${symIndex}, out of range`,
         );
       }
-      const sym = symIndex === 0 ? undefined : syms[symIndex];
-      relocations.push({
-        offset: r.u64(o),
-        type,
-        typeName: relocationTypeName(type),
-        symbolValue: sym ? sym.value : 0,
-        symbolName: sym && sym.type !== STT_SECTION ? sym.name : '',
-        addend: r.i64(o + 16),
-        section: target,
-      });
+      relocations.push(
+        new Rela(
+          r.u64(o),
+          type,
+          symIndex === 0 ? 0 : syms.value(symIndex),
+          symIndex === 0 || syms.type(symIndex) === STT_SECTION ? null : syms,
+          symIndex,
+          r.i64(o + 16),
+          target,
+        ),
+      );
     }
   }
   if (relaSections === 0) {
@@ -396,7 +383,18 @@ function parse(r: Reader): ElfImage {
     );
   }
 
-  const functions = collectFunctions(allSymbols, inExec, segments);
+  // Only function symbols become objects here; the full list is made when first read (`symbols`).
+  const funcSymbols: ElfSymbol[] = [];
+  let gp: number | null = null;
+  for (let i = 1; i < mainTable.count; i++) {
+    const type = mainTable.type(i);
+    if (type === STT_FUNC && mainTable.size(i) !== 0) funcSymbols.push(mainTable.symbol(i));
+    if (gp === null && mainTable.nameIs(i, GP_NAME)) {
+      const v = mainTable.value(i);
+      if (kept(v, mainTable.size(i))) gp = v;
+    }
+  }
+  const functions = collectFunctions(funcSymbols, inExec, segments);
 
   const abi = raw.find((s) => s.name === '.berm.abi');
   let manifest: Uint8Array | null = null;
@@ -405,21 +403,112 @@ function parse(r: Reader): ElfImage {
     while (end > abi.offset && r.bytes[end - 1] === 0) end--;
     manifest = r.bytes.subarray(abi.offset, end);
   }
-  const gp = symbols.find((s) => s.name === '__global_pointer$');
-
+  let symbols: ElfSymbol[] | null = null;
   return {
     entry,
     flags,
     segments,
     sections: raw,
-    symbols,
+    get symbols(): ElfSymbol[] {
+      if (symbols === null) {
+        symbols = [];
+        for (let i = 1; i < mainTable.count; i++) {
+          if (kept(mainTable.value(i), mainTable.size(i))) symbols.push(mainTable.symbol(i));
+        }
+      }
+      return symbols;
+    },
     functions,
     relocations,
     manifest,
-    globalPointer: gp ? gp.value : null,
+    globalPointer: gp,
     imageStart,
     imageEnd,
   };
+}
+
+const GP_NAME = '__global_pointer$';
+
+/**
+ * A symbol table read in place: entries become objects only when asked for. A harness has
+ * thousands of local labels that nothing on the way to a first call needs, and building an object
+ * (and a name) for each was most of the time spent parsing an ELF.
+ */
+class SymbolTable {
+  /** number of entries */
+  readonly count: number;
+  private readonly at: number;
+  constructor(
+    private readonly r: Reader,
+    table: Section,
+    private readonly strtab: Section,
+  ) {
+    this.count = Math.floor(table.size / 24);
+    this.at = table.offset;
+  }
+  value(i: number): number {
+    return this.r.u64(this.at + i * 24 + 8);
+  }
+  size(i: number): number {
+    return this.r.u64(this.at + i * 24 + 16);
+  }
+  type(i: number): number {
+    return this.r.bytes[this.at + i * 24 + 4] & 15;
+  }
+  name(i: number): string {
+    return str(this.r, this.strtab, this.r.u32(this.at + i * 24), utf8);
+  }
+  /** Whether entry i's name is `ascii`, compared in the string table (as {@link str} reads it). */
+  nameIs(i: number, ascii: string): boolean {
+    const index = this.r.u32(this.at + i * 24);
+    const t = this.strtab;
+    const n = ascii.length;
+    if (index === 0 || index >= t.size) return n === 0;
+    if (index + n > t.size) return false;
+    const b = this.r.bytes;
+    const from = t.offset + index;
+    for (let k = 0; k < n; k++) if (b[from + k] !== ascii.charCodeAt(k)) return false;
+    // a name runs to its NUL or to the end of the table
+    return index + n === t.size || b[from + n] === 0;
+  }
+  symbol(i: number): ElfSymbol {
+    const o = this.at + i * 24;
+    const info = this.r.u8(o + 4);
+    return {
+      name: this.name(i),
+      value: this.value(i),
+      size: this.size(i),
+      type: info & 15,
+      bind: info >>> 4,
+      shndx: this.r.u16(o + 6),
+    };
+  }
+}
+
+/** A relocation whose symbol name is read from the symbol table when first asked for. */
+class Rela implements Relocation {
+  #table: SymbolTable | null;
+  #sym: number;
+  #name: string | undefined;
+  constructor(
+    readonly offset: number,
+    readonly type: number,
+    readonly symbolValue: number,
+    /** the table of a named symbol (null: none, or a section symbol) */
+    table: SymbolTable | null,
+    sym: number,
+    readonly addend: number,
+    readonly section: string,
+  ) {
+    this.#table = table;
+    this.#sym = sym;
+  }
+  get typeName(): string {
+    return relocationTypeName(this.type);
+  }
+  get symbolName(): string {
+    return (this.#name ??= this.#table === null ? '' : this.#table.name(this.#sym));
+  }
 }
 
 /** A NUL-terminated string at `index` in a string table section, bounded by the section. */
@@ -444,8 +533,7 @@ function collectFunctions(
   segments: Segment[],
 ): GuestFunction[] {
   const byStart = new Map<number, { syms: ElfSymbol[]; size: number }>();
-  for (let i = 1; i < syms.length; i++) {
-    const s = syms[i];
+  for (const s of syms) {
     if (s.type !== STT_FUNC || s.size === 0 || s.name.startsWith('.L')) continue;
     if (s.value >= FOUR_GIB || !inExec(s.value)) continue;
     // A function must lie within the file bytes of one executable segment.

@@ -14,6 +14,7 @@ import { TrapKind } from './abi.js';
 import type { BasicBlock, FunctionCfg, Target } from './cfg.js';
 import { LocalPlan, type Gen } from './gen.js';
 import { CALL_ARGS, Liveness } from './liveness.js';
+import { spOffsets, stepSp, type SpOffset } from './frame.js';
 
 /** Names of module-level items the function bodies refer to. */
 export const Names = {
@@ -155,6 +156,14 @@ class FunctionEmitter {
    * destination is dead is reduced to its bounds check (see blockCode).
    */
   private readonly liveness: Liveness | null;
+  /**
+   * sp's offset from its entry value at each block's start, in the optimising tier (frame.ts),
+   * and where the code being emitted stands (null: unknown)
+   */
+  private readonly spAt: Map<number, SpOffset> | null;
+  private sp: SpOffset = null;
+  /** the offset field of the access whose address() was built last (see address) */
+  private offset = 0;
   constructor(
     private readonly ctx: EmitContext,
     private readonly cfg: FunctionCfg,
@@ -163,6 +172,7 @@ class FunctionEmitter {
     this.t = ctx.types;
     this.g = ctx.gen;
     const uses = ctx.argumentUses;
+    this.spAt = uses ? spOffsets(cfg) : null;
     this.liveness = uses
       ? new Liveness(cfg, (t) => (t === null ? CALL_ARGS : (uses.get(t) ?? CALL_ARGS)))
       : null;
@@ -238,6 +248,15 @@ class FunctionEmitter {
   private address(rs1: number, imm: number, width: number, pc: number): Ref {
     const m = this.m;
     const ctx = this.ctx;
+    this.offset = 0;
+    if (rs1 === 2 && this.sp !== null && this.frameSafe(this.sp + imm, width)) {
+      // no check; a non-negative imm goes in the access's offset field, so the accesses of one
+      // frame share their address (L_E then is sp - base: only a load or a store at sp plus a
+      // non-negative imm, which needs no dirty tracking, reads it)
+      if (imm < 0) return m.local.set(L_E, m.i64.add(this.get(rs1), this.c64(imm - ctx.base)));
+      this.offset = imm;
+      return m.local.set(L_E, m.i64.sub(this.get(rs1), this.c64(ctx.base)));
+    }
     return m.block(null, [
       m.local.set(L_E, m.i64.add(this.get(rs1), this.c64(imm - ctx.base))),
       m.if(
@@ -245,6 +264,17 @@ class FunctionEmitter {
         this.trap(TrapKind.MemoryFault, pc, m.i64.add(m.local.get(L_E, this.t.i64), this.c64(ctx.base))),
       ),
     ]);
+  }
+  /**
+   * Whether `width` bytes at the entry's sp plus `offset` lie inside memory whatever that sp was.
+   * The entry's check traps StackOverflow unless stack limit <= sp <= base + size, so an access
+   * wholly below the entry's sp (offset + width <= 0: the function's own frame) and no deeper
+   * than the stack region allows (stack limit + offset >= base) cannot fault: its bounds check
+   * would never fire and is left out. A call cannot move the caller's sp (the callee gets a
+   * copy), so only the function's own writes to sp move the offset (frame.ts).
+   */
+  private frameSafe(offset: number, width: number): boolean {
+    return offset + width <= 0 && this.ctx.stackLimit + offset >= this.ctx.base;
   }
   /** Record a store of `width` bytes at L_E in the dirty extents (see EmitContext.dirtySplit). */
   private track(width: number): Ref {
@@ -502,14 +532,20 @@ class FunctionEmitter {
       // (the entry's fuel was charged by the site that called or jumped here: enterFuel)
       out.push(
         m.if(
-          m.i64.lt_u(this.get(2), this.c64(this.ctx.stackLimit)),
+          // sp in [stack limit, end of memory], one unsigned compare (see frameSafe)
+          m.i64.gt_u(
+            m.i64.sub(this.get(2), this.c64(this.ctx.stackLimit)),
+            this.c64(this.ctx.base + this.ctx.size - this.ctx.stackLimit),
+          ),
           this.trap(TrapKind.StackOverflow, b.start, this.get(2)),
         ),
       );
     }
     const n = b.instrs.length;
     const liveAfter = this.liveness?.after(b);
+    this.sp = this.spAt?.get(b.start) ?? null;
     for (let i = 0; i < n; i++) {
+      if (i > 0) this.sp = stepSp(this.sp, b.instrs[i - 1]);
       const ins = b.instrs[i];
       const pc = b.pcs[i];
       const call = b.calls.get(i);
@@ -527,10 +563,13 @@ class FunctionEmitter {
         // this function's code, its direct calls as calls
         out.push(this.set(ins.rd, this.c64(pc + ins.size)));
         const { instrs, pcs, calls } = call.inline;
+        this.sp = stepSp(this.sp, ins);
         instrs.forEach((mi, k) => {
           const to = calls.get(k);
           out.push(to === undefined ? this.instr(mi, pcs[k]) : this.callSite(mi, pcs[k], to));
+          this.sp = stepSp(this.sp, mi);
         });
+        // (the loop steps over `ins` again: it does not write sp, or the offset is already null)
         continue;
       }
       if (call) {
@@ -728,15 +767,16 @@ class FunctionEmitter {
         const width = e.width!;
         return m.block(null, [
           this.address(rs1, imm, width, pc),
-          this.set(rd, this.g.load(width, e.signed!, this.ea())),
+          this.set(rd, this.g.load(width, e.signed!, this.ea(), 1, this.offset)),
         ]);
       }
       case 'store': {
         const width = ENTRY[ins.op].width!;
-        const st = this.g.store(width, this.ea(), this.get(rs2));
+        const addr = this.address(rs1, imm, width, pc);
+        const st = this.g.store(width, this.ea(), this.get(rs2), 1, this.offset);
         // sp plus a non-negative offset is at or above dirty_lo already (spMark)
-        if (rs1 === 2 && imm >= 0) return m.block(null, [this.address(rs1, imm, width, pc), st]);
-        return m.block(null, [this.address(rs1, imm, width, pc), this.track(width), st]);
+        if (rs1 === 2 && imm >= 0) return m.block(null, [addr, st]);
+        return m.block(null, [addr, this.track(width), st]);
       }
       case 'nop':
         return m.nop(); // fence, fence.i: one hart, no caches to synchronise

@@ -110,17 +110,18 @@ export class Gen {
   }
 
   /**
-   * An i64 load of `width` bytes at Wasm address `ea` (i32), sign- or zero-extended; `align` is
-   * the alignment hint in bytes (1 when nothing is known).
+   * An i64 load of `width` bytes at Wasm address `ea` (i32) plus the static `offset` (the
+   * access's offset field, >= 0), sign- or zero-extended; `align` is the alignment hint in bytes
+   * (1 when nothing is known).
    */
-  load(width: Width, signed: boolean, ea: Ref, align: number = 1): Ref {
+  load(width: Width, signed: boolean, ea: Ref, align: number = 1, offset: number = 0): Ref {
     const op = LOADS[width][signed ? 1 : 0];
-    return this.m.i64[op](0, align, ea);
+    return this.m.i64[op](offset, align, ea);
   }
 
-  /** Store the low `width` bytes of i64 `value` at Wasm address `ea` (i32). */
-  store(width: Width, ea: Ref, value: Ref, align: number = 1): Ref {
-    return this.m.i64[STORES[width]](0, align, ea, value);
+  /** Store the low `width` bytes of i64 `value` at Wasm address `ea` (i32) plus `offset` (>= 0). */
+  store(width: Width, ea: Ref, value: Ref, align: number = 1, offset: number = 0): Ref {
+    return this.m.i64[STORES[width]](offset, align, ea, value);
   }
 
   /**
