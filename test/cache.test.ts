@@ -8,6 +8,7 @@ import { cacheKey, WasmCache } from '../src/cache/cache.js';
 import { readElf } from '../src/elf/reader.js';
 import { restoreImage, summarizeImage } from '../src/elf/summary.js';
 import { Engine } from '../src/engine/engine.js';
+import { findSummary, SUMMARY_SECTION } from '../src/engine/summary-section.js';
 import { fixtureElfs, ROOT } from './helpers/fixtures.js';
 
 const raw = fixtureElfs().find((e) => e.source === 'raw.c' && e.compiler === 'clang' && e.opt === 'O2')!;
@@ -113,27 +114,54 @@ t.test('the image summary kept beside a module restores what running it needs', 
   t.equal(restoreImage('not json', new Uint8Array(8)), null);
 });
 
-t.test('a second engine restores the image summary from the cache; a damaged one is reparsed', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'berm-cache-'));
-  const bytes = new Uint8Array(readFileSync(raw.path));
-  const first = await new Engine({ cacheDir: dir, tier: 'baseline' }).compile(bytes);
-  const files = readdirSync(dir);
-  t.equal(files.filter((f) => f.endsWith('.image')).length, 1, 'one summary beside the module');
-  const warm = new Engine({ cacheDir: dir, tier: 'baseline' });
-  const second = await warm.compile(bytes);
-  t.equal(second.info.cached, true);
-  t.equal(second.info.elfSha256, first.info.elfSha256);
-  // a restored image parses the ELF for its sections on first use (a getter); a parsed one has them
-  t.equal(Object.getOwnPropertyDescriptor(second.image, 'sections')?.get !== undefined, true, 'restored');
-  t.same(second.image.functions, first.image.functions);
-  const img = join(
-    dir,
-    files.find((f) => f.endsWith('.image'))!,
-  );
-  writeFileSync(img, 'garbage');
-  const third = await new Engine({ cacheDir: dir, tier: 'baseline' }).compile(bytes);
-  t.equal(Object.getOwnPropertyDescriptor(third.image, 'sections')?.get, undefined, 'parsed again');
-  t.same(third.image.functions, first.image.functions);
-  t.ok(readFileSync(img).length > 100, 'and the summary rewritten');
-  t.equal(new WasmCache(dir).list().length, 1, 'ls lists modules only');
-});
+t.test(
+  'a second engine restores the image summary from the cached module, else from beside it; a damaged one is reparsed',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'berm-cache-'));
+    const bytes = new Uint8Array(readFileSync(raw.path));
+    const first = await new Engine({ cacheDir: dir, tier: 'baseline' }).compile(bytes);
+    const files = readdirSync(dir);
+    t.equal(files.filter((f) => f.endsWith('.image')).length, 1, 'one summary beside the module');
+    const imageName = files.find((f) => f.endsWith('.image'))!;
+    const img = join(dir, imageName);
+    const cache = new WasmCache(dir);
+    const beside = Buffer.from(cache.get(imageName.replace(/\.image$/, ''), 'image')!).toString('utf8');
+    // the cached module carries the same summary in a custom section, as V8 itself reports it
+    const stored = cache.get(first.info.key)!;
+    t.ok(WebAssembly.validate(stored), 'the cached module is valid');
+    // (WebAssembly.Module.customSections is in the JS API spec; TypeScript's lib here lacks it)
+    const customSections = (
+      WebAssembly.Module as unknown as { customSections(m: WebAssembly.Module, name: string): ArrayBuffer[] }
+    ).customSections;
+    const sections = customSections(new WebAssembly.Module(stored), SUMMARY_SECTION);
+    t.equal(sections.length, 1);
+    t.equal(Buffer.from(sections[0]).toString('utf8'), beside, 'the summary, as a custom section');
+    t.equal(findSummary(stored)?.moduleBytes, first.info.wasmBytes, 'appended after the translated module');
+
+    // warm: the summary comes from the module; the one beside it is not read
+    writeFileSync(img, 'garbage');
+    const warm = new Engine({ cacheDir: dir, tier: 'baseline' });
+    const second = await warm.compile(bytes);
+    t.equal(second.info.cached, true);
+    t.equal(second.info.elfSha256, first.info.elfSha256);
+    t.equal(second.info.wasmBytes, first.info.wasmBytes, 'the module size without the section');
+    // a restored image parses the ELF for its sections on first use (a getter); a parsed one has them
+    t.equal(Object.getOwnPropertyDescriptor(second.image, 'sections')?.get !== undefined, true, 'restored');
+    t.same(second.image.functions, first.image.functions);
+
+    // a module cached without the section: the summary beside it, here damaged, so parsed again
+    cache.put(first.info.key, stored.subarray(0, findSummary(stored)!.moduleBytes));
+    const third = await new Engine({ cacheDir: dir, tier: 'baseline' }).compile(bytes);
+    t.equal(third.info.cached, true);
+    t.equal(Object.getOwnPropertyDescriptor(third.image, 'sections')?.get, undefined, 'parsed again');
+    t.same(third.image.functions, first.image.functions);
+    t.ok(readFileSync(img).length > 100, 'and the summary rewritten');
+    const fourth = await new Engine({ cacheDir: dir, tier: 'baseline' }).compile(bytes);
+    t.equal(
+      Object.getOwnPropertyDescriptor(fourth.image, 'sections')?.get !== undefined,
+      true,
+      'restored from beside',
+    );
+    t.equal(new WasmCache(dir).list().length, 1, 'ls lists modules only');
+  },
+);

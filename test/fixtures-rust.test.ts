@@ -8,27 +8,22 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Engine } from '../src/engine/engine.js';
-import { Harness } from '../src/harness/harness.js';
 import { runBerm } from './helpers/berm-cli.js';
 import { expected, FIXTURES, TEST_CACHE } from './helpers/fixtures.js';
+import { runToolCases, type ExpectedToolCase } from './helpers/tool-cases.js';
 
 interface RustElf {
   path: string;
   harness: string;
   opt: string;
 }
-interface RustCase {
+interface RustCase extends ExpectedToolCase {
   harness: string;
-  tool: string;
-  args: string;
-  ok: boolean;
-  result: string;
 }
 
 const RUST = join(FIXTURES, 'rust');
 const elfs: RustElf[] = JSON.parse(readFileSync(join(RUST, 'manifest.json'), 'utf8')).elfs;
 const cases: RustCase[] = JSON.parse(readFileSync(join(RUST, 'expected.json'), 'utf8')).tools;
-const enc = new TextEncoder();
 const isObject = (json: string): boolean => {
   const v: unknown = JSON.parse(json);
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -48,18 +43,7 @@ for (const elf of elfs) {
   const mine = cases.filter((c) => c.harness === elf.harness);
   t.test(`${elf.path.split('/').pop()!}: ${mine.length} cases`, async (t) => {
     t.ok(mine.length >= 10, 'cases for this harness');
-    const h = await Harness.load(engine, join(FIXTURES, '..', elf.path));
-    for (const c of mine) {
-      const r = h.invoke(c.tool, enc.encode(c.args), { timeoutMs: 60_000 });
-      const what = `${c.tool}(${c.args.slice(0, 50)})`;
-      if (c.ok) {
-        t.equal(r.status, 'ok', `${what} succeeds`);
-        if (r.status === 'ok') t.equal(r.result, c.result, `${what} result`);
-      } else {
-        t.equal(r.status, 'failed', `${what} fails through berm.fail`);
-        if (r.status === 'failed') t.equal(r.message, c.result, `${what} message`);
-      }
-    }
+    await runToolCases(t, engine, join(FIXTURES, '..', elf.path), mine, () => ({ timeoutMs: 60_000 }), 50);
   });
 }
 

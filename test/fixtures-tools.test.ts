@@ -3,12 +3,12 @@
 // fixtures/expected.py, never by berm).
 import t from 'tap';
 import { Engine } from '../src/engine/engine.js';
-import { Harness, type WireHandler } from '../src/harness/harness.js';
+import type { WireHandler } from '../src/harness/harness.js';
 import { expected, fixtureElfs, TEST_CACHE } from './helpers/fixtures.js';
+import { runToolCases } from './helpers/tool-cases.js';
 
 const engine = new Engine({ cacheDir: TEST_CACHE });
 const tools = expected().tools;
-const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 /** An in-memory store with the berm.get/set/delete wire shape: get of an absent key replies with no fields. */
@@ -31,20 +31,9 @@ for (const elf of fixtureElfs()) {
   );
   if (mine.length === 0) continue;
   for (const c of mine) runs.set(c, runs.get(c)! + 1);
-  t.test(elf.path.split('/').pop()!, async (t) => {
-    const h = await Harness.load(engine, elf.path);
-    for (const c of mine) {
-      const r = h.invoke(c.tool, enc.encode(c.args), { capabilities: memoryStore(), timeoutMs: 20_000 });
-      const what = `${c.tool}(${c.args.slice(0, 40)})`;
-      if (c.ok) {
-        t.equal(r.status, 'ok', `${what} succeeds`);
-        if (r.status === 'ok') t.equal(r.result, c.result, `${what} result`);
-      } else {
-        t.equal(r.status, 'failed', `${what} fails through berm.fail`);
-        if (r.status === 'failed') t.equal(r.message, c.result, `${what} message`);
-      }
-    }
-  });
+  t.test(elf.path.split('/').pop()!, (t) =>
+    runToolCases(t, engine, elf.path, mine, () => ({ capabilities: memoryStore(), timeoutMs: 20_000 })),
+  );
 }
 
 t.test('every expected tool case runs on the gcc and clang builds of its source', async (t) => {

@@ -176,3 +176,45 @@ t.test(
     );
   },
 );
+
+t.test('due wakes held by a rate limit: the drain sleeps (no zero-delay timer loop)', async (t) => {
+  const url = await freshDatabase(t);
+  if (url === null) return;
+  const store = await PgStore.open(url, { owner: 'R', leaseMs: 1000 });
+  // one token every 2 s: after the first wake, the others wait for the next token
+  const rt = await BermRuntime.create({
+    store,
+    poolSize: 1,
+    cacheDir: TEST_CACHE,
+    limits: { harnessRate: 0.5, harnessBurst: 1 },
+  });
+  store.attach(rt);
+  t.teardown(() => rt.close(2000));
+  await rt.deploy('qg', QG, { capabilities: [] }, { persist: false });
+  rt.start();
+  const first = new Promise<void>((resolve) => rt.once('invocation', () => resolve()));
+  for (let i = 0; i < 3; i++) rt.arm({ harness: 'qg', id: `r${i}`, payload: `r${i}` });
+  await first;
+  await sleep(200); // the drain after the first wake has held the others back by now
+  // count the timers this process sets for 1 s (Node's own setTimeout, wrapped to count), and
+  // its CPU time: a drain looping on zero-delay timers sets ~1,000 and takes much of a core
+  const real = globalThis.setTimeout;
+  let timers = 0;
+  globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+    timers++;
+    return real(...args);
+  }) as typeof setTimeout;
+  const cpu0 = process.cpuUsage();
+  const wall0 = performance.now();
+  try {
+    await new Promise((r) => real(r, 1000));
+  } finally {
+    globalThis.setTimeout = real;
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const share = (cpu.user + cpu.system) / 1000 / (performance.now() - wall0);
+  t.ok(timers < 50, `${timers} timers set in 1 s while two wakes wait`);
+  t.ok(share < 0.3, `CPU ${(share * 100).toFixed(1)} % of one core`);
+  const pending = await store.dues.list({});
+  t.equal(pending.length, 2, 'both still pending');
+});

@@ -22,6 +22,7 @@ import {
 } from '../translate/abi.js';
 import { Slot } from './instance.js';
 import { BackgroundOptimizer } from './optimizer.js';
+import { appendSummary, findSummary } from './summary-section.js';
 
 export { Instance, type InstantiateOptions } from './instance.js';
 export { basicHostFunctions, Linker } from './linker.js';
@@ -151,6 +152,39 @@ export class Engine {
 
   /** Parsed images by the ELF bytes they came from (the same array is parsed and hashed once). */
   private readonly images = new WeakMap<Uint8Array, { sha256: string; image: ElfImage }>();
+  /** sha256 (hex) by the ELF bytes it was computed from */
+  private readonly digests = new WeakMap<Uint8Array, string>();
+
+  /** The sha256 of an ELF's bytes, computed once per byte array. */
+  private digestOf(elf: Uint8Array): string {
+    let sha256 = this.digests.get(elf);
+    if (sha256 === undefined) {
+      sha256 = hash('sha256', elf, 'hex');
+      this.digests.set(elf, sha256);
+    }
+    return sha256;
+  }
+
+  /**
+   * The image of an ELF for compiling it: from the summary inside its cached module `wasm` when
+   * that has one (src/engine/summary-section.ts: no second cache read), else {@link inspect}.
+   * @throws ElfError for malformed input (with the fix in its message).
+   */
+  private imageOf(elf: Uint8Array, wasm: Uint8Array | null): ElfImage {
+    const known = this.images.get(elf);
+    if (known) return known.image;
+    const found = wasm === null ? null : findSummary(wasm);
+    const image = found === null ? null : restoreImage(found.text, elf);
+    if (image === null) return this.inspect(elf).image;
+    this.images.set(elf, { sha256: this.digestOf(elf), image });
+    return image;
+  }
+
+  /** `wasm` with the summary of `image` appended (what the cache keeps), or `wasm` when there is none. */
+  private withSummary(elf: Uint8Array, image: ElfImage, wasm: Uint8Array): Uint8Array {
+    const text = summarizeImage(image, elf);
+    return text === null ? wasm : appendSummary(wasm, text);
+  }
 
   /**
    * The parsed image of an ELF and the sha256 of its bytes, each computed once per byte array.
@@ -162,7 +196,7 @@ export class Engine {
   inspect(elf: Uint8Array): { sha256: string; image: ElfImage } {
     let known = this.images.get(elf);
     if (known) return known;
-    const sha256 = hash('sha256', elf, 'hex');
+    const sha256 = this.digestOf(elf);
     const key = cacheKey([sha256, `berm-image-${TRANSLATOR_VERSION}-${translatorDigest()}`]);
     const kept = this.cache?.get(key, 'image') ?? null;
     let image = kept === null ? null : restoreImage(Buffer.from(kept).toString('utf8'), elf);
@@ -196,12 +230,15 @@ export class Engine {
   async compile(source: Uint8Array | string): Promise<GuestModule> {
     const t0 = performance.now();
     const bytes = typeof source === 'string' ? readBytes(source) : source;
-    const { sha256: digest, image } = this.inspect(bytes);
-    const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
+    // the cached module first: it carries the image's summary (imageOf), so a warm compile reads
+    // one cache entry; a malformed ELF throws in imageOf (it has no cached module)
+    const digest = this.digestOf(bytes);
     const optKey = this.keyOf(digest, 'optimized');
     if (this.tier !== 'baseline') {
       const hit = this.cache?.get(optKey) ?? null;
       if (hit !== null || this.tier === 'optimized') {
+        const image = this.imageOf(bytes, hit);
+        const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
         return this.finish(bytes, image, layout, t0, optKey, 'optimized', hit, async () => {
           const { translate } = await import('../translate/module.js');
           return translate(image, this.options);
@@ -209,19 +246,13 @@ export class Engine {
       }
     }
     const baseKey = this.keyOf(digest, 'baseline');
-    const mod = await this.finish(
-      bytes,
-      image,
-      layout,
-      t0,
-      baseKey,
-      'baseline',
-      this.cache?.get(baseKey) ?? null,
-      async () => {
-        const { translateBaseline } = await import('../translate/baseline.js');
-        return translateBaseline(image, this.options);
-      },
-    );
+    const baseHit = this.cache?.get(baseKey) ?? null;
+    const image = this.imageOf(bytes, baseHit);
+    const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
+    const mod = await this.finish(bytes, image, layout, t0, baseKey, 'baseline', baseHit, async () => {
+      const { translateBaseline } = await import('../translate/baseline.js');
+      return translateBaseline(image, this.options);
+    });
     if (this.tier === 'auto' && this.optimizeInBackground) {
       mod.optimized = this.upgradeLater(mod, bytes, optKey);
     }
@@ -266,13 +297,13 @@ export class Engine {
       throw refusedByV8(image, e);
     }
     const c1 = performance.now();
-    if (!cached) this.cache?.put(key, wasm);
+    if (!cached) this.cache?.put(key, this.withSummary(bytes, image, wasm));
     return new GuestModule(this, image, layout, compiled, {
       tier,
       cached,
       key,
-      wasmBytes: wasm.length,
-      elfSha256: this.inspect(bytes).sha256,
+      wasmBytes: (cached ? findSummary(wasm)?.moduleBytes : undefined) ?? wasm.length,
+      elfSha256: this.digestOf(bytes),
       totalMs: c1 - t0,
       translate: timings,
       wasmCompileMs: c1 - c0,
@@ -299,7 +330,7 @@ export class Engine {
         )
         .then(
           ({ wasm }) => {
-            this.cache?.put(key, wasm);
+            this.cache?.put(key, this.withSummary(bytes, mod.image, wasm));
             return wasm;
           },
           () => null,

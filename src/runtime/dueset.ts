@@ -101,6 +101,28 @@ export class DueHeap {
   }
 
   /**
+   * The earliest due instant later than `t` (stale entries included), or Infinity: a walk that
+   * stops at the first entry of each path later than `t` (its subtree is no earlier), so it costs
+   * the number of entries due by `t`.
+   */
+  earliestAfter(t: number): number {
+    let best = Infinity;
+    const stack = this.n > 0 ? [0] : [];
+    while (stack.length > 0) {
+      const i = stack.pop()!;
+      const w = this.when[i]!;
+      if (w > t) {
+        if (w < best) best = w;
+        continue;
+      }
+      const l = 2 * i + 1;
+      if (l < this.n) stack.push(l);
+      if (l + 1 < this.n) stack.push(l + 1);
+    }
+    return best;
+  }
+
+  /**
    * Entries with after < when <= now, stale ones included, counted by a walk that prunes subtrees
    * whose root is later than `now`; at most `cap` are counted.
    */

@@ -214,9 +214,18 @@ export class BermRuntime extends EventEmitter {
   private redeliver: WakeRecord[] = [];
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
+  /**
+   * Due work (the heap's due entries, re-deliveries) that the last drain could start none of
+   * waits until this instant: the earliest a rate token frees, or Infinity when only a finishing
+   * invocation can free room (it dispatches by itself). 0: no such wait. Cleared when wakes are
+   * armed or adopted, so a new wake of a harness that may start is not held back.
+   */
+  private notBefore = 0;
   private closed = false;
   private started = false;
   private dispatching = false;
+  /** wakes started since the runtime was created (a drain that starts none may sleep) */
+  private wakesStarted = 0;
   private pending = 0;
   private counters = {
     invocations: {} as Record<string, number>,
@@ -700,6 +709,7 @@ export class BermRuntime extends EventEmitter {
     }
     // another process may also have cancelled some: take the store's word for the count
     this.pendingCount = this.store.dues.count();
+    this.notBefore = 0;
     this.armTimer();
     return seq.length;
   }
@@ -726,12 +736,15 @@ export class BermRuntime extends EventEmitter {
    */
   adopt(when: ArrayLike<number>, seq: ArrayLike<number>): void {
     for (let i = 0; i < seq.length; i++) this.heap.push(when[i]!, seq[i]!);
+    this.notBefore = 0;
     this.armTimer();
   }
 
   private armTimer(): void {
     if (this.closed || !this.started) return;
-    const at = this.redeliver.length > 0 ? Date.now() : this.heap.peekWhen();
+    let at = this.redeliver.length > 0 ? Date.now() : this.heap.peekWhen();
+    // due work that could not start sleeps until a limit frees (not a zero-delay timer per turn)
+    if (at < this.notBefore) at = this.notBefore;
     if (at === this.timerAt && this.timer) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
@@ -747,6 +760,22 @@ export class BermRuntime extends EventEmitter {
     this.timer.unref();
   }
 
+  /**
+   * When due work that could not start now may: Infinity when the pool or the concurrency limit is
+   * full, or when every harness in `blocked` (those whose due wakes a limit held back) is at its
+   * own concurrency: a finishing invocation dispatches. Else the earliest instant one of them gets
+   * a rate token, at least 50 ms ahead, so due entries that start nothing for another reason
+   * (claimed by another process, cancelled) are looked at again soon, without a busy loop.
+   */
+  private blockedUntil(now: number, blocked: ReadonlySet<string>): number {
+    if (this.capacity() <= 0) return Infinity;
+    let wait = blocked.size === 0 ? 0 : Infinity;
+    for (const h of blocked) {
+      if (this.canStart(h)) wait = Math.min(wait, this.bucket(h).waitMs(now));
+    }
+    return now + Math.max(50, wait);
+  }
+
   /** Free capacity for wakes right now. */
   private capacity(): number {
     return Math.min(this.limits.concurrency - this.running.size, this.pool.idle());
@@ -756,6 +785,9 @@ export class BermRuntime extends EventEmitter {
   private drainDue(): void {
     const now = Date.now();
     const setAside: [number, number][] = [];
+    const startedBefore = this.wakesStarted;
+    // harnesses whose due wakes were held back by a limit in this drain
+    const blocked = new Set<string>();
     while (this.redeliver.length > 0 && this.capacity() > 0) {
       const w = this.redeliver.shift()!;
       const again = this.store.dues.reclaim(w.id, w.seq);
@@ -776,6 +808,7 @@ export class BermRuntime extends EventEmitter {
       );
       const want = this.capacity();
       const shut = this.registry.size - open.length;
+      for (const h of this.registry.keys()) if (!open.includes(h)) blocked.add(h);
       if (open.length === 0) break;
       const got = claimDue(now, want, open, [this.heap.peekWhen(), this.heap.peekSeq()]);
       // entries up to the last row claimed are claimed now, elsewhere, or being claimed elsewhere
@@ -795,6 +828,7 @@ export class BermRuntime extends EventEmitter {
           this.store.dues.release(w.id, w.seq, w.when);
           this.pendingCount++;
           setAside.push([w.when, w.seq]);
+          blocked.add(w.harness);
           held = true;
           continue;
         }
@@ -828,6 +862,7 @@ export class BermRuntime extends EventEmitter {
         this.store.dues.release(w.id, w.seq, w.when);
         this.pendingCount++;
         setAside.push([when, seq]);
+        blocked.add(w.harness);
         // a few set aside are enough to let other harnesses' wakes pass; more would cost two
         // transactions each on every drain
         if (setAside.length >= 16) break;
@@ -844,6 +879,11 @@ export class BermRuntime extends EventEmitter {
       spilled = this.heap.countDue(now, this.spillMark);
       this.spillMark = now;
     }
+    this.notBefore =
+      this.wakesStarted === startedBefore && (this.redeliver.length > 0 || this.heap.peekWhen() <= now)
+        ? // ...but an entry falling due later still fires on time
+          Math.min(this.blockedUntil(now, blocked), this.heap.earliestAfter(now))
+        : 0;
     if (spilled > 0) {
       this.counters.spills += spilled;
       const oldest = this.heap.peekWhen();
@@ -859,6 +899,7 @@ export class BermRuntime extends EventEmitter {
   }
 
   private startWake(w: WakeRecord, now: number): void {
+    this.wakesStarted++;
     const h = this.registry.get(w.harness);
     const chain: ChainSpec = {
       ...this.freshChain(w.authority ?? undefined),
@@ -996,6 +1037,7 @@ export class BermRuntime extends EventEmitter {
     if (!replaced) this.pendingCount++;
     if (record.seq > this.maxSeq) this.maxSeq = record.seq;
     this.heap.push(record.when, record.seq);
+    this.notBefore = 0;
     this.armTimer();
     this.emit('armed', record);
     return record;

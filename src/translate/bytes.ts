@@ -115,7 +115,22 @@ function sleb64(out: Sink, v: bigint): void {
 }
 
 const utf8 = new TextEncoder();
+/** A name (spec 5.2.4): its UTF-8 length, then its bytes. */
 function name(out: Sink, s: string): void {
+  const n = s.length;
+  let ascii = true;
+  for (let i = 0; i < n; i++) {
+    if (s.charCodeAt(i) > 0x7f) {
+      ascii = false;
+      break;
+    }
+  }
+  // the names berm writes (f_<hex>, entry stubs, imports) are ASCII: a byte per character
+  if (ascii) {
+    uleb(out, n);
+    for (let i = 0; i < n; i++) out.push(s.charCodeAt(i));
+    return;
+  }
   const b = utf8.encode(s);
   uleb(out, b.length);
   for (const x of b) out.push(x);
@@ -680,19 +695,19 @@ export class ByteModule implements ExprBuilder {
     section(10, code.bytes());
 
     // custom "name" section, function names subsection (spec appendix 7.4)
-    const names: number[] = [];
+    const names = new Bytes();
     const all = [...this.imports.map((i) => i.name), ...this.defs.map((d) => d.name)];
     uleb(names, all.length);
     all.forEach((n, k) => {
       uleb(names, k);
       name(names, n);
     });
-    const custom: number[] = [];
+    const custom = new Bytes();
     name(custom, 'name');
     custom.push(0x01);
     uleb(custom, names.length);
-    for (let i = 0; i < names.length; i++) custom.push(names[i]);
-    section(0, custom);
+    custom.append(names.bytes());
+    section(0, custom.bytes());
     return out.bytes().slice();
   }
 }

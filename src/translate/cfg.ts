@@ -242,8 +242,33 @@ const STOPS = new Set<Op | 'illegal'>([...withFlow('stop'), 'illegal']);
 /** The mnemonics that write rd (ISA table `writesRd`). */
 const WRITES_RD = new Set<Op | 'illegal'>(INSTRUCTIONS.filter((e) => e.writesRd).map((e) => e.name));
 
-function isBranch(ins: Instr): boolean {
-  return BRANCHES.has(ins.op);
+/** Per-mnemonic facts the analysis tests on every instruction, as bits (see {@link opFlags}). */
+const F_BRANCH = 1;
+const F_CONTROL = 2;
+const F_STOP = 4;
+const F_WRITES_RD = 8;
+const F_JAL = 16;
+const F_JALR = 32;
+/** auipc, lui, addi: the register values resolveJalrs follows */
+const F_VALUE = 64;
+const OP_FLAGS = new Map<Op | 'illegal', number>();
+for (const e of INSTRUCTIONS) {
+  OP_FLAGS.set(
+    e.name,
+    (BRANCHES.has(e.name) ? F_BRANCH : 0) |
+      (CONTROL.has(e.name) ? F_CONTROL : 0) |
+      (STOPS.has(e.name) ? F_STOP : 0) |
+      (WRITES_RD.has(e.name) ? F_WRITES_RD : 0) |
+      (e.name === 'jal' ? F_JAL : 0) |
+      (e.name === 'jalr' ? F_JALR : 0) |
+      (e.name === 'auipc' || e.name === 'lui' || e.name === 'addi' ? F_VALUE : 0),
+  );
+}
+OP_FLAGS.set('illegal', F_STOP);
+
+/** The {@link OP_FLAGS} bits of a mnemonic (one lookup per decoded instruction). */
+function opFlags(op: Op | 'illegal'): number {
+  return OP_FLAGS.get(op) ?? 0;
 }
 
 /**
@@ -254,6 +279,12 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   const end = start + code.length;
   const instrs: Instr[] = [];
   const pcs: number[] = [];
+  // the OP_FLAGS of each instruction, by index
+  const flags = new Uint8Array((code.length >> 1) + 1);
+  // registers that auipc/lui/addi write, and that jalrs read: when no jalr reads such a register,
+  // no jalr target can be resolved (resolveJalrs would find none) and leaders need one pass
+  let valueRegs = 0;
+  let jalrRegs = 0;
   // instruction index by half-word offset (-1: no instruction starts there); instructions are
   // 2-byte aligned, so the table is dense and replaces a Map lookup per address
   const slots = new Int32Array((code.length >> 1) + 1).fill(-1);
@@ -261,10 +292,15 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     // truncated: the all-zero half-word is illegal
     const ins = decode(instructionBits(code, off) ?? 0);
     if ((off & 1) === 0) slots[off >> 1] = instrs.length;
+    const f = opFlags(ins.op);
+    flags[instrs.length] = f;
+    if ((f & F_VALUE) !== 0) valueRegs |= 1 << ins.rd;
+    else if ((f & F_JALR) !== 0) jalrRegs |= 1 << ins.rs1;
     instrs.push(ins);
     pcs.push(start + off);
     off += ins.size;
   }
+  const resolvable = (valueRegs & jalrRegs) !== 0;
   const indexAt = (a: number): number => {
     const off = a - start;
     return off >= 0 && off < code.length && (off & 1) === 0 ? slots[off >> 1] : -1;
@@ -315,6 +351,8 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     known.fill(0);
     for (let i = 0; i < instrs.length; i++) {
       if (leader[i] !== 0) known.fill(0);
+      const f = flags[i];
+      if ((f & (F_VALUE | F_JALR | F_CONTROL | F_WRITES_RD)) === 0) continue;
       const ins = instrs[i];
       const pc = pcs[i];
       switch (ins.op) {
@@ -335,37 +373,43 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
           break;
         }
         default:
-          if (isControl(ins)) known.fill(0);
-          else if (writesRd(ins)) known[ins.rd] = 0;
+          if ((f & F_CONTROL) !== 0) known.fill(0);
+          else if ((f & F_WRITES_RD) !== 0 && ins.rd !== 0) known[ins.rd] = 0;
       }
     }
   };
 
-  // Leaders depend on resolved jalr targets and vice versa: iterate to a fixed point.
+  // Leaders depend on resolved jalr targets and vice versa: iterate to a fixed point. The leader
+  // pass adds leaders only as the resolved targets say, so it stops when they no longer change.
+  let previous: Map<number, number> | null = null;
   for (;;) {
     jalrTargets.clear();
-    resolveJalrs();
+    if (resolvable) resolveJalrs();
+    if (previous !== null && sameTargets(previous, jalrTargets)) break;
+    previous = new Map(jalrTargets);
     const before = leaderCount;
     for (let i = 0; i < instrs.length; i++) {
+      const f = flags[i];
+      if ((f & (F_BRANCH | F_JAL | F_JALR | F_STOP)) === 0) continue;
       const ins = instrs[i];
       const pc = pcs[i];
       const next = pc + ins.size;
-      if (isBranch(ins)) {
+      if ((f & F_BRANCH) !== 0) {
         addLeader(pc + ins.imm);
         if (next < end) addLeader(next);
-      } else if (ins.op === 'jal' || ins.op === 'jalr') {
-        const t = ins.op === 'jal' ? pc + ins.imm : jalrTargets.get(i);
+      } else if ((f & (F_JAL | F_JALR)) !== 0) {
+        const t = (f & F_JAL) !== 0 ? pc + ins.imm : jalrTargets.get(i);
         const local = t !== undefined && inside(t) && (t === start || !facts.functionEntries.has(t));
         if (ins.rd === 0 || (local && t !== start)) {
           if (local) addLeader(t!);
           if (next < end) addLeader(next);
         }
         // calls (rd != 0) continue in the same block: the Wasm call returns to the next instruction
-      } else if (STOPS.has(ins.op)) {
+      } else if ((f & F_STOP) !== 0) {
         if (next < end) addLeader(next);
       }
     }
-    if (leaderCount === before) break;
+    if (leaderCount === before || !resolvable) break;
   }
 
   const sorted: number[] = [];
@@ -382,14 +426,15 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
       const ins = instrs[i];
       const pc = pcs[i];
       const next = pc + ins.size;
+      const f = flags[i];
       bi.push(ins);
       bp.push(pc);
-      if (isBranch(ins)) {
+      if ((f & F_BRANCH) !== 0) {
         term = { kind: 'branch', instr: ins, pc, taken: classify(pc + ins.imm), next };
         break;
       }
-      if (ins.op === 'jal' || ins.op === 'jalr') {
-        const target = ins.op === 'jal' ? pc + ins.imm : (jalrTargets.get(i) ?? null);
+      if ((f & (F_JAL | F_JALR)) !== 0) {
+        const target = (f & F_JAL) !== 0 ? pc + ins.imm : (jalrTargets.get(i) ?? null);
         if (ins.rd !== 0 && target !== null && target !== start && classify(target).kind === 'local') {
           // jal rd, label inside this function: a jump that writes rd (RV64I JAL/JALR), not a call
           term = { kind: 'jump', pc, target: classify(target), link: { rd: ins.rd, value: next } };
@@ -440,6 +485,13 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     blocks.set(bStart, { start: bStart, end: limit, instrs: bi, pcs: bp, calls, term });
   }
   return { start, end, blocks, localTargets };
+}
+
+/** Whether two resolved-target maps hold the same entries. */
+function sameTargets(a: ReadonlyMap<number, number>, b: ReadonlyMap<number, number>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [k, v] of a) if (b.get(k) !== v) return false;
+  return true;
 }
 
 /**
