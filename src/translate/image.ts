@@ -23,7 +23,7 @@ import {
 import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
 import { decode } from '../riscv/decode.js';
 import type { Instr } from '../riscv/instr.js';
-import { analyseFunction, instructionBits } from './cfg.js';
+import { analyseFunction, instructionBits, type FunctionCfg } from './cfg.js';
 import { argumentUses } from './liveness.js';
 import {
   ARGUMENT_REGISTERS,
@@ -138,18 +138,14 @@ export function buildImage(
       `translating ${describeFunction(image, fn.start)} failed: ${errorText(e)}`,
       functionName(fn.start),
     );
-  const cfgs = image.functions.map((fn) => {
+  const analyse = (fn: ElfImage['functions'][number]) => {
     try {
       return analyseFunction(readImage(image, fn.start, fn.size), fn.start, facts);
     } catch (e) {
       throw failed(fn, e);
     }
-  });
-  // the optimising tier passes only the arguments a callee reads (dead-argument elimination then
-  // drops the rest); the baseline tier skips the analysis
-  if (structure.kind === 'relooper') ctx.argumentUses = argumentUses(cfgs);
-  image.functions.forEach((fn, k) => {
-    const cfg = cfgs[k];
+  };
+  const emit = (fn: ElfImage['functions'][number], cfg: FunctionCfg) => {
     try {
       emitFunction(ctx, cfg);
     } catch (e) {
@@ -158,7 +154,18 @@ export function buildImage(
     let count = 0;
     for (const b of cfg.blocks.values()) count += b.instrs.length;
     sizes.set(functionName(fn.start), count);
-  });
+  };
+  if (structure.kind === 'relooper') {
+    // the optimising tier passes only the arguments a callee reads (dead-argument elimination then
+    // drops the rest): every function is analysed before any is emitted
+    const cfgs = image.functions.map(analyse);
+    ctx.argumentUses = argumentUses(cfgs);
+    image.functions.forEach((fn, k) => emit(fn, cfgs[k]));
+  } else {
+    // the baseline tier skips that analysis, and keeps one function's CFG alive at a time (all of
+    // a large image's would be promoted by the collector and copied at every scavenge)
+    for (const fn of image.functions) emit(fn, analyse(fn));
+  }
 
   const indirectTargets = [...functionEntries].filter((a) => named.has(a)).sort((a, b) => a - b);
   addDispatcher(gen, indirectTargets, entryCosts, pair, ctx.argumentUses);
