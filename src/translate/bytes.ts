@@ -139,7 +139,8 @@ function name(out: Sink, s: string): void {
 interface FuncDef {
   name: string;
   type: number;
-  locals: number[];
+  /** the encoded local declarations (spec 5.5.13: run-length `n:u32 t:valtype` pairs), shared */
+  locals: Uint8Array;
   body: Ref;
 }
 
@@ -538,9 +539,32 @@ export class ByteModule implements ExprBuilder {
     this.globalIndex.set(name, this.globals.length);
     this.globals.push({ name, t: type, mutable, init });
   }
+  /** Encoded declarations of locals of types `vars`, one shared array per distinct list. */
+  private readonly localDecls = new Map<string, Uint8Array>();
+  private localDeclarations(vars: readonly Ty[]): Uint8Array {
+    const key = vars.join(',');
+    let decl = this.localDecls.get(key);
+    if (decl === undefined) {
+      const runs: [number, number][] = [];
+      for (const v of vars) {
+        for (const l of this.valTypes(v)) {
+          if (runs.length > 0 && runs[runs.length - 1][1] === l) runs[runs.length - 1][0]++;
+          else runs.push([1, l]);
+        }
+      }
+      const out: number[] = [];
+      uleb(out, runs.length);
+      for (const [n, t] of runs) {
+        uleb(out, n);
+        out.push(t);
+      }
+      decl = Uint8Array.from(out);
+      this.localDecls.set(key, decl);
+    }
+    return decl;
+  }
   addFunction(name: string, params: Ty, results: Ty, vars: readonly Ty[], body: Ref): void {
-    const locals: number[] = [];
-    for (const v of vars) locals.push(...this.valTypes(v));
+    const locals = this.localDeclarations(vars);
     this.fnIndex.set(name, this.imports.length + this.defs.length);
     this.defs.push({
       name,
@@ -623,16 +647,7 @@ export class ByteModule implements ExprBuilder {
     uleb(code, this.defs.length);
     for (const d of this.defs) {
       f.length = 0;
-      const runs: [number, number][] = [];
-      for (const l of d.locals) {
-        if (runs.length > 0 && runs[runs.length - 1][1] === l) runs[runs.length - 1][0]++;
-        else runs.push([1, l]);
-      }
-      uleb(f, runs.length);
-      for (const [n, t] of runs) {
-        uleb(f, n);
-        f.push(t);
-      }
+      f.append(d.locals);
       this.write(f, d.body);
       f.push(Op.end);
       uleb(code, f.length);
