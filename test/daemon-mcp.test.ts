@@ -178,3 +178,47 @@ t.test('a result over the 4 MiB limit: a failed tool call over HTTP and MCP; ber
   const metrics = await (await d.req('/metrics')).text();
   t.match(metrics, /^berm_invocations_total\{trigger="call",outcome="failed"\} 2$/m, 'counted as failures');
 });
+
+t.test('a result that is not UTF-8, or none: a failed tool call over HTTP and MCP, logs kept', async (t) => {
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal((await d.req('/harnesses/hz', { method: 'PUT', body: HOSTILE })).status, 200);
+  const badResult =
+    "berm refused the tool's result of 10 bytes: it is not valid UTF-8 (the first bad byte is at offset 3)";
+  const noResult = 'tool silent returned without calling berm.done or berm.fail';
+
+  // HTTP: 200 {"failed"}, the shape of any other tool failure (was 500)
+  const bad = await d.req('/harnesses/hz/tools/badutf8', { method: 'POST', body: '{"how":"done"}' });
+  t.equal(bad.status, 200);
+  t.same(await bad.json(), { failed: badResult });
+  const silent = await d.req('/harnesses/hz/tools/silent', { method: 'POST', body: '{}' });
+  t.equal(silent.status, 200);
+  t.same(await silent.json(), { failed: noResult });
+
+  // MCP (the official SDK's client): isError results carrying berm's message
+  const client = new Client({ name: 'berm-test-agent', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`)));
+  t.teardown(() => client.close());
+  const r1 = await client.callTool({ name: 'hz.badutf8', arguments: { how: 'done' } });
+  t.equal(r1.isError, true);
+  t.same(r1.content, [{ type: 'text', text: badResult }]);
+  const r2 = await client.callTool({ name: 'hz.silent', arguments: {} });
+  t.equal(r2.isError, true);
+  t.same(r2.content, [{ type: 'text', text: noResult }]);
+
+  t.equal((await d.req('/health')).status, 200, 'bermd still answers');
+  const metrics = await (await d.req('/metrics')).text();
+  t.match(metrics, /^berm_invocations_total\{trigger="call",outcome="failed"\} 4$/m, 'counted as failures');
+  // the event stream: the log line the tool wrote before its bad result, then the failure
+  const sse = await d.req('/harnesses/hz/tools/badutf8', {
+    method: 'POST',
+    body: '{"how":"done"}',
+    headers: { accept: 'text/event-stream' },
+  });
+  const events = await sse.text();
+  t.match(events, /event: log\ndata: before the bad bytes\n/);
+  t.match(
+    events,
+    /event: result\ndata: .*"status":200.*"failed":"berm refused the tool's result of 10 bytes/,
+  );
+});

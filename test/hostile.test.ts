@@ -12,7 +12,7 @@ import { CAPABILITIES } from '../src/capabilities/index.js';
 import { shutdownBridge } from '../src/capabilities/common/sync.js';
 import { compileGlob } from '../src/capabilities/fs/glob.js';
 import { Engine } from '../src/engine/engine.js';
-import { Harness, HarnessError } from '../src/harness/harness.js';
+import { Harness, HarnessError, firstBadUtf8 } from '../src/harness/harness.js';
 import { ElfError, readElf } from '../src/elf/reader.js';
 import { buildElf } from './helpers/elf-builder.js';
 import { F, ctx, dec, okText, scratch } from './helpers/cap-util.js';
@@ -475,4 +475,93 @@ t.test('a result over the limit is a failed tool call naming both sizes, not an 
   const json = await berm(['call', '--json', HOSTILE, 'big', JSON.stringify({ n: max + 1 })]);
   t.equal(json.code, 1, json.stderr);
   t.match(JSON.parse(json.stdout), { status: 'failed', message: /over the limit of 4194304 bytes/ });
+});
+
+t.test('a result that is not UTF-8, or no result at all, is a failed tool call; logs kept', async (t) => {
+  const h = await Harness.load(new Engine({ cacheDir: TEST_CACHE }), HOSTILE);
+  // the guest's bytes are "ok \xC3\x28 then" (10 bytes): 0xC3 at offset 3 opens a two-byte
+  // sequence that 0x28 cannot continue (Unicode Table 3-7)
+  const badResult =
+    "berm refused the tool's result of 10 bytes: it is not valid UTF-8 (the first bad byte is at offset 3)";
+  t.same(h.invoke('badutf8', '{"how":"done"}'), {
+    status: 'failed',
+    message: badResult,
+    logs: ['before the bad bytes'],
+  });
+  // a failure message keeps the guest's text, with U+FFFD for the bad byte (WHATWG's decoder
+  // replaces 0xC3 alone and keeps 0x28, "(")
+  t.same(h.invoke('badutf8', '{"how":"fail"}'), {
+    status: 'failed',
+    message: 'ok \uFFFD( then',
+    logs: ['before the bad bytes'],
+  });
+  const noResult = 'tool silent returned without calling berm.done or berm.fail';
+  t.same(h.invoke('silent', '{}'), {
+    status: 'failed',
+    message: noResult,
+    logs: ['returning without a result'],
+  });
+
+  // the CLI: exit 1 (a failed tool call, as for berm.fail), not 2; --json keeps the log line
+  const cli = await berm(['call', HOSTILE, 'badutf8', '{"how":"done"}']);
+  t.equal(cli.code, 1, cli.stderr);
+  t.equal(cli.stdout, badResult + '\n');
+  t.match(cli.stderr, /tool badutf8 failed/);
+  const silent = await berm(['call', '--json', HOSTILE, 'silent', '{}']);
+  t.equal(silent.code, 1, silent.stderr);
+  t.same(JSON.parse(silent.stdout), {
+    status: 'failed',
+    message: noResult,
+    logs: ['returning without a result'],
+  });
+});
+
+t.test('firstBadUtf8 agrees with TextDecoder (fatal) on the edges of Table 3-7', async (t) => {
+  const fatal = new TextDecoder('utf-8', { fatal: true });
+  const valid = (b: Uint8Array) => {
+    try {
+      fatal.decode(b);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const cases: number[][] = [
+    [],
+    [0x41],
+    [0x7f, 0x80],
+    [0xc1, 0xbf], // overlong
+    [0xc2, 0x80],
+    [0xdf, 0xbf],
+    [0xe0, 0x9f, 0x80], // overlong
+    [0xe0, 0xa0, 0x80],
+    [0xed, 0x9f, 0xbf],
+    [0xed, 0xa0, 0x80], // surrogate
+    [0xef, 0xbf, 0xbf],
+    [0xf0, 0x8f, 0xbf, 0xbf], // overlong
+    [0xf0, 0x90, 0x80, 0x80],
+    [0xf4, 0x8f, 0xbf, 0xbf],
+    [0xf4, 0x90, 0x80, 0x80], // past U+10FFFF
+    [0xf5, 0x80, 0x80, 0x80],
+    [0x61, 0xe2, 0x82], // truncated at the end
+    [0x61, 0xe2, 0x82, 0xac, 0xff],
+  ];
+  for (const c of cases) {
+    const b = new Uint8Array(c);
+    const off = firstBadUtf8(b);
+    t.equal(off === -1, valid(b), `[${c.map((x) => x.toString(16)).join(' ')}]`);
+    // the prefix before the reported offset is well-formed
+    if (off >= 0) t.ok(valid(b.subarray(0, off)), `prefix before ${off} is valid`);
+  }
+  // random bytes, biased towards the multi-byte lead and continuation ranges
+  let seed = 12345;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) >>> 8;
+  const pick = [0x41, 0x80, 0xbf, 0xc2, 0xe0, 0xed, 0xf0, 0xf4, 0x9f, 0xa0, 0x90, 0x8f, 0xff];
+  let disagree = 0;
+  for (let n = 0; n < 5000; n++) {
+    const b = new Uint8Array(1 + (rnd() % 8)).map(() => pick[rnd() % pick.length]!);
+    const off = firstBadUtf8(b);
+    if ((off === -1) !== valid(b) || (off >= 0 && !valid(b.subarray(0, off)))) disagree++;
+  }
+  t.equal(disagree, 0, '5000 random byte strings: the same verdict as TextDecoder');
 });

@@ -107,6 +107,41 @@ function resultLen(c: HostCall, what: string, max: number): number {
 function overLimitMessage(what: string, n: bigint, max: number): string {
   return `berm refused the tool's ${what} of ${n} bytes: it is over the limit of ${max} bytes`;
 }
+/**
+ * Offset of the first byte of `b` that does not start a well-formed UTF-8 sequence, or -1 when
+ * `b` is well-formed. Well-formed as in the Unicode Standard, Table 3-7 (RFC 3629): no overlong
+ * forms, no surrogates (U+D800..U+DFFF), nothing past U+10FFFF, no truncated sequence; the same
+ * bytes TextDecoder's fatal mode refuses. Runs only on a result already refused, to name where.
+ */
+export function firstBadUtf8(b: Uint8Array): number {
+  let i = 0;
+  while (i < b.length) {
+    const c = b[i]!;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    let n: number;
+    let lo = 0x80;
+    let hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) n = 1;
+    else if (c >= 0xe0 && c <= 0xef) {
+      n = 2;
+      if (c === 0xe0) lo = 0xa0;
+      else if (c === 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      n = 3;
+      if (c === 0xf0) lo = 0x90;
+      else if (c === 0xf4) hi = 0x8f;
+    } else return i;
+    for (let k = 1; k <= n; k++) {
+      const d = b[i + k];
+      if (d === undefined || d < (k === 1 ? lo : 0x80) || d > (k === 1 ? hi : 0xbf)) return i;
+    }
+    i += n + 1;
+  }
+  return -1;
+}
 /** Register a0..a5 (i) as a guest address: a Number when exact (no BigInt), else the bigint. */
 function addr(c: HostCall, i: number): number | bigint {
   const v = c.arg(i);
@@ -334,10 +369,12 @@ export class Harness {
   /**
    * Invoke a tool in a fresh instance.
    * @param args the arguments as JSON text (validated against the tool's parameters schema) or raw bytes
-   * @returns ok or failed (a result or failure message over `maxResultBytes` is a failure whose
-   *   message names both sizes); @throws a Trap when the guest traps (a breakpoint after berm.fail
-   *   is that failure), HarnessError for bad arguments, an unknown tool, a result that is not
-   *   UTF-8, or an ABI violation.
+   * @returns ok or failed. The guest's own mistakes are failures with berm's message: a result or
+   *   failure message over `maxResultBytes` (naming both sizes), a result that is not valid UTF-8
+   *   (naming the first bad byte's offset), returning without berm.done or berm.fail. A failure
+   *   message that is not UTF-8 is decoded with U+FFFD in place of the bad bytes.
+   *   @throws a Trap when the guest traps (a breakpoint after berm.fail is that failure),
+   *   HarnessError for bad arguments, an unknown tool, or an ABI violation (berm.done twice).
    */
   invoke(toolName: string, args: string | Uint8Array, opts: InvokeOptions = {}): ToolResult {
     const decl = this.tool(toolName);
@@ -360,9 +397,9 @@ export class Harness {
    * Run an exported global function that is not a tool (a harness's `on_wake` or `on_notify`) in a
    * fresh instance, with `args` pulled through berm.args.len/berm.args.read like tool arguments.
    * Returning without berm.done or berm.fail is ok with an empty result.
-   * @returns ok or failed (an over-limit result fails, as for {@link invoke}); @throws a Trap when
-   *   the guest traps (a breakpoint after berm.fail is that failure), HarnessError when `symbol` is
-   *   not exported, the arguments are over the limit, or the result is not UTF-8.
+   * @returns ok or failed (an over-limit result or one that is not UTF-8 fails, as for
+   *   {@link invoke}); @throws a Trap when the guest traps (a breakpoint after berm.fail is that
+   *   failure), HarnessError when `symbol` is not exported or the arguments are over the limit.
    */
   invokeExport(symbol: string, args: Uint8Array, opts: InvokeOptions = {}): ToolResult {
     if (!this.module.hasExport(symbol)) throw new HarnessError(`the harness exports no function ${symbol}`);
@@ -421,12 +458,19 @@ export class Harness {
         }
         out = inst.memory.read(a0, Number(a1));
       }
-      if (out === null)
-        throw new HarnessError(`tool ${toolName} returned without calling berm.done or berm.fail`);
+      // Returning without a result, or a result that is not UTF-8, is the guest's fault like an
+      // over-limit result: the call fails with berm's message and keeps its logs.
+      if (out === null) {
+        const message = `tool ${toolName} returned without calling berm.done or berm.fail`;
+        return { status: 'failed', message, logs: s.logs };
+      }
       try {
         return { status: 'ok', result: utf8.decode(out), logs: s.logs };
       } catch {
-        throw new HarnessError(`${toolName ?? symbol} returned a result that is not valid UTF-8`);
+        const message =
+          `berm refused the ${toolName === null ? symbol : `tool's`} result of ${out.length} bytes: ` +
+          `it is not valid UTF-8 (the first bad byte is at offset ${firstBadUtf8(out)})`;
+        return { status: 'failed', message, logs: s.logs };
       }
     } catch (e) {
       // A core host call refusing the guest (an over-limit result, a second berm.done) is an ABI

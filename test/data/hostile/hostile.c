@@ -7,6 +7,9 @@
  *                     engine takes exponential time to reject on "aaaa...b"
  *   exec {command} -> runs the command through berm.exec.run and returns the reply's JSON
  *   big {n}        -> returns n bytes of 'x' through berm.done (n may exceed the result limit)
+ *   badutf8 {how}  -> logs a line, then berm.done ("done") or berm.fail ("fail") with bytes that
+ *                     are not valid UTF-8
+ *   silent {}      -> logs a line, then returns without berm.done or berm.fail
  */
 #include <berm.h>
 #include <stdio.h>
@@ -76,4 +79,28 @@ BERM_TOOL(big, "Return n bytes of 'x' (n may exceed the host's result limit).",
   if (out == NULL) return berm_fail_str("out of memory");
   memset(out, 'x', (size_t)n);
   berm_done(out, (size_t)n);
+}
+
+BERM_TOOL(badutf8, "Log a line, then give a result or failure message that is not valid UTF-8.",
+          "{\"type\":\"object\",\"required\":[\"how\"],\"properties\":{\"how\":{\"enum\":[\"done\",\"fail\"]}}}") {
+  const char *args = berm_args(NULL);
+  char *how;
+  if (json_string(args, "how", &how, NULL) != 1) return berm_fail_str("how must be a string");
+  static const char line[] = "before the bad bytes";
+  berm_log(line, sizeof line - 1);
+  static const char bad[] = "ok \xC3\x28 then";  /* 0xC3 starts a 2-byte sequence, 0x28 is no continuation */
+  if (strcmp(how, "fail") == 0) return berm_fail(bad, sizeof bad - 1);
+  berm_done(bad, sizeof bad - 1);
+}
+
+/* silent: an export that returns without berm.done or berm.fail. The SDK's wrapper would fail the
+ * call itself (berm__leave), so this export is written without it, as another SDK's might be. */
+void berm_tool_silent(void);
+static const berm_record berm__rec_silent BERM__RECORD_ATTR = {
+    BERM_REC_TOOL, "silent", "Log a line, then return without berm.done or berm.fail.", "",
+    (void (*)(void))berm_tool_silent};
+void berm_tool_silent(void) {
+  berm__enter();
+  static const char line[] = "returning without a result";
+  berm_log(line, sizeof line - 1);
 }
