@@ -93,11 +93,11 @@ function runBundle(file) {
     // no cache: compile as usual
   }
   // the wrapper Node's CommonJS loader puts around a module, on the first line so that line
-  // numbers in stack traces are the bundle's; ASCII only (scripts/bundle.mjs checks), so Latin-1.
+  // numbers in stack traces are the bundle's (esbuild writes ASCII, comments aside: UTF-8).
   // One more parameter: this module's import(), for the bundle's one ES module dependency
   // (binaryen). A vm.Script's own import() needs the importModuleDynamically option, experimental
   // in Node 20 (a warning on stderr) and lost when the script comes from a code cache.
-  const source = `(function (exports, require, module, __filename, __dirname, __bermImport) {${bytes.latin1Slice()}\n})`;
+  const source = `(function (exports, require, module, __filename, __dirname, __bermImport) {${bytes.toString('utf8')}\n})`;
   const script = new vm.Script(source, { filename: file, cachedData });
   if (process.env.BERM_CODE_CACHE === 'write') {
     // at exit, so the functions the run compiled lazily are in the cache too

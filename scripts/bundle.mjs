@@ -108,7 +108,7 @@ const __bermBinaryen = () =>
 /**
  * Bundle `dist/cli/main.js` of the build in `out` (a complete dist/ tree) into `out/berm-cli.cjs`.
  * @throws Error when esbuild fails or the bundle holds something the launcher cannot run (a
- *   dynamic `import()`, non-ASCII text)
+ *   dynamic `import()` other than the banner's)
  */
 export async function bundleCli(out) {
   const root = dirname(out);
@@ -171,9 +171,7 @@ export async function bundleCli(out) {
       },
     ],
   });
-  const text = readFileSync(outfile, 'latin1');
-  // bin/launch.js reads the bundle as Latin-1 (a one-byte string, no UTF-8 decoding): ASCII only
-  if (/[^\t\n\r\x20-\x7e]/.test(text)) throw new Error(`${outfile} holds non-ASCII text`);
+  const text = readFileSync(outfile, 'utf8');
   // a dynamic import() needs Node's ESM loader, which the bundle exists to avoid: berm's modules
   // load npm packages by require, except binaryen (the banner's import(), or the launcher's)
   const imports = text.match(/\bimport\(/g) ?? [];

@@ -150,7 +150,7 @@ if (!builtIsCurrent()) {
     t.same(bundleRan(r, root), [{ file: bundle, offered: false }], 'a damaged cache: not offered');
 
     writeFileSync(cache, good);
-    writeFileSync(bundle, readFileSync(bundle, 'latin1') + '// edited\n', 'latin1');
+    writeFileSync(bundle, readFileSync(bundle, 'utf8') + '// edited, not ASCII: \u2192\n');
     r = await berm(call, root);
     t.equal(r.code, 0, r.stderr);
     t.equal(r.stdout, '{"y":2}\n');

@@ -2,7 +2,8 @@
 // stores of every width and sign run in V8 against DataView's reading of the same bytes, 64-bit
 // constants keep all 64 bits, the local allocator numbers locals after the parameters and keeps a
 // pair last, every ISA-table mnemonic has a lowering (control transfers exactly for jumps and
-// branches) and every branch a comparison, and a module imports exactly IMPORT_SIGNATURES.
+// branches) and every branch a comparison, a module imports exactly IMPORT_SIGNATURES, and which
+// results the emitter knows to be sign-extended word values.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { readElf } from '../src/elf/reader.js';
@@ -15,6 +16,8 @@ import {
 import { translateBaseline } from '../src/translate/baseline.js';
 import { ByteModule } from '../src/translate/bytes.js';
 import { BRANCH_CONDITIONS, LOWERINGS } from '../src/translate/emit.js';
+import { stepSext } from '../src/translate/words.js';
+import { decode } from '../src/riscv/decode.js';
 import { Gen, LocalPlan, signatureTypes, type Width } from '../src/translate/gen.js';
 import { INSTRUCTIONS, opsOfKind } from '../src/riscv/isa.js';
 
@@ -130,3 +133,25 @@ t.test('a translated module imports exactly the described signatures', async (t)
   // the engine's ecall import is called with the declared argument count (16 i32 pieces)
   t.equal(IMPORT_SIGNATURES.ecall.params.length, 16);
 });
+
+t.test(
+  'which results are sign-extended 32-bit values (the word narrowing of bitwise operations)',
+  async (t) => {
+    // RV64I: the W forms and lw sign-extend their 32-bit result; lbu/lhu/slt fit in 32 bits; lwu
+    // zero-extends and add may carry past bit 31; a bitwise and/or/xor of two such values is one.
+    const all = 0; // no register known
+    const sext = (mask: number, word: number) => stepSext(mask, decode(word), false);
+    const A0 = 1 << 10;
+    const A1 = 1 << 11;
+    t.equal(sext(all, 0x0005a503) & A0, A0, 'lw a0, 0(a1)');
+    t.equal(sext(all, 0x0005e503) & A0, 0, 'lwu a0, 0(a1)');
+    t.equal(sext(all, 0x00b5053b) & A0, A0, 'addw a0, a0, a1');
+    t.equal(sext(A0 | A1, 0x00b50533) & A0, 0, 'add a0, a0, a1 of two word values');
+    t.equal(sext(A0 | A1, 0x00b56533) & A0, A0, 'or a0, a0, a1 of two word values');
+    t.equal(sext(A0, 0x00b56533) & A0, 0, 'or a0, a0, a1 with a1 unknown');
+    t.equal(sext(A0, 0xfff54513) & A0, A0, 'xori a0, a0, -1 (not) of a word value');
+    t.equal(sext(A0, 0x02055513) & A0, 0, 'srli a0, a0, 32');
+    t.equal(sext(all, 0x00100513) & A0, A0, 'li a0, 1');
+    t.equal(stepSext(A0 | A1 | (1 << 8), decode(0x008000ef), true), 1 << 8, 'a call clobbers ra, a0, a1');
+  },
+);

@@ -25,6 +25,8 @@ type I32Ops =
   | 'rem_s'
   | 'rem_u'
   | 'and'
+  | 'or'
+  | 'xor'
   | 'shl'
   | 'shr_s'
   | 'shr_u'

@@ -466,6 +466,8 @@ export class ByteModule implements ExprBuilder {
     rem_s: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x6f),
     rem_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x70),
     and: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x71),
+    or: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x72),
+    xor: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x73),
     shl: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x74),
     shr_s: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x75),
     shr_u: (a: Ref, b: Ref) => this.op2(T_I32, a, b, 0x76),

@@ -15,6 +15,7 @@ import type { BasicBlock, FunctionCfg, Target } from './cfg.js';
 import { LocalPlan, type Gen } from './gen.js';
 import { CALL_ARGS, Liveness } from './liveness.js';
 import { spOffsets, stepSp, type SpOffset } from './frame.js';
+import { stepSext, wordValues } from './words.js';
 
 /** Names of module-level items the function bodies refer to. */
 export const Names = {
@@ -162,6 +163,13 @@ class FunctionEmitter {
    */
   private readonly spAt: Map<number, SpOffset> | null;
   private sp: SpOffset = null;
+  /**
+   * The registers known to hold sign-extended 32-bit values at the instruction being emitted (bit
+   * r: xr; words.ts); null in the baseline tier.
+   */
+  private sext: number | null = null;
+  /** the word values on entry to each block (words.ts), in the optimising tier */
+  private readonly wordsAt: Map<number, number> | null;
   /** the offset field of the access whose address() was built last (see address) */
   private offset = 0;
   constructor(
@@ -173,6 +181,7 @@ class FunctionEmitter {
     this.g = ctx.gen;
     const uses = ctx.argumentUses;
     this.spAt = uses ? spOffsets(cfg) : null;
+    this.wordsAt = uses ? wordValues(cfg) : null;
     this.liveness = uses
       ? new Liveness(cfg, (t) => (t === null ? CALL_ARGS : (uses.get(t) ?? CALL_ARGS)))
       : null;
@@ -211,6 +220,21 @@ class FunctionEmitter {
   }
   private c64(v: number | bigint): Ref {
     return this.g.c64(v);
+  }
+  /**
+   * Whether a bitwise `f` of rs1 and rs2 (x0 for an immediate, itself sign-extended from 12 bits)
+   * may be done on 32 bits: both hold sign-extended 32-bit values (the `sext` mask, optimising
+   * tier), so the 64-bit result is the sign extension of the 32-bit one. Written that way, V8
+   * folds the wrap of an operand's extension and keeps chains of word operations (sha256's
+   * rotations: sllw/srlw, or, xor, addw) in 32-bit registers without re-extending every step.
+   */
+  private narrow(f: string, rs1: number, rs2: number): boolean {
+    return (
+      (f === 'and' || f === 'or' || f === 'xor') &&
+      this.sext !== null &&
+      (this.sext & (1 << rs1)) !== 0 &&
+      (this.sext & (1 << rs2)) !== 0
+    );
   }
   private c32(v: number): Ref {
     return this.g.c32(v);
@@ -544,8 +568,12 @@ class FunctionEmitter {
     const n = b.instrs.length;
     const liveAfter = this.liveness?.after(b);
     this.sp = this.spAt?.get(b.start) ?? null;
+    this.sext = this.wordsAt ? (this.wordsAt.get(b.start) ?? 1) : null; // 1: x0 only
     for (let i = 0; i < n; i++) {
-      if (i > 0) this.sp = stepSp(this.sp, b.instrs[i - 1]);
+      if (i > 0) {
+        this.sp = stepSp(this.sp, b.instrs[i - 1]);
+        if (this.sext !== null) this.sext = stepSext(this.sext, b.instrs[i - 1], b.calls.has(i - 1));
+      }
       const ins = b.instrs[i];
       const pc = b.pcs[i];
       const call = b.calls.get(i);
@@ -564,10 +592,12 @@ class FunctionEmitter {
         out.push(this.set(ins.rd, this.c64(pc + ins.size)));
         const { instrs, pcs, calls } = call.inline;
         this.sp = stepSp(this.sp, ins);
+        if (this.sext !== null) this.sext = stepSext(this.sext, ins, true);
         instrs.forEach((mi, k) => {
           const to = calls.get(k);
           out.push(to === undefined ? this.instr(mi, pcs[k]) : this.callSite(mi, pcs[k], to));
           this.sp = stepSp(this.sp, mi);
+          if (this.sext !== null) this.sext = stepSext(this.sext, mi, to !== undefined);
         });
         // (the loop steps over `ins` again: it does not write sp, or the offset is already null)
         continue;
@@ -739,6 +769,9 @@ class FunctionEmitter {
       case 'upper':
         return this.set(rd, this.c64(low.pcRelative ? pc + imm : imm));
       case 'reg-imm':
+        if (this.narrow(low.f, rs1, 0)) {
+          return this.set(rd, this.sext32(m.i32[low.f as Bitwise](this.w(rs1), this.c32(imm))));
+        }
         // addi sp, sp, imm >= 0 only moves sp up (see spMark)
         return this.set(
           rd,
@@ -748,6 +781,9 @@ class FunctionEmitter {
       case 'shift-imm':
         return this.set(rd, m.i64[low.f](this.get(rs1), this.c64(imm & 63)));
       case 'reg-reg':
+        if (this.narrow(low.f, rs1, rs2)) {
+          return this.set(rd, this.sext32(m.i32[low.f as Bitwise](this.w(rs1), this.w(rs2))));
+        }
         // Wasm masks i64 shift counts to 6 bits and i32 counts to 5, exactly as RV64I does.
         return this.set(rd, m.i64[low.f](this.get(rs1), this.get(rs2)));
       case 'set-less':
@@ -985,6 +1021,8 @@ class FunctionEmitter {
 }
 
 type I64Bin = 'add' | 'sub' | 'and' | 'or' | 'xor' | 'shl' | 'shr_u' | 'shr_s' | 'mul';
+type Bitwise = 'and' | 'or' | 'xor';
+
 type I32Bin = 'add' | 'sub' | 'shl' | 'shr_u' | 'shr_s' | 'mul';
 type DivKind = 'div' | 'divu' | 'rem' | 'remu';
 type AmoKind = 'swap' | 'add' | 'xor' | 'and' | 'or' | 'min' | 'max' | 'minu' | 'maxu';
