@@ -1123,7 +1123,9 @@ export class BermRuntime extends EventEmitter {
         case 'arm': {
           const w = this.arm({
             harness: req.harness,
-            delayMs: r.delayMs as number,
+            // an absolute instant stays one: converting it to a delay would move it by the time
+            // between the caller's clock read and this one
+            ...(r.at !== undefined ? { at: r.at as number } : { delayMs: r.delayMs as number }),
             payload: r.payload as string,
             ...(typeof r.id === 'string' ? { id: r.id } : {}),
             armedBy: req.harness,
