@@ -469,12 +469,14 @@ t.test('due wakes held back by a rate limit: the drain sleeps until a token free
   const [one] = await first;
   t.equal(one!.outcome, 'ok');
   const second = records(rt, 1, (r) => r.trigger === 'wake');
-  // this process's CPU time over ~1 s while four wakes are due and none may start: a drain
-  // spinning on zero-delay timers takes a whole core
+  // this process's CPU time over ~1 s while four wakes are due and none may start. The claim
+  // count is the precise check (a drain re-armed on zero-delay timers claims the held wakes
+  // hundreds of times a second, yet measured only ~21 % of a core here); the CPU bound is loose
+  // because every thread counts, the worker's background optimiser included, on a shared machine
   const claimsBefore = claims;
   const share = await cpuShare(1000);
   t.ok(claims - claimsBefore <= 8, `${claims - claimsBefore} claims of held wakes in 1 s`);
-  t.ok(share < 0.3, `CPU ${(share * 100).toFixed(1)} % of one core while every due wake waits`);
+  t.ok(share < 0.9, `CPU ${(share * 100).toFixed(1)} % of one core while every due wake waits`);
   t.equal(rt.stats().wakesPending, 4, 'the held wakes are still pending');
   // ...and the sleep ends when the token frees (2 s after the first, within a loaded machine's slack)
   const alive = setInterval(() => {}, 100); // the wake timer is unref'd: keep the test process up
