@@ -20,6 +20,9 @@ import {
   type Plain,
 } from '../src/protocol/index.js';
 import { attachProtocol, type AttachedProtocol } from '../src/protocol/attach.js';
+import { linkerEntries } from '../src/config/declarations.js';
+import type { ScheduleHost } from '../src/capabilities/types.js';
+import { textField } from '../src/wire/fields.js';
 import { DOUBLE_AGENT_IDS } from '../src/protocol/double.js';
 import { startDoubleThread } from './helpers/double-thread.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
@@ -272,3 +275,61 @@ t.test('a wake keeps the authority of the call that armed it across a restart', 
   );
   t.match(sent, { agent: ASSISTANT, session_handle: 'cli:restart:1', sender: 'cli:restart' });
 });
+
+t.test(
+  'without the queue service, schedule_wake arms through ctx.schedule at the exact instant',
+  async (t) => {
+    // an embedder's link: protocol:schedule with a schedule host over this runtime's due-set and
+    // no queue service, so the door reaches the due-set through ctx.schedule (the fallback)
+    const asked: { delayMs: number; at?: number }[] = [];
+    const schedule: ScheduleHost = {
+      arm: (req) => {
+        asked.push({ delayMs: req.delayMs, ...(req.at !== undefined ? { at: req.at } : {}) });
+        const w = rt.arm({
+          harness: 'remind',
+          ...(req.at !== undefined ? { at: req.at } : { delayMs: req.delayMs }),
+          payload: req.payload,
+          ...(req.id !== null ? { id: req.id } : {}),
+        });
+        return { fields: [textField(w.id)] };
+      },
+      cancel: (id) => ({ fields: [textField(rt.cancel(id, 'remind') ? '1' : '0')] }),
+      callAfter: () => ({ refused: 'not here' }),
+    };
+    const handlers = linkerEntries(
+      { name: 'remind', capabilities: ['protocol:schedule'], grant: {} },
+      { authority: AUTH, schedule },
+    );
+    const call = handlers.get('crabtalk.protocol.call')!;
+    const arm = (at: number, id: string) => {
+      const r = call([encodeClient('berm', { schedule_wake: { at_ms: at, payload: id, id } })]);
+      if (!('fields' in r)) throw new Error(JSON.stringify(r));
+      return ((decodeServer(r.fields[0]!).berm as Plain).wake as Plain)!;
+    };
+    const future = Date.now() + 3_600_000; // an hour ahead
+    const past = Date.now() - 60_000; // a minute ago: due at once, but at that instant
+    const a = arm(future, 'fb-future');
+    t.equal(Number(a.at_ms), future, 'the reply names the instant asked for');
+    t.equal(
+      rt.list({ harness: 'remind' }).find((w) => w.id === 'fb-future')?.when,
+      future,
+      'due exactly then',
+    );
+    const fired = new Promise<JournalRecord>((resolve) => {
+      const on = (r: JournalRecord) => {
+        if (r.wake !== 'fb-past') return;
+        rt.off('invocation', on);
+        resolve(r);
+      };
+      rt.on('invocation', on);
+    });
+    const b = arm(past, 'fb-past');
+    t.equal(Number(b.at_ms), past, 'a past instant is reported as it is');
+    const rec = await fired;
+    t.equal(rec.scheduledAt, past, 'the past wake fired at once, scheduled at the instant asked for');
+    t.equal(asked[0]!.at, future, 'the schedule host is given the absolute instant');
+    t.equal(asked[1]!.at, past);
+    t.equal(asked[1]!.delayMs, 0, '...and, for a host that keeps only delays, the delay from one clock read');
+    t.ok(rt.cancel('fb-future'));
+  },
+);

@@ -88,8 +88,12 @@ export interface CapabilityContext {
 
 /** The due-set as the schedule capability reaches it; every method answers, never throws. */
 export interface ScheduleHost {
-  /** arm the calling harness's on_wake at now + delayMs; reply ok(id) */
-  arm(req: { delayMs: number; payload: string; id: string | null }): CapabilityReply;
+  /**
+   * arm the calling harness's on_wake at now + delayMs, or at `at` (ms since the Unix epoch) when
+   * given: that instant exactly, a past one due at once (delayMs is then only what `at` was from
+   * the caller's clock, for a host that keeps no absolute instants); reply ok(id)
+   */
+  arm(req: { delayMs: number; at?: number; payload: string; id: string | null }): CapabilityReply;
   /** cancel a wake of the calling harness; reply ok("1") or ok("0") */
   cancel(id: string): CapabilityReply;
   /** call harness.tool(args) at now + delayMs, replacing the caller's pending one; reply ok(id) */

@@ -111,13 +111,18 @@ export function bridgeTransport(where: string, timeoutMs: number): Transport {
   };
 }
 
-/** The due-set through the runtime's schedule host (ctx.schedule), when it provides one. */
 /** The runtime's due-set host as the schedule capability reaches it (arm and cancel). */
 interface ScheduleHostLike {
-  arm(req: { delayMs: number; payload: string; id: string | null }): CapabilityReply;
+  arm(req: { delayMs: number; at?: number; payload: string; id: string | null }): CapabilityReply;
   cancel(id: string): CapabilityReply;
 }
 
+/**
+ * The due-set as the door reaches it from `ctx`: the queue's protocol service when present, else
+ * the schedule host (ctx.schedule), else none. Both arm at the door's absolute instant (`atMs`)
+ * exactly; the schedule host is given `at` (and the delay it is from one clock read, for a host
+ * that keeps only delays), and the wake reported is at that instant.
+ */
 function wakesFrom(ctx: CapabilityContext): WakeBackend | undefined {
   const ask = serviceOf(ctx);
   if (ask) {
@@ -149,9 +154,9 @@ function wakesFrom(ctx: CapabilityContext): WakeBackend | undefined {
   return {
     arm(w): WakeView | { refused: string } {
       const delayMs = Math.max(0, Math.round(w.atMs - Date.now()));
-      const id = text(host.arm({ delayMs, payload: w.payload, id: w.id ?? null }));
+      const id = text(host.arm({ delayMs, at: w.atMs, payload: w.payload, id: w.id ?? null }));
       if (typeof id !== 'string') return id;
-      return { id, harness: w.harness, entry: w.entry, at_ms: Date.now() + delayMs, payload: w.payload };
+      return { id, harness: w.harness, entry: w.entry, at_ms: w.atMs, payload: w.payload };
     },
     cancel(_harness, id) {
       return text(host.cancel(id)) === '1';

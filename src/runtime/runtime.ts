@@ -192,6 +192,12 @@ interface Job {
 
 /** The largest setTimeout delay (about 24.8 days); longer waits re-arm the timer. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * Most due wakes one drain of a local store sets aside for a harness at its limit (each costs a
+ * claim and a release, two SQLite transactions, once): a drain stays in the milliseconds, and
+ * a longer run of held wakes at the head is worked through by the drains that follow.
+ */
+const SET_ASIDE_PER_DRAIN = 512;
 
 /** The queue, its workers, its due-set and its harness registry. */
 export class BermRuntime extends EventEmitter {
@@ -206,6 +212,13 @@ export class BermRuntime extends EventEmitter {
   /** schedule keys with an occurrence running, and the occurrence deferred behind each */
   private readonly schedules = new Map<string, WakeRecord | null>();
   private heap = new DueHeap();
+  /**
+   * Local stores only: due entries set aside because their harness was at its concurrency or rate
+   * limit, one heap per harness. A drain takes from a harness's heap only while that harness may
+   * start, so wakes of a held harness are claimed and released once, not on every drain, and
+   * never stand in front of other harnesses' due wakes in the main heap.
+   */
+  private held = new Map<string, DueHeap>();
   private maxSeq = 0;
   /** pending wakes in the store (kept here: counting rows per arm would be O(n)) */
   private pendingCount = 0;
@@ -681,6 +694,7 @@ export class BermRuntime extends EventEmitter {
     for (const c of claimed) this.redeliver.push(c);
     const { when, seq } = this.store.dues.index(0);
     this.heap = DueHeap.from(when, seq);
+    this.held.clear();
     this.pendingCount = seq.length;
     for (let i = 0; i < seq.length; i++) if (seq[i]! > this.maxSeq) this.maxSeq = seq[i]!;
   }
@@ -742,7 +756,8 @@ export class BermRuntime extends EventEmitter {
 
   private armTimer(): void {
     if (this.closed || !this.started) return;
-    let at = this.redeliver.length > 0 ? Date.now() : this.heap.peekWhen();
+    const now = Date.now();
+    let at = this.redeliver.length > 0 ? now : Math.min(this.heap.peekWhen(), this.heldAt(now));
     // due work that could not start sleeps until a limit frees (not a zero-delay timer per turn)
     if (at < this.notBefore) at = this.notBefore;
     if (at === this.timerAt && this.timer) return;
@@ -774,6 +789,21 @@ export class BermRuntime extends EventEmitter {
       if (this.canStart(h)) wait = Math.min(wait, this.bucket(h).waitMs(now));
     }
     return now + Math.max(50, wait);
+  }
+
+  /**
+   * The earliest instant a set-aside wake (see `held`) may start: for each harness holding some
+   * that is below its concurrency, its earliest entry's due instant or its next rate token,
+   * whichever is later. A harness at its concurrency is left out: its finishing invocation
+   * dispatches. Infinity when there is none.
+   */
+  private heldAt(now: number): number {
+    let at = Infinity;
+    for (const [h, heap] of this.held) {
+      if (heap.size === 0 || !this.canStart(h)) continue;
+      at = Math.min(at, Math.max(heap.peekWhen(), now + this.bucket(h).waitMs(now)));
+    }
+    return at;
   }
 
   /** Free capacity for wakes right now. */
@@ -850,22 +880,39 @@ export class BermRuntime extends EventEmitter {
       }
       if (held) break;
     }
-    while (!claimDue && this.heap.peekWhen() <= now && this.capacity() > 0) {
-      const when = this.heap.peekWhen();
-      const seq = this.heap.peekSeq();
-      this.heap.pop();
+    // A local store: the earliest due entry, from the main heap or from the set-aside heap of a
+    // harness that may start now; an entry whose harness is at its limit moves to that harness's
+    // heap (claimed and released once), so it does not stand in front of other harnesses' wakes.
+    // At most SET_ASIDE_PER_DRAIN move per drain, so a drain stays cheap; the next drain goes on.
+    let movedAside = 0;
+    while (!claimDue && this.capacity() > 0) {
+      let from: DueHeap | null = this.heap.peekWhen() <= now ? this.heap : null;
+      for (const [h, heap] of this.held) {
+        if (heap.size === 0 || heap.peekWhen() > now) continue;
+        if (!this.canStart(h) || this.bucket(h).waitMs(now) > 0) continue;
+        if (
+          from === null ||
+          heap.peekWhen() < from.peekWhen() ||
+          (heap.peekWhen() === from.peekWhen() && heap.peekSeq() < from.peekSeq())
+        )
+          from = heap;
+      }
+      if (from === null) break;
+      const when = from.peekWhen();
+      const seq = from.peekSeq();
+      from.pop();
       const w = this.store.dues.claim(seq);
       if (!w) continue; // cancelled or replaced
       this.pendingCount--;
       if (!this.canStart(w.harness) || !this.bucket(w.harness).take(now)) {
-        // the harness is at its concurrency or rate limit: back to pending for a later drain
+        // the harness is at its concurrency or rate limit: back to pending, in its own heap
         this.store.dues.release(w.id, w.seq, w.when);
         this.pendingCount++;
-        setAside.push([when, seq]);
+        let aside = this.held.get(w.harness);
+        if (!aside) this.held.set(w.harness, (aside = new DueHeap(16)));
+        aside.push(when, seq);
         blocked.add(w.harness);
-        // a few set aside are enough to let other harnesses' wakes pass; more would cost two
-        // transactions each on every drain
-        if (setAside.length >= 16) break;
+        if (++movedAside >= SET_ASIDE_PER_DRAIN) break;
         continue;
       }
       this.startWake(w, now);
@@ -1076,7 +1123,9 @@ export class BermRuntime extends EventEmitter {
         case 'arm': {
           const w = this.arm({
             harness: req.harness,
-            delayMs: r.delayMs as number,
+            // an absolute instant stays one: converting it to a delay would move it by the time
+            // between the caller's clock read and this one
+            ...(r.at !== undefined ? { at: r.at as number } : { delayMs: r.delayMs as number }),
             payload: r.payload as string,
             ...(typeof r.id === 'string' ? { id: r.id } : {}),
             armedBy: req.harness,

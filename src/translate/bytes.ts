@@ -139,7 +139,8 @@ function name(out: Sink, s: string): void {
 interface FuncDef {
   name: string;
   type: number;
-  locals: number[];
+  /** the encoded local declarations (spec 5.5.13: run-length `n:u32 t:valtype` pairs), shared */
+  locals: Uint8Array;
   body: Ref;
 }
 
@@ -224,12 +225,6 @@ export class ByteModule implements ExprBuilder {
   push(v: number): void {
     if (this.used === this.buf.length) this.reserve(1);
     this.buf[this.used++] = v;
-  }
-  private node(t: number, seq: readonly number[]): Ref {
-    const from = this.used;
-    this.reserve(seq.length);
-    for (let i = 0; i < seq.length; i++) this.buf[this.used++] = seq[i];
-    return this.close(t, from);
   }
   private typeOf(r: Ref): number {
     return this.type[r];
@@ -353,20 +348,47 @@ export class ByteModule implements ExprBuilder {
     return this.close(t, from);
   };
   call = (name: string, operands: readonly Ref[], returnType: Ty): Ref =>
-    this.op(returnType, operands, Op.call, this.fnRef(name));
+    this.callOp(returnType, operands, Op.call, this.fnRef(name));
   return_call = (name: string, operands: readonly Ref[], _returnType: Ty): Ref =>
-    this.op(T_UNREACHABLE, operands, Op.return_call, this.fnRef(name));
-  select = (condition: Ref, ifTrue: Ref, ifFalse: Ref): Ref =>
-    this.op(this.typeOf(ifTrue), [ifTrue, ifFalse, condition], Op.select);
-  drop = (value: Ref): Ref => this.op(T_NONE, [value], Op.drop);
-  return = (value?: Ref): Ref => this.op(T_UNREACHABLE, value === undefined ? [] : [value], Op.return);
-  nop = (): Ref => this.node(T_NONE, []);
-  unreachable = (): Ref => this.node(T_UNREACHABLE, [Op.unreachable]);
+    this.callOp(T_UNREACHABLE, operands, Op.return_call, this.fnRef(name));
+  select = (condition: Ref, ifTrue: Ref, ifFalse: Ref): Ref => {
+    const from = this.used;
+    this.reserve(4);
+    this.buf[this.used++] = 256 + ifTrue;
+    this.buf[this.used++] = 256 + ifFalse;
+    this.buf[this.used++] = 256 + condition;
+    this.buf[this.used++] = Op.select;
+    return this.close(this.typeOf(ifTrue), from);
+  };
+  drop = (value: Ref): Ref => this.op1(T_NONE, value, Op.drop);
+  return = (value?: Ref): Ref => {
+    if (value !== undefined) return this.op1(T_UNREACHABLE, value, Op.return);
+    const from = this.used;
+    this.push(Op.return);
+    return this.close(T_UNREACHABLE, from);
+  };
+  nop = (): Ref => this.close(T_NONE, this.used);
+  unreachable = (): Ref => {
+    const from = this.used;
+    this.push(Op.unreachable);
+    return this.close(T_UNREACHABLE, from);
+  };
+  /** `operands`, then `opcode` and the callee's reference (see fnRef), without temporary arrays. */
+  private callOp(t: number, operands: readonly Ref[], opcode: number, fn: number): Ref {
+    const from = this.used;
+    const n = operands.length;
+    this.reserve(n + 2);
+    const buf = this.buf;
+    for (let i = 0; i < n; i++) buf[this.used++] = 256 + operands[i];
+    buf[this.used++] = opcode;
+    buf[this.used++] = fn;
+    return this.close(t, from);
+  }
 
   readonly local = {
     get: (index: number, type: Ty): Ref => {
       if (type >= TUPLE_BASE) {
-        const r = this.node(type, []);
+        const r = this.close(type, this.used);
         this.tupleLocals.set(r, index);
         return r;
       }
@@ -421,9 +443,10 @@ export class ByteModule implements ExprBuilder {
     extract: (tuple: Ref, index: number): Ref => {
       const local = this.tupleLocals.get(tuple);
       if (local === undefined) throw new Error('ByteModule: tuple.extract reads tuple locals only');
-      const seq: number[] = [Op.local_get];
-      uleb(seq, local + index);
-      return this.node(this.tuples[this.type[tuple] - TUPLE_BASE][index], seq);
+      const from = this.used;
+      this.push(Op.local_get);
+      uleb(this, local + index);
+      return this.close(this.tuples[this.type[tuple] - TUPLE_BASE][index], from);
     },
   };
 
@@ -540,9 +563,32 @@ export class ByteModule implements ExprBuilder {
     this.globalIndex.set(name, this.globals.length);
     this.globals.push({ name, t: type, mutable, init });
   }
+  /** Encoded declarations of locals of types `vars`, one shared array per distinct list. */
+  private readonly localDecls = new Map<string, Uint8Array>();
+  private localDeclarations(vars: readonly Ty[]): Uint8Array {
+    const key = vars.join(',');
+    let decl = this.localDecls.get(key);
+    if (decl === undefined) {
+      const runs: [number, number][] = [];
+      for (const v of vars) {
+        for (const l of this.valTypes(v)) {
+          if (runs.length > 0 && runs[runs.length - 1][1] === l) runs[runs.length - 1][0]++;
+          else runs.push([1, l]);
+        }
+      }
+      const out: number[] = [];
+      uleb(out, runs.length);
+      for (const [n, t] of runs) {
+        uleb(out, n);
+        out.push(t);
+      }
+      decl = Uint8Array.from(out);
+      this.localDecls.set(key, decl);
+    }
+    return decl;
+  }
   addFunction(name: string, params: Ty, results: Ty, vars: readonly Ty[], body: Ref): void {
-    const locals: number[] = [];
-    for (const v of vars) locals.push(...this.valTypes(v));
+    const locals = this.localDeclarations(vars);
     this.fnIndex.set(name, this.imports.length + this.defs.length);
     this.defs.push({
       name,
@@ -625,16 +671,7 @@ export class ByteModule implements ExprBuilder {
     uleb(code, this.defs.length);
     for (const d of this.defs) {
       f.length = 0;
-      const runs: [number, number][] = [];
-      for (const l of d.locals) {
-        if (runs.length > 0 && runs[runs.length - 1][1] === l) runs[runs.length - 1][0]++;
-        else runs.push([1, l]);
-      }
-      uleb(f, runs.length);
-      for (const [n, t] of runs) {
-        uleb(f, n);
-        f.push(t);
-      }
+      f.append(d.locals);
       this.write(f, d.body);
       f.push(Op.end);
       uleb(code, f.length);
