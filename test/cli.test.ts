@@ -64,6 +64,9 @@ t.test('help lists the commands and the exit codes; no command is a usage error'
   for (const c of ['inspect', 'call', 'exec', 'compile', 'disasm', 'cache', 'new']) t.match(r.stdout, c);
   t.match(r.stdout, /Exit codes:/);
   for (const n of ['0', '1', '2', '3', '4']) t.match(r.stdout, new RegExp(`^\\s+${n}\\s`, 'm'));
+  // exit 1 as README.md's table has it: every way a tool call ends without a result
+  for (const why of [/berm\.fail/, /over the 4 MiB limit/, /not\s+valid UTF-8/, /returned without a result/])
+    t.match(r.stdout, why);
   const none = await berm([]);
   t.equal(none.code, 2);
   const bad = await berm(['frobnicate']);
