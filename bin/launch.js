@@ -18,6 +18,12 @@
 // another Node, a damaged file) is not offered to V8 at all, and V8 itself refuses one made by
 // another V8 or under other V8 flags (then it compiles the source as usual: same behaviour, only
 // slower). BERM_CODE_CACHE=write makes the run write the cache at exit (scripts/build.mjs does).
+//
+// The build records the bundle's size and SHA-256 in dist/.build.json. A bundle that does not match
+// (truncated, emptied, edited after the build, or a build that recorded none) is not run: a cut at
+// a module boundary is still valid JavaScript and would run silently, doing nothing. The launcher
+// then runs the unbundled dist/cli/main.js and says why in one line on stderr. The SHA-256 is the
+// one the code-cache key needs anyway (the key covers it), so a start hashes the bundle once.
 const { readdirSync, readFileSync, renameSync, statSync, writeFileSync } = require('node:fs');
 const { dirname } = require('node:path');
 const { pathToFileURL } = require('node:url');
@@ -37,12 +43,16 @@ function newest(dir, limit) {
   return max;
 }
 
+/** dist/.build.json as builtIsCurrent() read it (null: none, or not JSON). */
+let buildRecord = null;
+
 /** Whether dist/ holds a build of the current sources (see above). */
 function builtIsCurrent() {
   if (process.env.BERM_FROM_SOURCE === '1') return false;
   let started;
   try {
-    started = JSON.parse(readFileSync(`${ROOT}/dist/.build.json`, 'utf8')).started;
+    buildRecord = JSON.parse(readFileSync(`${ROOT}/dist/.build.json`, 'utf8'));
+    started = buildRecord.started;
   } catch {
     return false;
   }
@@ -61,26 +71,53 @@ function builtIsCurrent() {
   }
 }
 
-/** The key of a code cache: SHA-256 over the bundle's bytes, the Node version and the cache data. */
-function cacheKey(bundle, data) {
+/**
+ * The key of a code cache: SHA-256 over `bundleHash` (the SHA-256 of the bundle's bytes), the Node
+ * version and the cache data.
+ */
+function cacheKey(bundleHash, data) {
   return require('node:crypto')
     .createHash('sha256')
-    .update(bundle)
+    .update(bundleHash)
     .update(`\0${process.version}\0${process.arch}\0`)
     .update(data)
     .digest();
 }
 
 /**
- * Run the CommonJS bundle `file` (an absolute path) as Node would run it as a main module, but
- * compiled with its code cache `file`.v8cache when that matches (see above).
- * @returns false when there is no bundle (nothing ran)
+ * Why the bundle's `bytes` are not the bundle the build recorded in `record` (dist/.build.json's
+ * `bundle`: { bytes, sha256 (hex) }), or null when they are.
+ * @param hash () => the SHA-256 of `bytes` (computed only when the sizes agree)
  */
-function runBundle(file) {
+function bundleMismatch(bytes, record, hash) {
+  if (record === null || typeof record !== 'object' || typeof record.sha256 !== 'string')
+    return 'the build recorded no SHA-256 for it (rebuild: npm run build)';
+  if (bytes.length !== record.bytes) return `it has ${bytes.length} bytes, the build wrote ${record.bytes}`;
+  if (hash().toString('hex') !== record.sha256) return 'its SHA-256 is not the one the build recorded';
+  return null;
+}
+
+/**
+ * Run the CommonJS bundle `file` (an absolute path) as Node would run it as a main module, but
+ * compiled with its code cache `file`.v8cache when that matches (see above). A bundle that does
+ * not match `record` (dist/.build.json's `bundle`) is not run: a line on stderr says why.
+ * @returns false when there is no bundle or it does not match (nothing ran)
+ */
+function runBundle(file, record) {
   let bytes;
   try {
     bytes = readFileSync(file);
-  } catch {
+  } catch (e) {
+    // no bundle and none recorded (a build without one): dist/cli/main.js, nothing to say
+    if (record !== undefined)
+      process.stderr.write(`berm: cannot read ${file} (${e.code}); running dist/ unbundled\n`);
+    return false;
+  }
+  let digest;
+  const hash = () => (digest ??= require('node:crypto').createHash('sha256').update(bytes).digest());
+  const why = bundleMismatch(bytes, record ?? null, hash);
+  if (why !== null) {
+    process.stderr.write(`berm: not running ${file}: ${why}; running dist/ unbundled\n`);
     return false;
   }
   const vm = require('node:vm');
@@ -88,7 +125,7 @@ function runBundle(file) {
   try {
     const stored = readFileSync(`${file}.v8cache`);
     const data = stored.subarray(32);
-    if (cacheKey(bytes, data).equals(stored.subarray(0, 32))) cachedData = data;
+    if (cacheKey(hash(), data).equals(stored.subarray(0, 32))) cachedData = data;
   } catch {
     // no cache: compile as usual
   }
@@ -104,7 +141,7 @@ function runBundle(file) {
     process.once('exit', () => {
       const data = script.createCachedData();
       const tmp = `${file}.v8cache.${process.pid}`;
-      writeFileSync(tmp, Buffer.concat([cacheKey(bytes, data), data]));
+      writeFileSync(tmp, Buffer.concat([cacheKey(hash(), data), data]));
       renameSync(tmp, `${file}.v8cache`);
     });
   }
@@ -135,7 +172,7 @@ function runBundle(file) {
 async function launch(entry, bundle) {
   const url = (path) => pathToFileURL(`${ROOT}/${path}`).href;
   if (builtIsCurrent()) {
-    if (bundle !== undefined && runBundle(`${ROOT}/dist/${bundle}`)) return undefined;
+    if (bundle !== undefined && runBundle(`${ROOT}/dist/${bundle}`, buildRecord?.bundle)) return undefined;
     return import(url(`dist/${entry}.js`));
   }
   const register = url('scripts/ts/register.mjs');

@@ -3,7 +3,8 @@
 // files the sources read next to themselves (*.proto), fix the translator digest into the
 // compiled translate/abi.js, bundle the CLI into one CommonJS file with a V8 code cache for it
 // (scripts/bundle.mjs: what bin/berm.js runs), and write dist/.build.json, whose start time
-// bin/launch.js compares with the sources' modification times to tell a fresh build from a stale one.
+// bin/launch.js compares with the sources' modification times to tell a fresh build from a stale one
+// (and whose record of the bundle's size and SHA-256 it checks before running the bundle).
 //
 // Built, not committed: a committed dist/ doubles every change and every merge conflict, and goes
 // stale the moment a source is edited without rebuilding; a build at install cannot. The launchers
@@ -14,6 +15,7 @@
 // Without TypeScript installed (a production-only install of a checkout) it says so and exits 0:
 // the launchers then run the sources through the TypeScript loader.
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   copyFileSync,
   mkdirSync,
@@ -26,7 +28,7 @@ import {
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { bundleCli, writeCodeCache } from './bundle.mjs';
+import { bundleCli, CLI_BUNDLE, writeCodeCache } from './bundle.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const SRC = join(ROOT, 'src');
@@ -91,9 +93,17 @@ try {
   process.exit(1);
 }
 
+// The bundle's size and SHA-256: bin/launch.js runs the bundle only when both match, so a
+// truncated or emptied file (still valid JavaScript when cut between modules) never runs silently.
+const bundleBytes = readFileSync(join(OUT, CLI_BUNDLE));
+const bundle = {
+  file: CLI_BUNDLE,
+  bytes: bundleBytes.length,
+  sha256: createHash('sha256').update(bundleBytes).digest('hex'),
+};
 writeFileSync(
   join(OUT, '.build.json'),
-  JSON.stringify({ started, translatorDigest: digest, node: process.version }) + '\n',
+  JSON.stringify({ started, translatorDigest: digest, node: process.version, bundle }) + '\n',
 );
 const OLD = `${DIST}.old-${process.pid}`;
 try {

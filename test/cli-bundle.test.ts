@@ -3,9 +3,10 @@
 // vm.Script to record which file the launcher compiled and whether V8 took the cache, so each
 // test knows the bundle ran. Covered: a warm tool call (cache accepted), a capability whose
 // worker thread loads its dist/ module through a rewritten import.meta.url, files found next to
-// the modules (package.json, scripts/new-harness), and a stale or damaged cache (ignored, same
-// output).
+// the modules (package.json, scripts/new-harness), a stale or damaged cache (ignored, same
+// output), and a bundle that is not the one the build recorded in dist/.build.json (not run).
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   cpSync,
   existsSync,
@@ -150,19 +151,52 @@ if (!builtIsCurrent()) {
     t.same(bundleRan(r, root), [{ file: bundle, offered: false }], 'a damaged cache: not offered');
 
     writeFileSync(cache, good);
-    writeFileSync(bundle, readFileSync(bundle, 'utf8') + '// edited, not ASCII: \u2192\n');
-    r = await berm(call, root);
-    t.equal(r.code, 0, r.stderr);
-    t.equal(r.stdout, '{"y":2}\n');
-    t.same(
-      bundleRan(r, root),
-      [{ file: bundle, offered: false }],
-      'an edited bundle: its old cache not offered',
-    );
-
     rmSync(cache);
     r = await berm(call, root);
     t.equal(r.stdout, '{"y":2}\n', r.stderr);
     t.same(bundleRan(r, root), [{ file: bundle, offered: false }], 'no cache');
+  });
+
+  t.test('a bundle that is not the one the build recorded is not run: dist/ unbundled runs', async (t) => {
+    const root = join(TMP, 'pkg-cut');
+    mkdirSync(root);
+    for (const p of ['bin', 'dist', 'package.json'])
+      cpSync(join(ROOT, p), join(root, p), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'));
+    const bundle = join(root, 'dist', 'berm-cli.cjs');
+    const good = readFileSync(bundle);
+    const text = good.toString('utf8');
+    // esbuild starts each module with a `// <path>` line; the entry (cli/main.js) comes last, so a
+    // cut there leaves valid JavaScript that defines everything and runs nothing
+    const lastModule = text.lastIndexOf('\n// ');
+    t.match(text.slice(lastModule), /^\n\/\/ \S*cli\/main\.js\n/, 'the entry module is last');
+    const record = JSON.parse(readFileSync(join(root, 'dist', '.build.json'), 'utf8')) as {
+      bundle: { bytes: number; sha256: string };
+    };
+    t.equal(record.bundle.bytes, good.length, 'the build recorded the size');
+    t.equal(record.bundle.sha256, createHash('sha256').update(good).digest('hex'), 'and the SHA-256');
+    const call = ['call', ECHO, 'echo', '{"z":3}'];
+    const cases: [string, Buffer, RegExp][] = [
+      ['empty', Buffer.alloc(0), /has 0 bytes, the build wrote \d+/],
+      ['truncated mid-file', good.subarray(0, good.length >> 1), /has \d+ bytes, the build wrote \d+/],
+      ['truncated before the last module', good.subarray(0, lastModule + 1), /has \d+ bytes/],
+      // same size, one byte changed: only the hash tells
+      ['edited', Buffer.from(text.replace('berm CLI, bundled', 'berm CLI, bundleD')), /SHA-256 is not/],
+    ];
+    for (const [what, bytes, why] of cases) {
+      writeFileSync(bundle, bytes);
+      const r = await berm(call, root);
+      t.equal(r.code, 0, `${what}: ${r.stderr}`);
+      t.equal(r.stdout, '{"z":3}\n', `${what}: the call still answers`);
+      t.equal(r.stderr.split('\n').length, 2, `${what}: one line on stderr`);
+      t.match(r.stderr, `berm: not running ${bundle}: `, `${what}: names the bundle`);
+      t.match(r.stderr, why, `${what}: says why`);
+      t.same(bundleRan(r, root), [], `${what}: the bundle is not compiled`);
+    }
+    writeFileSync(bundle, good);
+    const r = await berm(call, root);
+    t.equal(r.stdout, '{"z":3}\n', r.stderr);
+    t.equal(r.stderr, '');
+    t.same(bundleRan(r, root), [{ file: bundle, offered: true, rejected: false }], 'restored: runs again');
   });
 }

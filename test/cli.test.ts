@@ -2,8 +2,18 @@
 // exit code. Expected values come from fixtures/expected.json and cases.json (computed natively,
 // never by berm) and from llvm-objdump listings in test/golden/. One temp cache dir is shared by
 // the whole file; the first test warms it with `compile`.
-import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -64,6 +74,9 @@ t.test('help lists the commands and the exit codes; no command is a usage error'
   for (const c of ['inspect', 'call', 'exec', 'compile', 'disasm', 'cache', 'new']) t.match(r.stdout, c);
   t.match(r.stdout, /Exit codes:/);
   for (const n of ['0', '1', '2', '3', '4']) t.match(r.stdout, new RegExp(`^\\s+${n}\\s`, 'm'));
+  // exit 1 as README.md's table has it: every way a tool call ends without a result
+  for (const why of [/berm\.fail/, /over the 4 MiB limit/, /not\s+valid UTF-8/, /returned without a result/])
+    t.match(r.stdout, why);
   const none = await berm([]);
   t.equal(none.code, 2);
   const bad = await berm(['frobnicate']);
@@ -364,3 +377,61 @@ t.test('new scaffolds a harness through scripts/new-harness', async (t) => {
     t.match(r.stderr, /scaffold script/);
   }
 });
+
+t.test(
+  'a failed write to stdout exits non-zero with a message; a reader that stops early does not',
+  async (t) => {
+    // /dev/full: every write fails with ENOSPC, synchronously (a file), reported by the stream later
+    const runs = [
+      [...C, 'call', TEXT, 'stats', '{"values":[1,2]}'],
+      [...C, '--json', 'call', TEXT, 'stats', '{"values":[1,2]}'],
+      [...C, 'exec', RAW, 'raw_add', '1', '2'],
+      [...C, 'disasm', TEXT],
+    ];
+    for (const args of runs) {
+      const full = openSync('/dev/full', 'w');
+      try {
+        const r = spawnSync(process.execPath, ['--stack-size=4000', join(ROOT, 'bin', 'berm.js'), ...args], {
+          cwd: ROOT,
+          encoding: 'utf8',
+          stdio: ['ignore', full, 'pipe'],
+        });
+        t.equal(r.status, 1, `${args.slice(2).join(' ')}: exit 1`);
+        t.match(r.stderr, /^berm: writing to stdout failed: ENOSPC/m, 'says why');
+        t.ok(noStack(r.stderr), 'no stack trace');
+      } finally {
+        closeSync(full);
+      }
+    }
+    // disasm prints ~160 KB, more than a pipe holds: head's exit breaks the pipe under a write
+    const head = spawnSync(
+      'bash',
+      [
+        '-c',
+        'set -o pipefail; "$0" --stack-size=4000 bin/berm.js --cache-dir "$1" disasm "$2" | head -1',
+        process.execPath,
+        CACHE,
+        TEXT,
+      ],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
+    t.equal(head.status, 0, head.stderr);
+    t.match(head.stdout, /^[0-9a-f]{16} <\w+>:\n$/);
+    t.equal(head.stderr, '');
+    // a reader gone before the first write: EPIPE on it, whatever the output's size
+    const early = spawn(
+      process.execPath,
+      ['--stack-size=4000', join(ROOT, 'bin', 'berm.js'), ...C, 'call', TEXT, 'stats', '{"values":[1,2]}'],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    early.stdout.destroy();
+    let stderr = '';
+    early.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const code = await new Promise((done) => early.on('close', done));
+    t.equal(code, 0, stderr);
+    t.equal(stderr, '');
+  },
+);

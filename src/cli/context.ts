@@ -18,7 +18,10 @@ import { ManifestError } from '../harness/manifest.js';
 export const ExitCode = {
   /** success */
   Ok: 0,
-  /** the tool failed through berm.fail; its message is on stdout */
+  /**
+   * the tool failed through berm.fail, or its result was over 4 MiB or not UTF-8, or it returned
+   * without a result; the message is on stdout
+   */
   ToolFailed: 1,
   /** bad input or usage: malformed ELF or manifest, unknown tool or symbol, bad arguments */
   BadInput: 2,
@@ -34,7 +37,8 @@ export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 /** Text of the exit-code table for `berm --help`. */
 export const EXIT_CODES_HELP = `Exit codes:
   0  ok
-  1  the tool failed through berm.fail (the failure message is on stdout)
+  1  the tool failed through berm.fail, or its result was over the 4 MiB limit or not
+     valid UTF-8, or it returned without a result (the message is on stdout)
   2  bad input or usage (malformed ELF, unknown tool or symbol, arguments not JSON or not
      matching the tool's schema, bad option values); a refusal by a registry or bermd, or
      one that cannot be reached

@@ -8,14 +8,30 @@
 import { configCallExtension } from './commands/call-config.js';
 import { runCli } from './program.js';
 
-// A reader that stops early (`berm disasm x.elf | head`) is not an error of ours.
-process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-  if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  throw e;
-});
+/**
+ * A failed write to stdout. A reader that stops early (`berm disasm x.elf | head`) is not an
+ * error of ours: EPIPE exits with the command's code. Any other failure (a full disk, /dev/full,
+ * EIO) lost output the caller asked for: a line on stderr and exit 1 (or the command's own
+ * non-zero code), never 0.
+ */
+function stdoutFailed(e: NodeJS.ErrnoException): never {
+  const code = process.exitCode === undefined ? 0 : Number(process.exitCode);
+  if (e.code === 'EPIPE') process.exit(code);
+  try {
+    process.stderr.write(`berm: writing to stdout failed: ${e.message}\n`);
+  } catch {
+    // stderr is gone too: the exit code is all that is left
+  }
+  process.exit(code === 0 ? 1 : code);
+}
+process.stdout.on('error', stdoutFailed);
 
 void runCli(process.argv.slice(2), { callExtensions: [configCallExtension()] }).then((code) => {
   process.exitCode = code;
+  // A write to a file or pipe fails synchronously but the stream emits its 'error' on a later
+  // tick; the stream records it at once (writable.errored), so the exit code is decided here.
+  const failed = process.stdout.errored;
+  if (failed) stdoutFailed(failed as NodeJS.ErrnoException);
   // The command is done (every action awaits its work; background work such as the optimiser's
   // worker never holds the process). Exit now rather than when the event loop drains: that skips
   // the GC work V8 has queued by then (a 64 MiB guest memory starts an incremental marking) and
