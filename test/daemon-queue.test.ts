@@ -61,6 +61,14 @@ t.test('wakes: arm, list, cancel, fire, refusals', async (t) => {
     [['w-at', at]],
   );
   t.equal((await d.req('/wakes/w-at', { method: 'DELETE' })).status, 204);
+  // a JSON null counts as absent: {"delay_ms": null, "at": N} is `at` alone
+  const atNull = await d.req('/wakes', {
+    method: 'POST',
+    body: JSON.stringify({ harness: 'qg', at, delay_ms: null, id: 'w-null' }),
+  });
+  t.equal(atNull.status, 201);
+  t.equal(((await atNull.json()) as { due_at: number }).due_at, at, 'null delay_ms: due at `at`');
+  t.equal((await d.req('/wakes/w-null', { method: 'DELETE' })).status, 204);
   const again = await d.req('/wakes/w-later', { method: 'DELETE' });
   t.equal(again.status, 404);
   t.match(((await again.json()) as { error: string }).error, /no wake with id w-later/);
@@ -76,16 +84,27 @@ t.test('wakes: arm, list, cancel, fire, refusals', async (t) => {
     body: JSON.stringify({ harness: 'nope', delay_ms: 10 }),
   });
   t.equal(unknown.status, 404);
-  for (const body of [
-    { harness: 'qg', delay_ms: -1 },
-    { harness: 'qg', delay_ms: 'soon' },
-    { harness: 'qg' },
-    { harness: 'qg', at: 'tomorrow' },
-    { harness: 'qg', at: Date.now() + 60_000, delay_ms: 60_000 },
-    { harness: 'q.g', delay_ms: 1 },
-  ]) {
+  for (const [body, msg] of [
+    [{ harness: 'qg', delay_ms: -1 }, /^delay_ms must be a whole number of ms >= 0 \(got -1\)$/],
+    [{ harness: 'qg', delay_ms: 1.5 }, /^delay_ms must be a whole number of ms >= 0 \(got 1\.5\)$/],
+    [{ harness: 'qg', delay_ms: 'soon' }, /^delay_ms must be a whole number of ms >= 0 \(got "soon"\)$/],
+    [{ harness: 'qg' }, /^give delay_ms \(ms from now\) or at/],
+    [{ harness: 'qg', delay_ms: null }, /^give delay_ms \(ms from now\) or at/],
+    [
+      { harness: 'qg', at: 'tomorrow' },
+      /^at must be a whole number of ms since the Unix epoch, >= 0 \(got "tomorrow"\)$/,
+    ],
+    [{ harness: 'qg', at: -5 }, /^at must be a whole number of ms since the Unix epoch, >= 0 \(got -5\)$/],
+    [
+      { harness: 'qg', at: Date.now() + 0.5 },
+      /^at must be a whole number of ms since the Unix epoch, >= 0 \(got \d+\.5\)$/,
+    ],
+    [{ harness: 'qg', at: Date.now() + 60_000, delay_ms: 60_000 }, /^give either delay_ms or at, not both$/],
+    [{ harness: 'q.g', delay_ms: 1 }, /harness/],
+  ] as const) {
     const r = await d.req('/wakes', { method: 'POST', body: JSON.stringify(body) });
     t.equal(r.status, 400, `refused: ${JSON.stringify(body)}`);
+    t.match(((await r.json()) as { error: string }).error, msg, `message for ${JSON.stringify(body)}`);
   }
   t.equal((await d.req('/wakes', { method: 'POST', body: '{"harness":' })).status, 400);
   t.same(((await (await d.req('/wakes')).json()) as { wakes: unknown[] }).wakes, [], 'nothing armed');

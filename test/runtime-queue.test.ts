@@ -567,3 +567,32 @@ t.test('50 due wakes of a rate-limited harness do not hold back a later due wake
   t.equal(rt.stats().wakesPending, 0);
   t.same(rt.list(), []);
 });
+
+t.test('the spill log line names the rate limit that held due wakes, not a full pool', async (t) => {
+  // 1500 wakes of one harness falling due at one instant, one token per 10 s: the pool has room,
+  // the rate limit holds them (a drain sets at most 512 aside, the rest are left due: a spill)
+  const lines: string[] = [];
+  const rt = await runtime({
+    poolSize: 2,
+    limits: { harnessRate: 0.1, harnessBurst: 1 },
+    log: (l) => lines.push(l),
+  });
+  t.teardown(() => rt.close());
+  // the workers are up once a call has run on each
+  await Promise.all([rt.invoke('qg', 'echo', '{}'), rt.invoke('qg', 'echo', '{}')]);
+  const at = Date.now() + 1500;
+  for (let i = 0; i < 1500; i++) rt.arm({ harness: 'qg', id: `r${i}`, payload: `r${i}`, at });
+  const alive = setInterval(() => {}, 100); // the wake timer is unref'd: keep the test process up
+  const t0 = Date.now();
+  while (!lines.some((l) => l.includes('spilled')) && Date.now() - t0 < 15_000) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  clearInterval(alive);
+  const spill = lines.find((l) => l.includes('spilled'));
+  t.ok(spill, `a spill line was logged: ${JSON.stringify(lines)}`);
+  t.match(
+    spill,
+    /spilled \d+ due wakes to the next drain \(held by per-harness limits: qg \(harnessRate\)\)/,
+  );
+  t.notMatch(spill, /pool full/);
+});

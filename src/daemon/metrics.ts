@@ -52,7 +52,7 @@ export class Metrics {
     };
     mirrored(
       'berm_spills_total',
-      'due wakes deferred to the next drain (pool full)',
+      'due wakes deferred to the next drain (pool full or a per-harness limit)',
       () => backend.stats().spills,
     );
     mirrored(

@@ -376,19 +376,29 @@ export class DaemonServer {
     if (typeof b.harness !== 'string') throw new HttpError(400, 'harness is missing or not a string');
     const harness = checkHarnessName(b.harness);
     this.o.deployments.require(harness);
-    // `at` goes to the runtime as it is: the due instant is exactly `at`
+    // `at` goes to the runtime as it is: the due instant is exactly `at`. Both are whole ms, as
+    // the CLI requires; a JSON null counts as absent (`{"delay_ms": null, "at": N}` is `at` alone)
+    const at = b.at ?? undefined;
+    const delay = b.delay_ms ?? undefined;
+    const shown = (v: unknown): string => (typeof v === 'number' ? String(v) : JSON.stringify(v));
     let when: { at: number } | { delayMs: number };
-    if (b.at !== undefined) {
-      if (typeof b.at !== 'number' || !Number.isFinite(b.at)) {
-        throw new HttpError(400, 'at must be a finite number of ms since the Unix epoch');
+    if (at !== undefined) {
+      if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) {
+        throw new HttpError(
+          400,
+          `at must be a whole number of ms since the Unix epoch, >= 0 (got ${shown(at)})`,
+        );
       }
-      if (b.delay_ms !== undefined) throw new HttpError(400, 'give either delay_ms or at, not both');
-      when = { at: b.at };
+      if (delay !== undefined) throw new HttpError(400, 'give either delay_ms or at, not both');
+      when = { at };
     } else {
-      if (typeof b.delay_ms !== 'number' || !Number.isFinite(b.delay_ms) || b.delay_ms < 0) {
-        throw new HttpError(400, 'delay_ms must be a finite number >= 0 (or give at, ms since the epoch)');
+      if (delay === undefined) {
+        throw new HttpError(400, 'give delay_ms (ms from now) or at (ms since the Unix epoch)');
       }
-      when = { delayMs: b.delay_ms };
+      if (typeof delay !== 'number' || !Number.isSafeInteger(delay) || delay < 0) {
+        throw new HttpError(400, `delay_ms must be a whole number of ms >= 0 (got ${shown(delay)})`);
+      }
+      when = { delayMs: delay };
     }
     if (b.payload !== undefined && typeof b.payload !== 'string')
       throw new HttpError(400, 'payload must be a string');

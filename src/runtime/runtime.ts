@@ -806,6 +806,27 @@ export class BermRuntime extends EventEmitter {
     return at;
   }
 
+  /**
+   * Why due wakes were left for a later drain, for the spill log line: "pool full (...)" when no
+   * wake may start at all (the concurrency limit or no idle worker), and the per-harness limits
+   * holding wakes back, each harness named with its limit (`h (harnessRate)`,
+   * `h (harnessConcurrency)`): those blocked in this drain, else every harness at a limit now.
+   */
+  private spillReason(blocked: ReadonlySet<string>): string {
+    const now = Date.now();
+    const parts: string[] = [];
+    if (this.capacity() <= 0)
+      parts.push(`pool full: ${this.running.size} running, ${this.pool.idle()} workers idle`);
+    const held: string[] = [];
+    for (const h of blocked.size > 0 ? blocked : this.registry.keys()) {
+      if ((this.perHarness.get(h) ?? 0) >= this.limits.harnessConcurrency)
+        held.push(`${h} (harnessConcurrency)`);
+      else if (this.bucket(h).waitMs(now) > 0) held.push(`${h} (harnessRate)`);
+    }
+    if (held.length > 0) parts.push(`held by per-harness limits: ${held.join(', ')}`);
+    return parts.join('; ') || 'not started in this drain';
+  }
+
   /** Free capacity for wakes right now. */
   private capacity(): number {
     return Math.min(this.limits.concurrency - this.running.size, this.pool.idle());
@@ -938,7 +959,7 @@ export class BermRuntime extends EventEmitter {
       if (now - this.lastSpillLog >= 1000) {
         this.lastSpillLog = now;
         this.log(
-          `spilled ${spilled} due wakes to the next drain (pool full); the oldest is ${now - oldest} ms late`,
+          `spilled ${spilled} due wakes to the next drain (${this.spillReason(blocked)}); the oldest is ${now - oldest} ms late`,
         );
       }
     }
