@@ -111,6 +111,7 @@ t.test('sp outside the stack at a function entry: StackOverflow names the bound 
   for (const [what, sp, message] of cases) {
     const err = t.throws(() => new Linker(engine).instantiate(mod).call('sp_call', sp)) as traps.Trap;
     t.ok(err instanceof traps.StackOverflow, `${what}: StackOverflow (${err.name})`);
+    t.equal(err.name, 'StackOverflow', `${what}: named StackOverflow`);
     t.equal(err.message, `stack overflow: ${message}`, what);
     t.same([err.symbol, err.offset], ['seven', 0], `${what}: at seven's entry (${err.where()})`);
   }

@@ -25,6 +25,7 @@ import {
   MemoryFault,
   OutOfFuel,
   StackOverflow,
+  stackOverflowAtEntry,
   Trap,
   UnknownHostCall,
   type GuestFrame,
@@ -68,7 +69,7 @@ function trapFromKind(kind: number, value: bigint, layout: GuestModule['layout']
     case TrapKind.IllegalInstruction:
       return new IllegalInstruction(Number(BigInt.asUintN(32, value)));
     case TrapKind.StackOverflow:
-      return StackOverflow.atEntry(value, layout.stackLimit, layout.base + layout.size);
+      return stackOverflowAtEntry(value, layout.stackLimit, layout.base + layout.size);
     default:
       return new FellOffFunction();
   }

@@ -111,23 +111,25 @@ export class StackOverflow extends Trap {
   constructor(detail: string) {
     super(`stack overflow: ${detail}`);
   }
+}
 
-  /**
-   * The trap of a function entry's check, which requires stackLimit <= sp <= end (docs/
-   * architecture.md, frame accesses): the message names the bound `sp` crossed and its value.
-   * @param sp the guest's sp at the entry, as the trap import reports it (any bigint; read as u64)
-   * @param stackLimit the lowest address the stack may reach (guest address)
-   * @param end the end of guest memory, base + size (guest address, exclusive)
-   */
-  static atEntry(sp: bigint, stackLimit: number, end: number): StackOverflow {
-    const u = BigInt.asUintN(64, sp);
-    const hex = (v: bigint | number) => `0x${v.toString(16)}`;
-    return new StackOverflow(
-      u > BigInt(end)
-        ? `sp ${hex(u)} is above the end of memory ${hex(end)}`
-        : `sp ${hex(u)} is below the stack limit ${hex(stackLimit)}`,
-    );
-  }
+/**
+ * The trap of a function entry's check, which requires stackLimit <= sp <= end (docs/
+ * architecture.md, frame accesses): the message names the bound `sp` crossed and its value.
+ * (A function, not a static method: a class that refers to itself in a static member is renamed
+ * by esbuild, and a trap's name is its class name.)
+ * @param sp the guest's sp at the entry, as the trap import reports it (any bigint; read as u64)
+ * @param stackLimit the lowest address the stack may reach (guest address)
+ * @param end the end of guest memory, base + size (guest address, exclusive)
+ */
+export function stackOverflowAtEntry(sp: bigint, stackLimit: number, end: number): StackOverflow {
+  const u = BigInt.asUintN(64, sp);
+  const hex = (v: bigint | number) => `0x${v.toString(16)}`;
+  return new StackOverflow(
+    u > BigInt(end)
+      ? `sp ${hex(u)} is above the end of memory ${hex(end)}`
+      : `sp ${hex(u)} is below the stack limit ${hex(stackLimit)}`,
+  );
 }
 
 /** Execution ran past the last instruction of a function (a missing return). */
