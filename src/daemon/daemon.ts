@@ -142,6 +142,7 @@ export async function startDaemon(
   show('max-image-bytes', settings.maxImageBytes);
   show('max-body-bytes', settings.maxBodyBytes);
   show('body-timeout-ms', settings.bodyTimeoutMs);
+  show('write-timeout-ms', settings.writeTimeoutMs);
   show('max-connections', settings.maxConnections);
   show('workers', settings.workers);
   show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
@@ -194,6 +195,7 @@ export async function startDaemon(
       maxImageBytes: settings.maxImageBytes.value,
       maxBodyBytes: settings.maxBodyBytes.value,
       bodyTimeoutMs: settings.bodyTimeoutMs.value,
+      writeTimeoutMs: settings.writeTimeoutMs.value,
       maxConnections: settings.maxConnections.value,
     },
     version: version(),
