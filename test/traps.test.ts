@@ -1,11 +1,12 @@
 // Misbehaving guests (fixtures/src/misbehave.c) end in their typed trap, naming the function, and
 // the host process survives every one of them. Spinning guests stop within milliseconds of an interrupt
 // raised from another thread.
+import { join } from 'node:path';
 import t from 'tap';
 import { Worker } from 'node:worker_threads';
 import { basicHostFunctions, Engine, Linker } from '../src/engine/engine.js';
 import * as traps from '../src/engine/traps.js';
-import { caseInt, cases, fixtureElfs, TEST_CACHE } from './helpers/fixtures.js';
+import { caseInt, cases, fixtureElfs, ROOT, TEST_CACHE } from './helpers/fixtures.js';
 
 const engine = new Engine({ cacheDir: TEST_CACHE });
 const trapCases = cases().traps.filter((c) => c.symbol !== undefined);
@@ -86,4 +87,31 @@ t.test('the host survives: a well-behaved guest still runs after every trap', as
   const raw = fixtureElfs().find((e) => e.source === 'raw.c' && e.compiler === 'gcc' && e.opt === 'O2')!;
   const mod = await engine.compile(raw.path);
   t.same(new Linker(engine).instantiate(mod).call('raw_add', 40n, 2n)[0], 42n);
+});
+
+t.test('sp outside the stack at a function entry: StackOverflow names the bound it crossed', async (t) => {
+  // test/data/poke.c sp_call: calls seven() with sp = addr; the entry check requires
+  // stack limit <= sp <= end of memory (docs/architecture.md, frame accesses)
+  const mod = await engine.compile(join(ROOT, 'test', 'data', 'poke.elf'));
+  const { stackLimit, base, size } = mod.layout;
+  const end = base + size;
+  const hex = (v: number | bigint) => `0x${v.toString(16)}`;
+  const inst = new Linker(engine).instantiate(mod);
+  t.equal(inst.call('sp_call', BigInt(end))[0], 7n, 'sp at the end of memory: inside');
+  t.equal(inst.call('sp_call', BigInt(stackLimit))[0], 7n, 'sp at the stack limit: inside');
+  const cases: [string, bigint, string][] = [
+    ['just above the end', BigInt(end + 16), `sp ${hex(end + 16)} is above the end of memory ${hex(end)}`],
+    ['far above (negative)', 2n ** 64n - 16n, `sp 0xfffffffffffffff0 is above the end of memory ${hex(end)}`],
+    [
+      'below the limit',
+      BigInt(stackLimit - 16),
+      `sp ${hex(stackLimit - 16)} is below the stack limit ${hex(stackLimit)}`,
+    ],
+  ];
+  for (const [what, sp, message] of cases) {
+    const err = t.throws(() => new Linker(engine).instantiate(mod).call('sp_call', sp)) as traps.Trap;
+    t.ok(err instanceof traps.StackOverflow, `${what}: StackOverflow (${err.name})`);
+    t.equal(err.message, `stack overflow: ${message}`, what);
+    t.same([err.symbol, err.offset], ['seven', 0], `${what}: at seven's entry (${err.where()})`);
+  }
 });

@@ -57,7 +57,7 @@ export interface InstantiateOptions {
 const FUEL_SLICE = 1 << 14;
 
 /** The internal signal thrown by the `trap` import and caught at the call boundary. */
-function trapFromKind(kind: number, value: bigint): Trap {
+function trapFromKind(kind: number, value: bigint, layout: GuestModule['layout']): Trap {
   switch (kind) {
     case TrapKind.MemoryFault:
       return new MemoryFault(BigInt.asUintN(64, value));
@@ -68,7 +68,7 @@ function trapFromKind(kind: number, value: bigint): Trap {
     case TrapKind.IllegalInstruction:
       return new IllegalInstruction(Number(BigInt.asUintN(32, value)));
     case TrapKind.StackOverflow:
-      return new StackOverflow(`sp 0x${BigInt.asUintN(64, value).toString(16)} is below the stack limit`);
+      return StackOverflow.atEntry(value, layout.stackLimit, layout.base + layout.size);
     default:
       return new FellOffFunction();
   }
@@ -200,7 +200,7 @@ export class Slot {
         return owner().ecall(pc, call);
       },
       [Imports.trap]: (kind: number, pc: number, value: bigint) => {
-        throw owner().at(trapFromKind(kind, value), pc);
+        throw owner().at(trapFromKind(kind, value, layout), pc);
       },
       [Imports.poll]: (pc: number) => owner().poll(pc),
       // cycle, time and instret all read one clock: nanoseconds since this instance was made,

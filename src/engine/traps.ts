@@ -103,10 +103,30 @@ export class OutOfFuel extends Trap {
   }
 }
 
-/** The guest stack went below its limit, or the host's Wasm call stack ran out (deep recursion). */
+/**
+ * The guest's sp was outside the stack at a function entry (below the stack limit, or above the end
+ * of memory), or the host's Wasm call stack ran out (deep recursion).
+ */
 export class StackOverflow extends Trap {
   constructor(detail: string) {
     super(`stack overflow: ${detail}`);
+  }
+
+  /**
+   * The trap of a function entry's check, which requires stackLimit <= sp <= end (docs/
+   * architecture.md, frame accesses): the message names the bound `sp` crossed and its value.
+   * @param sp the guest's sp at the entry, as the trap import reports it (any bigint; read as u64)
+   * @param stackLimit the lowest address the stack may reach (guest address)
+   * @param end the end of guest memory, base + size (guest address, exclusive)
+   */
+  static atEntry(sp: bigint, stackLimit: number, end: number): StackOverflow {
+    const u = BigInt.asUintN(64, sp);
+    const hex = (v: bigint | number) => `0x${v.toString(16)}`;
+    return new StackOverflow(
+      u > BigInt(end)
+        ? `sp ${hex(u)} is above the end of memory ${hex(end)}`
+        : `sp ${hex(u)} is below the stack limit ${hex(stackLimit)}`,
+    );
   }
 }
 
