@@ -56,6 +56,7 @@ interface Spec<T> {
  * Default bound on client connections served at once: room for many agents and their MCP
  * notification streams, far below the file descriptors a process may open (Node raises its soft
  * limit to the hard one, 1,048,576 on Debian; each connection costs one descriptor and a few KB).
+ * Under a lower open-file limit the daemon clamps it at boot (fd-limit.ts).
  */
 export const DEFAULT_MAX_CONNECTIONS = 1024;
 
