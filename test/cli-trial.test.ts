@@ -85,7 +85,7 @@ t.test('berm check validates a declaration and lists harnesses, tools and grants
     [
       [
         'h',
-        ['big', 'exec', 'flood', 'match', 'rdtime', 'spin'],
+        ['badutf8', 'big', 'exec', 'flood', 'match', 'rdtime', 'silent', 'spin'],
         ['clock', 'exec'],
         { root: path.join(dir, 'work') },
       ],
@@ -96,7 +96,7 @@ t.test('berm check validates a declaration and lists harnesses, tools and grants
   const text = await berm(['check', good]);
   t.match(
     text.stdout,
-    /^h {2}\(.*hostile\.elf, line 1\)\n {2}tools: big, exec, flood, match, rdtime, spin\n {2}capabilities: clock, exec\n {2}grants: root = /,
+    /^h {2}\(.*hostile\.elf, line 1\)\n {2}tools: badutf8, big, exec, flood, match, rdtime, silent, spin\n {2}capabilities: clock, exec\n {2}grants: root = /,
   );
 
   const bad = path.join(dir, 'bad.toml');
@@ -133,7 +133,7 @@ t.test('inspect --config shows the declared harness with its grants', async (t) 
   t.same(j.grant, { root: path.join(dir, 'work') });
   t.same(
     j.manifest.tools.map((x) => x.name),
-    ['big', 'exec', 'flood', 'match', 'rdtime', 'spin'],
+    ['badutf8', 'big', 'exec', 'flood', 'match', 'rdtime', 'silent', 'spin'],
   );
   const missing = await berm(['inspect', '--config', toml, 'nope']);
   t.equal(missing.code, 2);

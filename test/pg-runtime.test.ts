@@ -33,6 +33,9 @@ async function pair(t: Test): Promise<{ url: string; a: BermRuntime; b: BermRunt
     rts.push(rt);
   }
   const pool = new pg.Pool({ connectionString: url, max: 1 });
+  // the database is dropped WITH (FORCE) at teardown, maybe before this pool ends: an idle
+  // client cut then is no failure (queries still reject on their own)
+  pool.on('error', () => {});
   t.teardown(async () => {
     await Promise.all(rts.map((r) => r.close(2000)));
     await pool.end();
@@ -197,7 +200,8 @@ t.test('due wakes held by a rate limit: the drain sleeps (no zero-delay timer lo
   await first;
   await sleep(200); // the drain after the first wake has held the others back by now
   // count the timers this process sets for 1 s (Node's own setTimeout, wrapped to count), and
-  // its CPU time: a drain looping on zero-delay timers sets ~1,000 and takes much of a core
+  // its CPU time: a drain looping on zero-delay timers sets ~1,000 (the precise check; the CPU
+  // bound is loose, as every thread counts, the background optimiser included)
   const real = globalThis.setTimeout;
   let timers = 0;
   globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
@@ -214,7 +218,7 @@ t.test('due wakes held by a rate limit: the drain sleeps (no zero-delay timer lo
   const cpu = process.cpuUsage(cpu0);
   const share = (cpu.user + cpu.system) / 1000 / (performance.now() - wall0);
   t.ok(timers < 50, `${timers} timers set in 1 s while two wakes wait`);
-  t.ok(share < 0.3, `CPU ${(share * 100).toFixed(1)} % of one core`);
+  t.ok(share < 0.9, `CPU ${(share * 100).toFixed(1)} % of one core`);
   const pending = await store.dues.list({});
   t.equal(pending.length, 2, 'both still pending');
 });

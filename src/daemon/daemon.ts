@@ -15,6 +15,7 @@ import { LimitsError, limitsFromFile, limitsFromFlags, mergeLimits } from '../ru
 import { isLoopback, loadToken } from './auth.js';
 import type { Backend } from './backend.js';
 import { Deployments } from './deployments.js';
+import { clampConnections, openFileLimit } from './fd-limit.js';
 import { Grants } from './grants.js';
 import { DaemonServer } from './server.js';
 import type { Settings } from './settings.js';
@@ -142,7 +143,18 @@ export async function startDaemon(
   show('max-image-bytes', settings.maxImageBytes);
   show('max-body-bytes', settings.maxBodyBytes);
   show('body-timeout-ms', settings.bodyTimeoutMs);
-  show('max-connections', settings.maxConnections);
+  show('write-timeout-ms', settings.writeTimeoutMs);
+  // a cap above the open-file limit cannot hold: the kernel would reset the extra connections
+  const fdLimit = openFileLimit();
+  const conns = clampConnections(settings.maxConnections.value, fdLimit);
+  show(
+    'max-connections',
+    settings.maxConnections,
+    conns.warning === null
+      ? String(conns.value)
+      : `${conns.value} (asked ${settings.maxConnections.value}; open-file limit ${fdLimit})`,
+  );
+  if (conns.warning !== null) log(`  warning: ${conns.warning}`);
   show('workers', settings.workers);
   show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
   show(
@@ -194,7 +206,8 @@ export async function startDaemon(
       maxImageBytes: settings.maxImageBytes.value,
       maxBodyBytes: settings.maxBodyBytes.value,
       bodyTimeoutMs: settings.bodyTimeoutMs.value,
-      maxConnections: settings.maxConnections.value,
+      writeTimeoutMs: settings.writeTimeoutMs.value,
+      maxConnections: conns.value,
     },
     version: version(),
     log,

@@ -23,22 +23,51 @@ export class HttpError extends Error {
   }
 }
 
+/** Replies longer than this go out in slices of this size, each after the last was taken, bytes. */
+export const REPLY_SLICE_BYTES = 64 * 1024;
+
 /**
  * Send `body` as JSON with `status`. Safe to call once per response; a response whose headers were
- * already sent (an SSE stream) is ended instead.
+ * already sent (an SSE stream) is ended instead. The body goes out through {@link endSliced}.
  */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   if (res.headersSent) {
     res.end();
     return;
   }
-  const text = JSON.stringify(body);
+  const bytes = Buffer.from(JSON.stringify(body));
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
+    'content-length': bytes.length,
     'cache-control': 'no-store',
   });
-  res.end(text);
+  endSliced(res, bytes);
+}
+
+/**
+ * End `res` with `bytes`: at once when they fit one {@link REPLY_SLICE_BYTES} slice, else slice by
+ * slice, each written once the socket drained the last (backpressure), so a slow reader shows
+ * progress to the write timeout and a reader that stops pins at most one slice in the socket.
+ */
+export function endSliced(res: ServerResponse, bytes: Buffer): void {
+  if (bytes.length <= REPLY_SLICE_BYTES) {
+    res.end(bytes);
+    return;
+  }
+  let off = 0;
+  const pump = (): void => {
+    while (off < bytes.length) {
+      const end = Math.min(off + REPLY_SLICE_BYTES, bytes.length);
+      const more = res.write(bytes.subarray(off, end));
+      off = end;
+      if (!more && off < bytes.length) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    res.end();
+  };
+  pump();
 }
 
 /** Send an HttpError (or any error as 500) in the `{"error": ...}` shape. */

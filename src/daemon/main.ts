@@ -19,6 +19,10 @@ const program = new Command('bermd')
   .option('--max-body-bytes <size>', 'largest body of other requests (default 2M)')
   .option('--body-timeout <ms>', 'a request body must arrive within this time (default 10000)')
   .option(
+    '--write-timeout <ms>',
+    'close a connection whose reply bytes wait unread this long (default 30000; env BERMD_WRITE_TIMEOUT_MS)',
+  )
+  .option(
     '--max-connections <n>',
     'client connections served at once; one more is answered 503 and closed (default 1024; env BERMD_MAX_CONNECTIONS)',
   )
@@ -53,6 +57,7 @@ const flags: Flags = {
   maxImageBytes: o.maxImageBytes,
   maxBodyBytes: o.maxBodyBytes,
   bodyTimeoutMs: o.bodyTimeout,
+  writeTimeoutMs: o.writeTimeout,
   maxConnections: o.maxConnections,
   workers: o.workers,
   protocolEndpoint: o.protocolEndpoint,

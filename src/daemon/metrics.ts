@@ -15,6 +15,7 @@ import type { Backend } from './backend.js';
 export class Metrics {
   readonly registry = new Registry();
   private readonly http: Counter<'route' | 'status'>;
+  private readonly writeTimeouts: Counter;
 
   /**
    * @param backend the runtime whose stats and invocation events are exported
@@ -85,6 +86,16 @@ export class Metrics {
       labelNames: ['route', 'status'] as const,
       registers: [r],
     });
+    this.writeTimeouts = new Counter({
+      name: 'berm_http_write_timeouts_total',
+      help: 'connections closed because their reply bytes waited unread longer than --write-timeout',
+      registers: [r],
+    });
+  }
+
+  /** Count one connection closed by the write timeout. */
+  writeTimeout(): void {
+    this.writeTimeouts.inc();
   }
 
   /** Count one HTTP response. `route` is the route pattern (never the raw path: bounded labels). */

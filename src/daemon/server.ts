@@ -21,7 +21,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Authority, Backend, InvokeOutcome } from './backend.js';
 import { BearerAuth, refuseBrowsers } from './auth.js';
 import { describe, Deployments } from './deployments.js';
-import { HttpError, checkHarnessName, readBody, sendError, sendJson } from './http.js';
+import { HttpError, checkHarnessName, endSliced, readBody, sendError, sendJson } from './http.js';
 import { McpEndpoint } from './mcp.js';
 import { Metrics } from './metrics.js';
 
@@ -33,6 +33,12 @@ export interface HttpLimits {
   maxBodyBytes: number;
   /** a request body must arrive completely within this time */
   bodyTimeoutMs: number;
+  /**
+   * a connection whose written reply bytes wait in its buffer with no progress (none taken by the
+   * client) for this long is destroyed and counted (berm_http_write_timeouts_total); an idle
+   * connection (nothing waiting: an SSE stream between events) is never affected, ms
+   */
+  writeTimeoutMs: number;
   /**
    * most client connections served at once (≥ 1). A connection beyond it is answered 503 with a
    * JSON error and `connection: close` on its first request, and closed after
@@ -126,6 +132,9 @@ export class DaemonServer {
   private active = 0;
   private closing = false;
   private idle: (() => void) | null = null;
+  /** sockets with reply bytes waiting: bytes taken so far and since when that figure stands */
+  private readonly stalls = new Map<Socket, { taken: number; since: number }>();
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly o: DaemonServerOptions) {
     this.auth = new BearerAuth(o.token);
@@ -135,8 +144,14 @@ export class DaemonServer {
     // the body deadline is ours (a JSON 408); Node's own request timeout stays as a backstop
     this.http.requestTimeout = Math.max(o.limits.bodyTimeoutMs * 4, 60_000);
     this.http.headersTimeout = Math.min(o.limits.bodyTimeoutMs, 60_000);
+    this.sweeper = setInterval(
+      () => this.sweepStalled(),
+      Math.min(1000, Math.max(25, Math.floor(o.limits.writeTimeoutMs / 4))),
+    );
+    this.sweeper.unref();
     this.http.on('connection', (s: Socket) => {
       this.sockets.add(s);
+      s.on('close', () => this.stalls.delete(s));
       if (this.served >= o.limits.maxConnections) {
         // over the cap: answer its first request 503 (serve), or drop it if it sends none soon;
         // it holds a descriptor for at most the grace period
@@ -155,6 +170,33 @@ export class DaemonServer {
         this.sockets.delete(s);
       });
     });
+  }
+
+  /**
+   * The write timeout: a socket whose buffered reply bytes (`writableLength` > 0) have not moved
+   * (bytes taken = `bytesWritten` - `writableLength`, unchanged) for `writeTimeoutMs` belongs to a
+   * client that does not read; it is destroyed, freeing the reply it pins, and counted. Progress
+   * of any size restarts the clock, and a socket with nothing waiting is not watched, so slow
+   * readers and idle SSE streams carry on.
+   */
+  private sweepStalled(): void {
+    const now = Date.now();
+    for (const s of this.sockets) {
+      const waiting = s.writableLength;
+      if (waiting === 0 || s.destroyed) {
+        this.stalls.delete(s);
+        continue;
+      }
+      const taken = (s.bytesWritten ?? 0) - waiting;
+      const st = this.stalls.get(s);
+      if (!st || st.taken !== taken) {
+        this.stalls.set(s, { taken, since: now });
+      } else if (now - st.since >= this.o.limits.writeTimeoutMs) {
+        this.stalls.delete(s);
+        this.metrics.writeTimeout();
+        s.destroy();
+      }
+    }
   }
 
   /** Listen on host:port (port 0: an ephemeral port). @returns the bound address */
@@ -189,6 +231,7 @@ export class DaemonServer {
     const left = this.active;
     await this.mcp.close();
     for (const s of this.sockets) s.destroy();
+    clearInterval(this.sweeper);
     await closed;
     return left;
   }
@@ -364,7 +407,7 @@ export class DaemonServer {
     });
     const [status, reply] = outcomeReply(harness, tool, out);
     const chain = out.chain !== undefined ? { chain: out.chain } : {};
-    res.end(sseEvent('result', JSON.stringify({ status, ...reply, ...chain })));
+    endSliced(res, Buffer.from(sseEvent('result', JSON.stringify({ status, ...reply, ...chain }))));
   }
 
   private async armWake(req: IncomingMessage, res: ServerResponse): Promise<void> {

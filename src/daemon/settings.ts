@@ -24,6 +24,10 @@ export interface Settings {
   maxImageBytes: Setting<number>;
   maxBodyBytes: Setting<number>;
   bodyTimeoutMs: Setting<number>;
+  /**
+   * a connection whose written reply bytes wait unread (no progress) for this long is closed, ms
+   */
+  writeTimeoutMs: Setting<number>;
   /** most client connections served at once; one more is answered 503 and closed */
   maxConnections: Setting<number>;
   workers: Setting<number>;
@@ -52,8 +56,16 @@ interface Spec<T> {
  * Default bound on client connections served at once: room for many agents and their MCP
  * notification streams, far below the file descriptors a process may open (Node raises its soft
  * limit to the hard one, 1,048,576 on Debian; each connection costs one descriptor and a few KB).
+ * Under a lower open-file limit the daemon clamps it at boot (fd-limit.ts).
  */
 export const DEFAULT_MAX_CONNECTIONS = 1024;
+
+/**
+ * Default bound on how long written reply bytes may wait for a client that does not read them
+ * (ms): long enough for any reading client on a slow link to take the next piece, short enough that
+ * replies parked by clients that never read cannot pile up (each holds its whole reply in memory).
+ */
+export const DEFAULT_WRITE_TIMEOUT_MS = 30_000;
 
 /** A flag or environment value that cannot be used; the message names it and the fix. */
 export class SettingsError extends Error {
@@ -130,6 +142,12 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
       flag: 'body-timeout',
       env: 'BERMD_BODY_TIMEOUT_MS',
       def: () => 10_000,
+      parse: parsePositive,
+    },
+    writeTimeoutMs: {
+      flag: 'write-timeout',
+      env: 'BERMD_WRITE_TIMEOUT_MS',
+      def: () => DEFAULT_WRITE_TIMEOUT_MS,
       parse: parsePositive,
     },
     maxConnections: {
