@@ -131,6 +131,8 @@ export async function bundleCli(out) {
     external,
     logLevel: 'error',
     legalComments: 'none',
+    // a trap's (and any error's) name is its class name: keep names esbuild would rename on collision
+    keepNames: true,
     banner: { js: BANNER },
     plugins: [
       {
