@@ -32,6 +32,22 @@ export type Target =
   /** neither inside this function nor a function entry: traps BadIndirectTarget when taken */
   | { kind: 'invalid'; address: number };
 
+/**
+ * The blocks of the same function that `term` can continue to (the taken target before the
+ * fall-through of a branch); calls, returns, tail calls and indirect jumps add none. The edge
+ * list of the forward data-flow analyses over one function (frame.ts, words.ts).
+ */
+export function localSuccessors(term: Terminator): number[] {
+  const next: number[] = [];
+  if (term.kind === 'fall') next.push(term.next);
+  if (term.kind === 'branch') {
+    if (term.taken.kind === 'local') next.push(term.taken.address);
+    next.push(term.next);
+  }
+  if (term.kind === 'jump' && term.target.kind === 'local') next.push(term.target.address);
+  return next;
+}
+
 /** A call in the middle of a block: jal/jalr with rd != x0. Execution continues after it. */
 export interface CallSite {
   index: number;

@@ -7,7 +7,7 @@
  */
 import type { Instr } from '../riscv/instr.js';
 import { ENTRY } from '../riscv/isa.js';
-import type { BasicBlock, FunctionCfg, Target } from './cfg.js';
+import { localSuccessors, type BasicBlock, type FunctionCfg } from './cfg.js';
 
 /** sp's offset from its entry value in bytes, or null when unknown. */
 export type SpOffset = number | null;
@@ -45,7 +45,6 @@ export function spOffsets(cfg: FunctionCfg): Map<number, SpOffset> {
     at.set(address, v);
     return true;
   };
-  const local = (t: Target): number | null => (t.kind === 'local' ? t.address : null);
   merge(cfg.start, 0);
   for (const a of unknown) merge(a, null);
   const work = [...at.keys()];
@@ -53,19 +52,7 @@ export function spOffsets(cfg: FunctionCfg): Map<number, SpOffset> {
     const a = work.pop()!;
     const b = cfg.blocks.get(a)!;
     const d = throughBlock(at.get(a) ?? null, b);
-    const next: number[] = [];
-    const t = b.term;
-    if (t.kind === 'fall') next.push(t.next);
-    if (t.kind === 'branch') {
-      const taken = local(t.taken);
-      if (taken !== null) next.push(taken);
-      next.push(t.next);
-    }
-    if (t.kind === 'jump') {
-      const to = local(t.target);
-      if (to !== null) next.push(to);
-    }
-    for (const n of next) if (merge(n, d)) work.push(n);
+    for (const n of localSuccessors(b.term)) if (merge(n, d)) work.push(n);
   }
   const out = new Map<number, SpOffset>();
   for (const [a, d] of at) out.set(a, d ?? null);

@@ -7,7 +7,7 @@
  */
 import type { Instr } from '../riscv/instr.js';
 import { ENTRY } from '../riscv/isa.js';
-import type { BasicBlock, FunctionCfg, Target } from './cfg.js';
+import { localSuccessors, type BasicBlock, type FunctionCfg } from './cfg.js';
 
 /** Mnemonics whose result is always a sign-extended 32-bit value (RV64I "W" forms, narrow loads, compares). */
 const SEXT_RESULTS = new Set<string>([
@@ -77,25 +77,12 @@ export function wordValues(cfg: FunctionCfg): Map<number, number> {
   const at = new Map<number, number>();
   const fixed = new Set([cfg.start, ...cfg.localTargets]);
   for (const a of fixed) if (cfg.blocks.has(a)) at.set(a, 1);
-  const local = (t: Target): number | null => (t.kind === 'local' ? t.address : null);
   const work = [...at.keys()];
   while (work.length > 0) {
     const a = work.pop()!;
     const b = cfg.blocks.get(a)!;
     const out = throughBlock(at.get(a)!, b);
-    const next: number[] = [];
-    const t = b.term;
-    if (t.kind === 'fall') next.push(t.next);
-    if (t.kind === 'branch') {
-      const taken = local(t.taken);
-      if (taken !== null) next.push(taken);
-      next.push(t.next);
-    }
-    if (t.kind === 'jump') {
-      const to = local(t.target);
-      if (to !== null) next.push(to);
-    }
-    for (const n of next) {
+    for (const n of localSuccessors(b.term)) {
       if (!cfg.blocks.has(n)) continue;
       const old = at.get(n);
       const v = old === undefined ? out : old & out;
