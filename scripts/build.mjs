@@ -16,19 +16,11 @@
 // the launchers then run the sources through the TypeScript loader.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  copyFileSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { bundleCli, CLI_BUNDLE, writeCodeCache } from './bundle.mjs';
+import { bundleCli, CLI_BUNDLE, walk, writeCodeCache } from './bundle.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const SRC = join(ROOT, 'src');
@@ -57,13 +49,6 @@ if (r.status !== 0) {
 }
 
 // Non-TypeScript files that modules load from their own folder.
-function* walk(dir) {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) yield* walk(p);
-    else yield p;
-  }
-}
 for (const file of walk(SRC)) {
   if (file.endsWith('.ts')) continue;
   const out = join(OUT, relative(SRC, file));

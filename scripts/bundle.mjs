@@ -49,8 +49,8 @@ module.exports = new Proxy({}, {
 });
 `;
 
-/** The files under `dir`, recursively. */
-function* walk(dir) {
+/** The files under `dir`, recursively (scripts/build.mjs uses it too). */
+export function* walk(dir) {
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);
     if (e.isDirectory()) yield* walk(p);

@@ -151,23 +151,19 @@ export class DaemonServer {
     this.sweeper.unref();
     this.http.on('connection', (s: Socket) => {
       this.sockets.add(s);
-      s.on('close', () => this.stalls.delete(s));
+      // over the cap: answer its first request 503 (serve), or drop it if it sends none soon;
+      // it holds a descriptor for at most the grace period
+      let drop: NodeJS.Timeout | null = null;
       if (this.served >= o.limits.maxConnections) {
-        // over the cap: answer its first request 503 (serve), or drop it if it sends none soon;
-        // it holds a descriptor for at most the grace period
         this.overCap.add(s);
-        const drop = setTimeout(() => s.destroy(), OVER_CAP_GRACE_MS);
+        drop = setTimeout(() => s.destroy(), OVER_CAP_GRACE_MS);
         drop.unref();
-        s.on('close', () => {
-          clearTimeout(drop);
-          this.sockets.delete(s);
-        });
-        return;
-      }
-      this.served++;
+      } else this.served++;
       s.on('close', () => {
-        this.served--;
         this.sockets.delete(s);
+        this.stalls.delete(s);
+        if (drop !== null) clearTimeout(drop);
+        else this.served--;
       });
     });
   }

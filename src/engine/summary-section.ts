@@ -6,33 +6,17 @@
  * part of the binary format and has no effect on the module: V8 skips one whose name it does not
  * know (WebAssembly core spec, 5.5.3 "Custom Section").
  */
+import { readUleb32, uleb } from '../util/leb.js';
 
 /** The custom section's name. */
 export const SUMMARY_SECTION = 'berm.image-summary';
 const NAME = new TextEncoder().encode(SUMMARY_SECTION);
 
-/** Unsigned LEB128 of `n` (a 32-bit length). */
+/** The unsigned LEB128 of `n` as bytes. */
 function leb(n: number): number[] {
   const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
+  uleb(out, n);
   return out;
-}
-
-/** The unsigned LEB128 at `p`: [value, offset after it], or null when malformed or over 32 bits. */
-function readLeb(b: Uint8Array, p: number): [number, number] | null {
-  let v = 0;
-  for (let shift = 0; shift < 35; shift += 7) {
-    if (p >= b.length) return null;
-    const x = b[p++];
-    v += (x & 0x7f) * 2 ** shift;
-    if ((x & 0x80) === 0) return v <= 0xffffffff ? [v, p] : null;
-  }
-  return null;
 }
 
 /** `wasm` (a complete module) followed by a custom section holding `text` (UTF-8). */
@@ -66,12 +50,12 @@ export function findSummary(wasm: Uint8Array): { text: string; moduleBytes: numb
   while (p < wasm.length) {
     const start = p;
     const id = wasm[p++];
-    const size = readLeb(wasm, p);
+    const size = readUleb32(wasm, p);
     if (size === null) return null;
     const end = size[1] + size[0];
     if (end > wasm.length) return null;
     if (id === 0) {
-      const name = readLeb(wasm, size[1]);
+      const name = readUleb32(wasm, size[1]);
       if (name !== null && name[0] === NAME.length && name[1] + NAME.length <= end) {
         const at = name[1];
         let same = true;

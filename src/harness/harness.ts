@@ -473,7 +473,7 @@ export class Harness {
         return { status: 'failed', message, logs: s.logs };
       }
     } catch (e) {
-      // A core host call refusing the guest (an over-limit result, a second berm.done) is an ABI
+      // A core host call refusing the guest (a second berm.done or berm.fail) is an ABI
       // violation of the harness: report it as the HarnessError it is, not as the engine's
       // wrapper around any exception thrown by a host function.
       if (e instanceof HostCallError && e.cause instanceof HarnessError) throw e.cause;

@@ -9,6 +9,7 @@
  * stand for child nodes (`256 + ref`) and negative values for the LEB128 index of a function named
  * in `fnNames` (`-1 - k`), resolved when the module is written (calls may precede the callee).
  */
+import { uleb, type ByteSink } from '../util/leb.js';
 import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
 
 /** Value and block types. Tuples get indices >= TUPLE_BASE into the tuple table. */
@@ -46,9 +47,7 @@ export const Op = {
 } as const;
 
 /** Where encoders append bytes: a number[] or a {@link Bytes}. */
-interface Sink {
-  push(b: number): unknown;
-}
+type Sink = ByteSink;
 
 /** A growable byte buffer. */
 class Bytes implements Sink {
@@ -73,16 +72,6 @@ class Bytes implements Sink {
   bytes(): Uint8Array {
     return this.buf.subarray(0, this.length);
   }
-}
-
-/** Unsigned LEB128 of a non-negative integer below 2^53. */
-export function uleb(out: Sink, v: number): void {
-  do {
-    let b = v % 128;
-    v = Math.floor(v / 128);
-    if (v !== 0) b |= 0x80;
-    out.push(b);
-  } while (v !== 0);
 }
 
 /** Signed LEB128 of a 32-bit integer. */

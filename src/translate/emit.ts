@@ -7,7 +7,8 @@
  */
 import type binaryen from 'binaryen';
 import type { ExprBuilder, Ref, Types } from './builder.js';
-import { Op, uleb, type ByteModule } from './bytes.js';
+import { uleb } from '../util/leb.js';
+import { Op, type ByteModule } from './bytes.js';
 import type { Instr } from '../riscv/instr.js';
 import { ENTRY, type Op as RvOp, type OpOfKind } from '../riscv/isa.js';
 import { TrapKind } from './abi.js';
@@ -137,6 +138,18 @@ export function chargeFuel(m: ExprBuilder, t: Types, cost: Ref, pc: Ref, scratch
 const I64_MIN = -(2n ** 63n);
 /** The registers a call passes, in parameter order: sp, a0..a7. */
 export const ARGUMENT_REGISTERS: readonly number[] = [2, 10, 11, 12, 13, 14, 15, 16, 17];
+
+/**
+ * The argument registers a call to `target` passes (bit r: xr): those the callee reads
+ * (EmitContext.argumentUses), the others passed as 0; all of them when that is unknown (no
+ * analysis, or no known target: the dispatcher).
+ */
+export function passedArguments(
+  argumentUses: ReadonlyMap<number, number> | undefined,
+  target: number | undefined,
+): number {
+  return (target === undefined ? undefined : argumentUses?.get(target)) ?? -1;
+}
 
 /**
  * Translate one function into the module as `functionName(cfg.start)`.
@@ -638,10 +651,8 @@ class FunctionEmitter {
    * (EmitContext.argumentUses); all of them through the dispatcher (no target).
    */
   private args(target?: number): Ref[] {
-    const uses = target === undefined ? undefined : this.ctx.argumentUses?.get(target);
-    return ARGUMENT_REGISTERS.map((r) =>
-      uses === undefined || (uses & (1 << r)) !== 0 ? this.get(r) : this.c64(0),
-    );
+    const passed = passedArguments(this.ctx.argumentUses, target);
+    return ARGUMENT_REGISTERS.map((r) => ((passed & (1 << r)) !== 0 ? this.get(r) : this.c64(0)));
   }
   private takeResults(callExpr: Ref): Ref {
     const m = this.m;

@@ -32,6 +32,7 @@ import {
   entryCost,
   functionName,
   Names,
+  passedArguments,
   type EmitContext,
 } from './emit.js';
 import { Gen, LocalPlan, signatureTypes } from './gen.js';
@@ -180,9 +181,9 @@ export function buildImage(
       const stub = `entry_${fn.start.toString(16)}_${exported.size}`;
       const frame = new LocalPlan(ENTRY_SIGNATURE);
       // a0..a7, 0 for those the function never reads (see EmitContext.argumentUses)
-      const uses = ctx.argumentUses?.get(fn.start) ?? -1;
+      const passed = passedArguments(ctx.argumentUses, fn.start);
       const args = Array.from({ length: 8 }, (_, k) =>
-        (uses & (1 << (10 + k))) !== 0 ? m.local.get(frame.param(k), i64) : m.i64.const(0n),
+        (passed & (1 << (10 + k))) !== 0 ? m.local.get(frame.param(k), i64) : m.i64.const(0n),
       );
       const scratch = frame.add('i32'); // the fuel charge's
       const sig = signatureTypes(t, ENTRY_SIGNATURE);
@@ -273,9 +274,9 @@ function addDispatcher(
   const target = () => m.local.get(frame.param(1), i64);
   // the arguments of a call to `to`: 0 for those it never reads (see EmitContext.argumentUses)
   const args = (to: number) => {
-    const uses = argumentUses?.get(to) ?? -1;
+    const passed = passedArguments(argumentUses, to);
     return ARGUMENT_REGISTERS.map((r, k) =>
-      (uses & (1 << r)) !== 0 ? m.local.get(frame.param(k + 2), i64) : m.i64.const(0n),
+      (passed & (1 << r)) !== 0 ? m.local.get(frame.param(k + 2), i64) : m.i64.const(0n),
     );
   };
   // a fresh trap per leaf: an expression node must have exactly one parent (the optimiser's
