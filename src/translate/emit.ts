@@ -17,6 +17,7 @@ import { LocalPlan, type Gen } from './gen.js';
 import { CALL_ARGS, Liveness } from './liveness.js';
 import { spOffsets, stepSp, type SpOffset } from './frame.js';
 import { stepSext, wordValues } from './words.js';
+import { DirectWriter } from './direct.js';
 
 /** Names of module-level items the function bodies refer to. */
 export const Names = {
@@ -185,6 +186,8 @@ class FunctionEmitter {
   private readonly wordsAt: Map<number, number> | null;
   /** the offset field of the access whose address() was built last (see address) */
   private offset = 0;
+  /** the baseline tier's one-pass writer of common instructions (direct.ts); null otherwise */
+  private readonly dw: DirectWriter | null;
   constructor(
     private readonly ctx: EmitContext,
     private readonly cfg: FunctionCfg,
@@ -198,6 +201,70 @@ class FunctionEmitter {
     this.liveness = uses
       ? new Liveness(cfg, (t) => (t === null ? CALL_ARGS : (uses.get(t) ?? CALL_ARGS)))
       : null;
+    const s = ctx.structure;
+    // the templates write what this class builds when nothing is known of frames or words
+    this.dw =
+      s.kind === 'direct' && !uses
+        ? new DirectWriter(s.bytes, {
+            regLocal: REG_LOCAL,
+            addressLocal: L_E,
+            gp: s.bytes.globalIndexOf(Names.gp),
+            tp: s.bytes.globalIndexOf(Names.tp),
+            dirtyLo: s.bytes.globalIndexOf(Names.dirtyLo),
+            dirtyHi: s.bytes.globalIndexOf(Names.dirtyHi),
+            trap: s.bytes.functionRef(Names.trap),
+            base: ctx.base,
+            size: ctx.size,
+            dirtySplit: ctx.dirtySplit,
+          })
+        : null;
+  }
+
+  /**
+   * Write `ins` through the one-pass templates when it is one of theirs (and leave its run open).
+   * @returns false when it needs the general lowering ({@link instr})
+   */
+  private direct(dw: DirectWriter, ins: Instr, pc: number): boolean {
+    const op = ins.op;
+    if (op === 'illegal') return false;
+    const low: Lowering = LOWERING[op];
+    const { rd, rs1, rs2, imm } = ins;
+    switch (low.via) {
+      case 'upper':
+        dw.upper(rd, low.pcRelative ? pc + imm : imm);
+        return true;
+      case 'reg-imm':
+        dw.regImm(I64_OPCODE[low.f], rd, rs1, imm, low.f === 'add' && rd === 2 && rs1 === 2 && imm >= 0);
+        return true;
+      case 'shift-imm':
+        dw.regImm(I64_OPCODE[low.f], rd, rs1, imm & 63, false);
+        return true;
+      case 'reg-reg':
+        dw.regReg(I64_OPCODE[low.f], rd, rs1, rs2);
+        return true;
+      case 'set-less':
+        dw.setLess(low.f === 'lt_s' ? 0x53 : 0x54, rd, rs1, low.imm ? -1 : rs2, imm);
+        return true;
+      case 'word-imm':
+        dw.wordImm(I32_OPCODE[low.f], rd, rs1, low.f === 'add' ? imm : imm & 31);
+        return true;
+      case 'word-reg':
+        dw.wordReg(I32_OPCODE[low.f], rd, rs1, rs2);
+        return true;
+      case 'load': {
+        const e = ENTRY[op];
+        const width = e.width!;
+        dw.load(LOAD_OPCODE[width][e.signed ? 1 : 0], width, rd, rs1, imm, pc);
+        return true;
+      }
+      case 'store': {
+        const width = ENTRY[op].width!;
+        dw.store(STORE_OPCODE[width], width, rs1, rs2, imm, pc);
+        return true;
+      }
+      default:
+        return false;
+    }
   }
 
   // ---- registers ----
@@ -590,6 +657,13 @@ class FunctionEmitter {
       const ins = b.instrs[i];
       const pc = b.pcs[i];
       const call = b.calls.get(i);
+      if (this.dw !== null) {
+        const plain = !call && !(i === n - 1 && b.term.kind !== 'fall' && b.term.kind !== 'fell-off');
+        if (plain && this.direct(this.dw, ins, pc)) continue;
+        // anything else builds nodes: the open run ends first
+        const run = this.dw.close();
+        if (run !== null) out.push(run);
+      }
       if (liveAfter && !call && LOWERING[ins.op as RvOp]?.via === 'load' && REG_LOCAL[ins.rd] !== null) {
         if ((liveAfter[i] & (1 << ins.rd)) === 0) {
           // Nothing reads rd before it is written again: only the bounds check (and its exact
@@ -624,6 +698,10 @@ class FunctionEmitter {
         continue;
       }
       out.push(this.instr(ins, pc));
+    }
+    if (this.dw !== null) {
+      const run = this.dw.close();
+      if (run !== null) out.push(run);
     }
     if (b.term.kind === 'fell-off') {
       out.push(this.trap(TrapKind.FellOffFunction, b.pcs[b.pcs.length - 1] ?? b.start, this.c64(b.term.pc)));
@@ -1183,6 +1261,35 @@ const LOWERING = {
   csrrsi: { via: 'csr-read' },
   csrrci: { via: 'csr-read' },
 } as const satisfies Record<RvOp, Lowering>;
+
+/** Opcodes of the lowerings' operations, for the one-pass templates (direct.ts; core spec 5.4.7). */
+const I64_OPCODE: Record<I64Bin, number> = {
+  add: 0x7c,
+  sub: 0x7d,
+  mul: 0x7e,
+  and: 0x83,
+  or: 0x84,
+  xor: 0x85,
+  shl: 0x86,
+  shr_s: 0x87,
+  shr_u: 0x88,
+};
+const I32_OPCODE: Record<I32Bin, number> = {
+  add: 0x6a,
+  sub: 0x6b,
+  mul: 0x6c,
+  shl: 0x74,
+  shr_s: 0x75,
+  shr_u: 0x76,
+};
+/** i64 loads by width: [zero-extending, sign-extending] (a 64-bit load has no extension) */
+const LOAD_OPCODE: Record<number, readonly [number, number]> = {
+  1: [0x31, 0x30],
+  2: [0x33, 0x32],
+  4: [0x35, 0x34],
+  8: [0x29, 0x29],
+};
+const STORE_OPCODE: Record<number, number> = { 1: 0x3c, 2: 0x3d, 4: 0x3e, 8: 0x37 };
 
 /** The Wasm comparison of each conditional branch. */
 const CONDITIONS = {
