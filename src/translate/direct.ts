@@ -26,8 +26,18 @@ export interface DirectFrame {
   tp: number;
   dirtyLo: number;
   dirtyHi: number;
-  /** the trap import's function reference (ByteModule.functionRef) */
+  /** the fuel global */
+  fuel: number;
+  /** function references (ByteModule.functionRef) of the trap and poll imports and the dispatcher */
   trap: number;
+  poll: number;
+  dispatch: number;
+  /** i32 scratch local of a fuel charge (emit.ts chargeFuel) */
+  fuelLocal: number;
+  /** the (i64, i64) local a call's results land in (expanded into two i64 locals) */
+  pairLocal: number;
+  /** the registers a call passes, in parameter order (sp, a0..a7) */
+  argumentRegisters: readonly number[];
   /** guest address of Wasm address 0, memory size in bytes, dirty-tracking split (emit.ts) */
   base: number;
   size: number;
@@ -88,15 +98,172 @@ export class DirectWriter {
     this.buf = bm.rawBuffer(0);
   }
 
-  /** Begin an instruction: opens a run if none is open, with room for one template. */
-  private begin(): Int32Array {
+  /** Begin a template: opens a run if none is open, with room for `n` values (one template). */
+  private begin(n = MAX_VALUES): Int32Array {
     if (this.from < 0) {
       this.from = this.bm.rawStart();
       this.u = this.from;
+      // the module may have grown its buffer since the last run
+      this.buf = this.bm.rawBuffer(n);
+    } else if (this.u + n > this.buf.length) {
+      this.bm.rawCommit(this.u);
+      this.buf = this.bm.rawBuffer(n);
     }
-    this.bm.rawCommit(this.u);
-    this.buf = this.bm.rawBuffer(MAX_VALUES);
     return this.buf;
+  }
+
+  // ---- primitives (each opens a run if none is open) ----
+  /** One byte (an opcode or an immediate below 128). */
+  op(b: number): void {
+    const buf = this.begin(8);
+    buf[this.u++] = b;
+  }
+  /** Two bytes. */
+  op2(a: number, b: number): void {
+    const buf = this.begin(8);
+    buf[this.u++] = a;
+    buf[this.u++] = b;
+  }
+  /** Bytes. */
+  raw(bytes: readonly number[]): void {
+    const n = bytes.length;
+    const buf = this.begin(n);
+    let u = this.u;
+    for (let i = 0; i < n; i++) buf[u++] = bytes[i];
+    this.u = u;
+  }
+  /** `opcode` with an unsigned LEB128 immediate (br, br_if, local.get/set/tee, global.get/set). */
+  withIndex(opcode: number, index: number): void {
+    const buf = this.begin(8);
+    buf[this.u] = opcode;
+    this.u = uleb(buf, this.u + 1, index);
+  }
+  /** An unsigned LEB128 immediate (a br_table entry). */
+  index(v: number): void {
+    const buf = this.begin(8);
+    this.u = uleb(buf, this.u, v);
+  }
+  /** i32.const v (wrapped to 32 bits) */
+  i32(v: number): void {
+    const buf = this.begin(8);
+    buf[this.u] = 0x41;
+    this.u = sleb(buf, this.u + 1, v | 0);
+  }
+  /** i64.const v (a safe integer) */
+  i64(v: number): void {
+    const buf = this.begin(12);
+    buf[this.u] = 0x42;
+    this.u = sleb(buf, this.u + 1, v);
+  }
+  /** Push register r. */
+  getReg(r: number): void {
+    const buf = this.begin(8);
+    this.u = this.get(buf, this.u, r);
+  }
+  /** Pop into register r (with sp's dirty mark, as emit.ts set without spGrows). */
+  setReg(r: number): void {
+    const buf = this.begin(64);
+    this.u = this.set(buf, this.u, r, false);
+  }
+  /** `call` (0x10) or `return_call` (0x12) of the function reference `fn`. */
+  call(opcode: number, fn: number): void {
+    this.op2(opcode, fn);
+  }
+
+  /** trap(kind, pc, value) then unreachable (gen.ts trap with an i64 constant value). */
+  trap(kind: number, pc: number, value: number): void {
+    const buf = this.begin(40);
+    let u = this.u;
+    buf[u++] = 0x41;
+    u = sleb(buf, u, kind);
+    buf[u++] = 0x41;
+    u = sleb(buf, u, pc | 0);
+    buf[u++] = 0x42;
+    u = sleb(buf, u, value);
+    buf[u++] = 0x10;
+    buf[u++] = this.f.trap;
+    buf[u++] = 0x00;
+    this.u = u;
+  }
+
+  /** Charge `cost` of fuel at `pc`; poll when the slice ran out (emit.ts chargeFuel, constants). */
+  fuel(cost: number, pc: number): void {
+    const f = this.f;
+    const buf = this.begin(40);
+    let u = this.u;
+    buf[u++] = 0x23;
+    u = uleb(buf, u, f.fuel);
+    buf[u++] = 0x41;
+    u = sleb(buf, u, cost | 0);
+    buf[u++] = 0x6b; // i32.sub
+    buf[u++] = 0x22; // local.tee
+    u = uleb(buf, u, f.fuelLocal);
+    buf[u++] = 0x24;
+    u = uleb(buf, u, f.fuel);
+    buf[u++] = 0x20;
+    u = uleb(buf, u, f.fuelLocal);
+    buf[u++] = 0x41;
+    buf[u++] = 0;
+    buf[u++] = 0x48; // i32.lt_s
+    buf[u++] = 0x04;
+    buf[u++] = 0x40;
+    buf[u++] = 0x41;
+    u = sleb(buf, u, pc | 0);
+    buf[u++] = 0x10;
+    buf[u++] = f.poll;
+    buf[u++] = 0x24;
+    u = uleb(buf, u, f.fuel);
+    buf[u++] = 0x0b;
+    this.u = u;
+  }
+
+  /** Push every argument register (a call through the dispatcher, or with no argument facts). */
+  args(): void {
+    const regs = this.f.argumentRegisters;
+    const buf = this.begin(8 * regs.length);
+    let u = this.u;
+    for (let i = 0; i < regs.length; i++) u = this.get(buf, u, regs[i]);
+    this.u = u;
+  }
+
+  /** A call's (i64, i64) results into the pair local, then into a0 and a1 (emit.ts takeResults). */
+  takeResults(): void {
+    const buf = this.begin(120);
+    const p = this.f.pairLocal;
+    let u = this.u;
+    buf[u++] = 0x21;
+    u = uleb(buf, u, p + 1);
+    buf[u++] = 0x21;
+    u = uleb(buf, u, p);
+    buf[u++] = 0x20;
+    u = uleb(buf, u, p);
+    u = this.set(buf, u, 10, false);
+    buf[u++] = 0x20;
+    u = uleb(buf, u, p + 1);
+    this.u = this.set(buf, u, 11, false);
+  }
+
+  /** `local = (rs1 + imm) & ~1` (a jalr's target). */
+  jalrTarget(local: number, rs1: number, imm: number): void {
+    const buf = this.begin(32);
+    let u = this.get(buf, this.u, rs1);
+    buf[u++] = 0x42;
+    u = sleb(buf, u, imm);
+    buf[u++] = 0x7c; // i64.add
+    buf[u++] = 0x42;
+    buf[u++] = 0x7e; // -2
+    buf[u++] = 0x83; // i64.and
+    buf[u++] = 0x21;
+    this.u = uleb(buf, u, local);
+  }
+
+  /** Push rs1 and rs2 and compare them with the i64 comparison `opcode`. */
+  compare(opcode: number, rs1: number, rs2: number): void {
+    const buf = this.begin(16);
+    let u = this.get(buf, this.u, rs1);
+    u = this.get(buf, u, rs2);
+    buf[u++] = opcode;
+    this.u = u;
   }
 
   /**
@@ -274,6 +441,33 @@ export class DirectWriter {
     buf[u++] = 0x00; // unreachable
     buf[u++] = 0x0b;
     return u;
+  }
+
+  /**
+   * Trap StackOverflow at `pc` unless stack limit <= sp <= limit + span (emit.ts blockCode's entry
+   * check: one unsigned compare of sp - limit against span).
+   */
+  stackCheck(kind: number, pc: number, limit: number, span: number): void {
+    const buf = this.begin(64);
+    let u = this.get(buf, this.u, 2);
+    buf[u++] = 0x42;
+    u = sleb(buf, u, limit);
+    buf[u++] = 0x7d; // i64.sub
+    buf[u++] = 0x42;
+    u = sleb(buf, u, span);
+    buf[u++] = 0x56; // i64.gt_u
+    buf[u++] = 0x04;
+    buf[u++] = 0x40;
+    buf[u++] = 0x41;
+    u = sleb(buf, u, kind);
+    buf[u++] = 0x41;
+    u = sleb(buf, u, pc | 0);
+    u = this.get(buf, u, 2);
+    buf[u++] = 0x10;
+    buf[u++] = this.f.trap;
+    buf[u++] = 0x00;
+    buf[u++] = 0x0b;
+    this.u = u;
   }
   /** i32.wrap(L_E) */
   private ea(buf: Int32Array, u: number): number {
