@@ -507,6 +507,21 @@ function cpuMs(f: () => void): number {
   return (c.user + c.system) / 1e3;
 }
 
+/** Interleaved rounds of the guest-speed figures, and calls per side in each (see benchSpeed). */
+const SPEED_ROUNDS = QUICK ? 1 : 5;
+const SPEED_CALLS = QUICK ? 1 : 3;
+
+/**
+ * Guest speed, per program and tier, in {@link SPEED_ROUNDS} interleaved rounds: each round runs
+ * the native driver (a fresh process: one warm-up call, then {@link SPEED_CALLS} timed calls) and
+ * then SPEED_CALLS berm calls (a fresh instance each), so a burst of load from neighbours on a
+ * shared machine hits both sides rather than one. Figures: the minimum over every timed call per
+ * side (berm_ms, native_ms, vs_native = their ratio), the median of the per-round ratios
+ * (vs_native_median: each round's best berm call over its best native call) and each side's
+ * spread (median over minimum of the per-round bests, minus 1, in %): a spread of several percent
+ * says the run was disturbed and a difference of that size between two runs is noise. qemu runs
+ * once per program (1 warm-up + 7 calls): it is a reference, not a target.
+ */
 async function benchSpeed(): Promise<void> {
   const { native, rv } = buildDrivers();
   // the optimising tier (what `berm compile` caches) and the baseline tier (a cold start)
@@ -514,58 +529,60 @@ async function benchSpeed(): Promise<void> {
     { tier: 'optimized' as const, prefix: 'speed' },
     { tier: 'baseline' as const, prefix: 'speed.baseline' },
   ];
-  // per program and side: one warm-up call (discarded; on berm it runs V8's Liftoff code and is
-  // reported as first_call_ms), then the minimum CPU time of `calls` calls
-  const calls = QUICK ? 1 : 7;
-  const natMs = new Map<string, number>();
+  const qemuCalls = QUICK ? 1 : 7;
   const qemuMs = new Map<string, number>();
   const want = new Map<string, string>();
+  for (const p of PROGRAMS) {
+    progress(`guest speed ${p.name}: qemu 1+${qemuCalls} calls`);
+    const b = runDriver(['qemu-riscv64', rv], p, qemuCalls);
+    want.set(p.name, b.result);
+    qemuMs.set(p.name, Math.min(...b.ms.slice(1)));
+    fig(`speed.${p.name}.qemu_ms`, qemuMs.get(p.name)!, 'ms', `${p.what}: qemu-riscv64 (rv64gc -O2), CPU`);
+  }
+  const spread = (bests: number[]): number => (median(bests) / Math.min(...bests) - 1) * 100;
   for (const { tier, prefix } of tiers) {
     const engine = new Engine({ cacheDir: CACHE, tier });
     const mod = await engine.compile(join(FIX, 'compute-gcc-O2.elf'));
     const linker = new Linker(engine);
     for (const [n, f] of basicHostFunctions(mod)) linker.define(n, f);
     const vsNative: number[] = [];
+    const vsNativeMedian: number[] = [];
     const vsQemu: number[] = [];
     for (const p of PROGRAMS) {
-      if (!natMs.has(p.name)) {
-        progress(`guest speed ${p.name}: native, qemu 1+${calls} calls`);
-        const a = runDriver([native], p, calls);
-        const b = runDriver(['qemu-riscv64', rv], p, calls);
-        if (a.result !== b.result) throw new Error(`${p.name}: native ${a.result}, qemu ${b.result}`);
-        want.set(p.name, a.result);
-        natMs.set(p.name, Math.min(...a.ms.slice(1)));
-        qemuMs.set(p.name, Math.min(...b.ms.slice(1)));
-        fig(`speed.${p.name}.native_ms`, natMs.get(p.name)!, 'ms', `${p.what}: x86-64 gcc -O2, CPU`);
-        fig(
-          `speed.${p.name}.qemu_ms`,
-          qemuMs.get(p.name)!,
-          'ms',
-          `${p.what}: qemu-riscv64 (rv64gc -O2), CPU`,
-        );
-      }
-      progress(`guest speed ${p.name} (${tier} tier): berm 1+${calls} calls`);
-      const ours: number[] = [];
-      for (let i = 0; i <= calls; i++) {
+      progress(
+        `guest speed ${p.name} (${tier} tier): ${SPEED_ROUNDS} rounds of native 1+${SPEED_CALLS}, berm ${SPEED_CALLS}`,
+      );
+      const berm = (): number => {
         const inst = linker.instantiate(mod); // a fresh instance per call, as for a tool call
         let r = 0n;
-        ours.push(
-          cpuMs(() => {
-            r = inst.call(p.symbol, ...p.args)[0];
-          }),
-        );
+        const ms = cpuMs(() => {
+          r = inst.call(p.symbol, ...p.args)[0];
+        });
         if (r.toString(16) !== want.get(p.name)) {
-          throw new Error(
-            `${p.name} (${tier} tier) call ${i}: berm ${r.toString(16)}, native ${want.get(p.name)}`,
-          );
+          throw new Error(`${p.name} (${tier} tier): berm ${r.toString(16)}, expected ${want.get(p.name)}`);
         }
+        return ms;
+      };
+      const first = berm(); // V8's Liftoff code while TurboFan compiles: reported, not compared
+      const natBest: number[] = [];
+      const bermBest: number[] = [];
+      for (let round = 0; round < SPEED_ROUNDS; round++) {
+        const a = runDriver([native], p, SPEED_CALLS);
+        if (a.result !== want.get(p.name))
+          throw new Error(`${p.name}: native ${a.result}, qemu ${want.get(p.name)}`);
+        natBest.push(Math.min(...a.ms.slice(1)));
+        const ours: number[] = [];
+        for (let i = 0; i < SPEED_CALLS; i++) ours.push(berm());
+        bermBest.push(Math.min(...ours));
       }
-      const [o, n, q] = [Math.min(...ours.slice(1)), natMs.get(p.name)!, qemuMs.get(p.name)!];
+      const [o, n, q] = [Math.min(...bermBest), Math.min(...natBest), qemuMs.get(p.name)!];
+      const ratioMedian = median(bermBest.map((b, i) => b / natBest[i]));
       vsNative.push(o / n);
+      vsNativeMedian.push(ratioMedian);
       vsQemu.push(o / q);
       fig(
         `${prefix}.${p.name}.first_call_ms`,
-        ours[0],
+        first,
         'ms',
         `${p.what}: first call of the process, CPU (${tier} tier; V8 Liftoff code, tier-up compiles count)`,
       );
@@ -573,16 +590,43 @@ async function benchSpeed(): Promise<void> {
         `${prefix}.${p.name}.berm_ms`,
         o,
         'ms',
-        `${p.what}: translated (compute-gcc-O2.elf, ${tier} tier), CPU`,
+        `${p.what}: translated (compute-gcc-O2.elf, ${tier} tier), CPU, best call`,
       );
-      fig(`${prefix}.${p.name}.vs_native`, o / n, 'x', `berm CPU / native CPU (${tier} tier)`);
+      fig(
+        `${prefix}.${p.name}.berm_spread_pct`,
+        spread(bermBest),
+        '%',
+        `berm: median over best of the rounds' bests, minus 1 (${tier} tier)`,
+      );
+      fig(`${prefix}.${p.name}.vs_native`, o / n, 'x', `berm CPU / native CPU, best calls (${tier} tier)`);
+      fig(
+        `${prefix}.${p.name}.vs_native_median`,
+        ratioMedian,
+        'x',
+        `median over the interleaved rounds of berm / native, each round's best calls (${tier} tier)`,
+      );
       fig(`${prefix}.${p.name}.vs_qemu`, o / q, 'x', `berm CPU / qemu CPU (${tier} tier)`);
+      if (tier === 'optimized') {
+        fig(`speed.${p.name}.native_ms`, n, 'ms', `${p.what}: x86-64 gcc -O2, CPU, best call`);
+        fig(
+          `speed.${p.name}.native_spread_pct`,
+          spread(natBest),
+          '%',
+          `native: median over best of the rounds' bests, minus 1`,
+        );
+      }
     }
     fig(
       `${prefix}.geomean.vs_native`,
       geomean(vsNative),
       'x',
-      `geometric mean of berm/native (${tier} tier)`,
+      `geometric mean of berm/native, best calls (${tier} tier)`,
+    );
+    fig(
+      `${prefix}.geomean.vs_native_median`,
+      geomean(vsNativeMedian),
+      'x',
+      `geometric mean of the programs' median round ratios berm/native (${tier} tier)`,
     );
     fig(`${prefix}.geomean.vs_qemu`, geomean(vsQemu), 'x', `geometric mean of berm/qemu (${tier} tier)`);
   }
@@ -650,11 +694,20 @@ function gitCommit(): string {
 function speedRows(): string[][] {
   const f = (k: string): string => fmt(figures[k]?.value ?? NaN);
   const rows = PROGRAMS.map((p) =>
-    ['', 'berm_ms', 'first_call_ms', 'native_ms', 'qemu_ms', 'vs_native', 'vs_qemu'].map((k) =>
-      k === '' ? p.name : f(`speed.${p.name}.${k}`),
+    ['', 'berm_ms', 'first_call_ms', 'native_ms', 'qemu_ms', 'vs_native', 'vs_native_median', 'vs_qemu'].map(
+      (k) => (k === '' ? p.name : f(`speed.${p.name}.${k}`)),
     ),
   );
-  rows.push(['geomean', '', '', '', '', f('speed.geomean.vs_native'), f('speed.geomean.vs_qemu')]);
+  rows.push([
+    'geomean',
+    '',
+    '',
+    '',
+    '',
+    f('speed.geomean.vs_native'),
+    f('speed.geomean.vs_native_median'),
+    f('speed.geomean.vs_qemu'),
+  ]);
   return rows;
 }
 
@@ -741,7 +794,10 @@ async function main(): Promise<void> {
     console.log(resultsTable(results));
     console.log('\nGuest speed (ms; ratios are berm time / baseline time, lower is better)');
     console.log(
-      table(['program', 'berm CPU ms', 'first call', 'native', 'qemu', 'vs native', 'vs qemu'], speedRows()),
+      table(
+        ['program', 'berm CPU ms', 'first call', 'native', 'qemu', 'vs native', 'median', 'vs qemu'],
+        speedRows(),
+      ),
     );
     console.log(`\nwrote ${latest} and ${basename(stamped)} (${m.durationS} s)`);
   } finally {

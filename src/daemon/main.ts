@@ -4,8 +4,6 @@
  * missing token, bad declaration, missing fs/exec root), 1 for anything else that stops the boot.
  */
 import { Command } from 'commander';
-import { BootError, startDaemon } from './daemon.js';
-import { createRuntimeBackend } from './runtime-backend.js';
 import { SettingsError, resolveSettings, type Flags } from './settings.js';
 
 const program = new Command('bermd')
@@ -66,6 +64,10 @@ const flags: Flags = {
 };
 const log = (line: string): void => void process.stderr.write(`bermd: ${line}\n`);
 
+// The daemon (HTTP, MCP SDK, zod, the runtime) loads only after the flags parsed, so `bermd --help`,
+// `--version` and a bad flag answer without loading it.
+const { BootError, startDaemon } = await import('./daemon.js');
+const { createRuntimeBackend } = await import('./runtime-backend.js');
 try {
   const settings = { ...resolveSettings(flags, process.env), limit: o.limit };
   const daemon = await startDaemon(settings, createRuntimeBackend, process.env, log);

@@ -23,6 +23,10 @@ import {
 import { Slot } from './instance.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
+import { enableBranchHints } from './v8-flags.js';
+
+// before any module is compiled: the optimising tier's branch hints (see v8-flags.ts)
+enableBranchHints();
 
 export { Instance, type InstantiateOptions } from './instance.js';
 export { basicHostFunctions, Linker } from './linker.js';

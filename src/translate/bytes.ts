@@ -283,6 +283,40 @@ export class ByteModule implements ExprBuilder {
     return k;
   }
 
+  // ---- raw nodes (direct.ts writes instruction templates straight into the value buffer) ----
+  /** Where the next node's values begin (the start of a raw node). */
+  rawStart(): number {
+    return this.used;
+  }
+  /**
+   * The value buffer, with room for `n` more values after the last committed one; valid until the
+   * next call that may grow it. Values are bytes (0..255) or function references
+   * ({@link functionRef}); a raw node has no children.
+   */
+  rawBuffer(n: number): Int32Array {
+    this.reserve(n);
+    return this.buf;
+  }
+  /** Mark the values written into {@link rawBuffer} up to index `end` (exclusive) as used. */
+  rawCommit(end: number): void {
+    this.used = end;
+  }
+  /** Close the raw node that began at `from` ({@link rawStart}), of type none. */
+  rawClose(from: number): Ref {
+    return this.close(T_NONE, from);
+  }
+  /** The value that stands for the function index of `name` in a node (resolved by emitBinary). */
+  functionRef(name: string): number {
+    return this.fnRef(name);
+  }
+  /**
+   * The index of global `name`.
+   * @throws Error for a global not added yet
+   */
+  globalIndexOf(name: string): number {
+    return this.globalIdx(name);
+  }
+
   // ---- expressions (Binaryen's argument order and typing rules) ----
   /**
    * Nothing branches to an unnamed block, so its children are simply concatenated: the stack

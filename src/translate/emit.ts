@@ -7,7 +7,6 @@
  */
 import type binaryen from 'binaryen';
 import type { ExprBuilder, Ref, Types } from './builder.js';
-import { uleb } from '../util/leb.js';
 import { Op, type ByteModule } from './bytes.js';
 import type { Instr } from '../riscv/instr.js';
 import { ENTRY, type Op as RvOp, type OpOfKind } from '../riscv/isa.js';
@@ -17,6 +16,7 @@ import { LocalPlan, type Gen } from './gen.js';
 import { CALL_ARGS, Liveness } from './liveness.js';
 import { spOffsets, stepSp, type SpOffset } from './frame.js';
 import { stepSext, wordValues } from './words.js';
+import { DirectWriter } from './direct.js';
 
 /** Names of module-level items the function bodies refer to. */
 export const Names = {
@@ -185,6 +185,8 @@ class FunctionEmitter {
   private readonly wordsAt: Map<number, number> | null;
   /** the offset field of the access whose address() was built last (see address) */
   private offset = 0;
+  /** the baseline tier's one-pass writer of common instructions (direct.ts); null otherwise */
+  private readonly dw: DirectWriter | null;
   constructor(
     private readonly ctx: EmitContext,
     private readonly cfg: FunctionCfg,
@@ -198,6 +200,87 @@ class FunctionEmitter {
     this.liveness = uses
       ? new Liveness(cfg, (t) => (t === null ? CALL_ARGS : (uses.get(t) ?? CALL_ARGS)))
       : null;
+    const s = ctx.structure;
+    // the templates write what this class builds when nothing is known of frames or words
+    this.dw =
+      s.kind === 'direct' && !uses
+        ? new DirectWriter(s.bytes, {
+            regLocal: REG_LOCAL,
+            addressLocal: L_E,
+            gp: s.bytes.globalIndexOf(Names.gp),
+            tp: s.bytes.globalIndexOf(Names.tp),
+            dirtyLo: s.bytes.globalIndexOf(Names.dirtyLo),
+            dirtyHi: s.bytes.globalIndexOf(Names.dirtyHi),
+            fuel: s.bytes.globalIndexOf(Names.fuel),
+            trap: s.bytes.functionRef(Names.trap),
+            poll: s.bytes.functionRef(Names.poll),
+            dispatch: s.bytes.functionRef(Names.dispatch),
+            fuelLocal: L_F,
+            pairLocal: L_PAIR,
+            argumentRegisters: ARGUMENT_REGISTERS,
+            base: ctx.base,
+            size: ctx.size,
+            dirtySplit: ctx.dirtySplit,
+          })
+        : null;
+  }
+
+  /**
+   * Write `ins` through the one-pass templates when it is one of theirs (and leave its run open).
+   * @returns false when it needs the general lowering ({@link instr})
+   */
+  private direct(dw: DirectWriter, ins: Instr, pc: number): boolean {
+    const op = ins.op;
+    if (op === 'illegal') {
+      dw.trap(TrapKind.IllegalInstruction, pc, ins.bits);
+      return true;
+    }
+    const low: Lowering = LOWERING[op];
+    const { rd, rs1, rs2, imm } = ins;
+    switch (low.via) {
+      case 'upper':
+        dw.upper(rd, low.pcRelative ? pc + imm : imm);
+        return true;
+      case 'reg-imm':
+        dw.regImm(I64_OPCODE[low.f], rd, rs1, imm, low.f === 'add' && rd === 2 && rs1 === 2 && imm >= 0);
+        return true;
+      case 'shift-imm':
+        dw.regImm(I64_OPCODE[low.f], rd, rs1, imm & 63, false);
+        return true;
+      case 'reg-reg':
+        dw.regReg(I64_OPCODE[low.f], rd, rs1, rs2);
+        return true;
+      case 'set-less':
+        dw.setLess(low.f === 'lt_s' ? 0x53 : 0x54, rd, rs1, low.imm ? -1 : rs2, imm);
+        return true;
+      case 'word-imm':
+        dw.wordImm(I32_OPCODE[low.f], rd, rs1, low.f === 'add' ? imm : imm & 31);
+        return true;
+      case 'word-reg':
+        dw.wordReg(I32_OPCODE[low.f], rd, rs1, rs2);
+        return true;
+      case 'load': {
+        const e = ENTRY[op];
+        const width = e.width!;
+        dw.load(LOAD_OPCODE[width][e.signed ? 1 : 0], width, rd, rs1, imm, pc);
+        return true;
+      }
+      case 'store': {
+        const width = ENTRY[op].width!;
+        dw.store(STORE_OPCODE[width], width, rs1, rs2, imm, pc);
+        return true;
+      }
+      case 'nop':
+        return true;
+      case 'breakpoint':
+        dw.trap(TrapKind.Breakpoint, pc, 0);
+        return true;
+      case 'illegal':
+        dw.trap(TrapKind.IllegalInstruction, pc, ins.bits);
+        return true;
+      default:
+        return false;
+    }
   }
 
   // ---- registers ----
@@ -430,63 +513,74 @@ class FunctionEmitter {
    * charge as the optimising tier. Tail calls and traps are written where the edge is.
    */
   private directBody(bm: ByteModule): Ref {
+    const dw = this.dw;
+    if (dw === null) throw new Error('internal: the direct structure needs the one-pass writer');
     const cfg = this.cfg;
     const blocks = [...cfg.blocks.values()].sort((a, b) => a.start - b.start);
     const entry = blocks.findIndex((b) => b.start === cfg.start);
     if (entry > 0) blocks.unshift(...blocks.splice(entry, 1));
-    const index = new Map(blocks.map((b, k) => [b.start, k]));
+    const index = new Map<number, number>();
+    for (let k = 0; k < blocks.length; k++) index.set(blocks[k].start, k);
     // the shared switch (see indirectJump) is one more case after the blocks
     const sw = this.hasSwitch() ? blocks.length : -1;
     const n = blocks.length + (sw >= 0 ? 1 : 0);
-    const none = this.t.none;
-    // $outer and $poll: see "back edges" below
-    const parts: (Ref | number[])[] = [[Op.loop, 0x40, Op.block, 0x40, Op.loop, 0x40]];
-    for (let k = 0; k < n; k++) parts.push([Op.block, 0x40]);
-    const table: number[] = [Op.local_get];
-    uleb(table, L_LABEL);
-    table.push(Op.br_table);
-    uleb(table, n);
-    for (let k = 0; k <= n; k++) uleb(table, k === n ? 0 : k);
-    parts.push(table, [Op.end]);
-
-    const br = (depth: number): number[] => {
-      const out: number[] = [Op.br];
-      uleb(out, depth);
-      return out;
+    const fuel = bm.globalIndexOf(Names.fuel);
+    // the body's nodes in order: the writer's runs, and those that still need the builder (each
+    // built only after the open run is closed: a node's values are contiguous)
+    const parts: Ref[] = [];
+    const flush = () => {
+      const run = dw.close();
+      if (run !== null) parts.push(run);
     };
+    // $outer and $poll: see "back edges" below
+    dw.raw([Op.loop, 0x40, Op.block, 0x40, Op.loop, 0x40]);
+    for (let k = 0; k < n; k++) dw.op2(Op.block, 0x40);
+    dw.withIndex(Op.local_get, L_LABEL);
+    dw.withIndex(Op.br_table, n);
+    for (let k = 0; k < n; k++) dw.index(k);
+    dw.index(0);
+    dw.op(Op.end);
+
     // control leaving code[k] for `t`, nested `extra` structures deep; `last`: may fall through
-    const jump = (k: number, t: Target, pc: number, extra: number, last: boolean): (Ref | number[])[] => {
-      if (t.kind === 'function') return [this.tailCall(t.address, pc)];
-      if (t.kind === 'invalid') return [this.trap(TrapKind.BadIndirectTarget, pc, this.c64(t.address))];
+    const jump = (k: number, t: Target, pc: number, extra: number, last: boolean): void => {
+      if (t.kind === 'function') return this.directTail(dw, t.address, pc);
+      if (t.kind === 'invalid') return dw.trap(TrapKind.BadIndirectTarget, pc, t.address);
       const j = index.get(t.address)!;
-      if (j > k) return last && extra === 0 && j === k + 1 ? [] : [br(j - k - 1 + extra)];
-      if (k === sw) return [this.m.local.set(L_LABEL, this.c32(j)), br(n - 1 - k + extra)];
+      if (j > k) {
+        if (!(last && extra === 0 && j === k + 1)) dw.withIndex(Op.br, j - k - 1 + extra);
+        return;
+      }
+      if (k === sw) {
+        dw.i32(j);
+        dw.withIndex(Op.local_set, L_LABEL);
+        dw.withIndex(Op.br, n - 1 - k + extra);
+        return;
+      }
       // A back edge: charge the fuel (as the optimising tier does), and when the slice ran out leave
       // the loop for $poll, which polls outside it and re-enters through the br_table. With no call
       // inside the loop, V8 need not save every live register at each definition to keep it
       // across one.
       const from = blocks[k];
-      const m = this.m;
-      const cost = Math.max(1, Math.ceil((from.end - t.address) / 2));
-      const fuelLeft = m.i32.sub(m.global.get(Names.fuel, this.t.i32), this.c32(cost));
-      const brIf: number[] = [Op.br_if];
-      uleb(brIf, n - k + extra);
-      return [
-        m.global.set(Names.fuel, m.local.tee(L_F, fuelLeft, this.t.i32)),
-        m.local.set(L_LABEL, this.c32(j)),
-        m.local.set(L_POLL_PC, this.c32(from.pcs[from.pcs.length - 1] ?? from.start)),
-        m.i32.lt_s(m.local.get(L_F, this.t.i32), this.c32(0)),
-        brIf,
-        br(n - 1 - k + extra),
-      ];
+      dw.withIndex(Op.global_get, fuel);
+      dw.i32(Math.max(1, Math.ceil((from.end - t.address) / 2)));
+      dw.op(0x6b); // i32.sub
+      dw.withIndex(Op.local_tee, L_F);
+      dw.withIndex(Op.global_set, fuel);
+      dw.i32(j);
+      dw.withIndex(Op.local_set, L_LABEL);
+      dw.i32(from.pcs[from.pcs.length - 1] ?? from.start);
+      dw.withIndex(Op.local_set, L_POLL_PC);
+      dw.withIndex(Op.local_get, L_F);
+      dw.i32(0);
+      dw.op(0x48); // i32.lt_s
+      dw.withIndex(Op.br_if, n - k + extra);
+      dw.withIndex(Op.br, n - 1 - k + extra);
     };
-    const toAddress = (k: number, next: number, from: number, extra: number, last: boolean) => {
+    const toAddress = (k: number, next: number, from: number, extra: number, last: boolean): void => {
       if (index.has(next)) return jump(k, { kind: 'local', address: next }, from, extra, last);
-      if (this.ctx.functionEntries.has(next)) return [this.tailCall(next, from)];
-      return [this.trap(TrapKind.FellOffFunction, from, this.c64(next))];
+      if (this.ctx.functionEntries.has(next)) return this.directTail(dw, next, from);
+      dw.trap(TrapKind.FellOffFunction, from, next);
     };
-    // back edges are charged where they jump (see jump)
-    const edge = (_from: BasicBlock, _to: number): Ref => this.m.nop();
 
     for (let k = 0; k < n; k++) {
       if (k === sw) {
@@ -497,75 +591,83 @@ class FunctionEmitter {
         const q = targets.length;
         const span = (targets[q - 1] - lo) / 2 + 1;
         const slot = new Map(targets.map((a, i) => [(a - lo) / 2, i]));
-        const head: number[] = [Op.block, 0x40];
-        for (let i = 0; i < q; i++) head.push(Op.block, 0x40);
-        const code: (Ref | number[])[] = [this.switchCode(), head, this.switchIndex()];
-        const sel: number[] = [Op.br_table];
-        uleb(sel, span);
-        for (let x = 0; x < span; x++) uleb(sel, slot.get(x) ?? q);
-        uleb(sel, q);
-        code.push(sel);
+        flush();
+        parts.push(this.switchCode());
+        dw.op2(Op.block, 0x40);
+        for (let i = 0; i < q; i++) dw.op2(Op.block, 0x40);
+        flush();
+        parts.push(this.switchIndex());
+        dw.withIndex(Op.br_table, span);
+        for (let x = 0; x < span; x++) dw.index(slot.get(x) ?? q);
+        dw.index(q);
         targets.forEach((a, i) => {
-          code.push([Op.end], ...jump(k, { kind: 'local', address: a }, 0, q - i, false));
+          dw.op(Op.end);
+          jump(k, { kind: 'local', address: a }, 0, q - i, false);
         });
-        code.push([Op.end], this.switchTail());
-        parts.push(bm.seq(none, code));
+        dw.op(Op.end);
+        flush();
+        parts.push(this.switchTail());
         continue;
       }
       const b = blocks[k];
-      const code: (Ref | number[])[] = [this.blockCode(b)];
+      this.blockInto(b, parts);
       const t = b.term;
       const lastPc = b.pcs[b.pcs.length - 1] ?? b.start;
       switch (t.kind) {
         case 'fall':
-          code.push(edge(b, t.next), ...toAddress(k, t.next, lastPc, 0, true));
+          toAddress(k, t.next, lastPc, 0, true);
           break;
         case 'branch': {
-          const takenAddr = t.taken.kind === 'local' ? t.taken.address : Number.MAX_SAFE_INTEGER;
           const sameAsNext = t.taken.kind === 'local' && t.taken.address === t.next && index.has(t.next);
           if (!sameAsNext) {
-            code.push(
-              this.condition(t.instr),
-              [Op.if, 0x40],
-              edge(b, takenAddr),
-              ...jump(k, t.taken, t.pc, 1, false),
-              [Op.end],
-            );
+            dw.compare(BRANCH_OPCODE[t.instr.op as OpOfKind<'branch'>], t.instr.rs1, t.instr.rs2);
+            dw.op2(Op.if, 0x40);
+            jump(k, t.taken, t.pc, 1, false);
+            dw.op(Op.end);
           }
-          code.push(edge(b, t.next), ...toAddress(k, t.next, t.pc, 0, true));
+          toAddress(k, t.next, t.pc, 0, true);
           break;
         }
-        case 'jump': {
-          const addr = t.target.kind === 'local' ? t.target.address : Number.MAX_SAFE_INTEGER;
-          code.push(edge(b, addr), ...jump(k, t.target, t.pc, 0, true));
+        case 'jump':
+          jump(k, t.target, t.pc, 0, true);
           break;
-        }
         case 'indirect-jump':
-          if (sw >= 0) code.push(br(sw - k - 1));
+          if (sw >= 0) dw.withIndex(Op.br, sw - k - 1);
           break;
         default:
           break; // return and fell-off end inside the block code
       }
-      parts.push(bm.seq(none, code));
-      if (k < n - 1) parts.push([Op.end]);
+      if (k < n - 1) dw.op(Op.end);
     }
-    parts.push([Op.end, Op.unreachable, Op.end]); // $top, $poll
-    parts.push(
-      this.m.global.set(
-        Names.fuel,
-        this.m.call(Names.poll, [this.m.local.get(L_POLL_PC, this.t.i32)], this.t.i32),
-      ),
-      br(0),
-      [Op.end],
-    ); // $outer
-    return bm.seq(none, [...parts, this.m.unreachable()]);
+    dw.raw([Op.end, Op.unreachable, Op.end]); // $top, $poll
+    // $outer: fuel = poll(L_POLL_PC); br 0
+    dw.withIndex(Op.local_get, L_POLL_PC);
+    dw.call(Op.call, this.fnRef(Names.poll));
+    dw.withIndex(Op.global_set, fuel);
+    dw.raw([Op.br, 0, Op.end, Op.unreachable]);
+    flush();
+    return parts.length === 1 ? parts[0] : bm.seq(this.t.none, parts);
   }
 
   /** The straight-line code of a block, including its terminator's own effects. */
   private blockCode(b: BasicBlock): Ref {
-    const m = this.m;
     const out: Ref[] = [];
-    if (b.start === this.cfg.start) {
+    this.blockInto(b, out);
+    return this.m.block(null, out);
+  }
+
+  /**
+   * {@link blockCode}'s nodes, appended to `out`. With the one-pass writer (baseline tier), the
+   * code is written into its run wherever a template exists, and the run is left open at the end
+   * (the caller continues it); nodes built in between go to `out` after the run they follow.
+   */
+  private blockInto(b: BasicBlock, out: Ref[]): void {
+    const m = this.m;
+    const dw = this.dw;
+    if (b.start === this.cfg.start && dw !== null) {
+      const { stackLimit, base, size } = this.ctx;
+      dw.stackCheck(TrapKind.StackOverflow, b.start, stackLimit, base + size - stackLimit);
+    } else if (b.start === this.cfg.start) {
       // (the entry's fuel was charged by the site that called or jumped here: enterFuel)
       out.push(
         m.if(
@@ -590,6 +692,18 @@ class FunctionEmitter {
       const ins = b.instrs[i];
       const pc = b.pcs[i];
       const call = b.calls.get(i);
+      if (dw !== null) {
+        const last = i === n - 1 && b.term.kind !== 'fall' && b.term.kind !== 'fell-off';
+        if (call === undefined) {
+          if (last ? this.directTerminator(dw, b) : this.direct(dw, ins, pc)) continue;
+        } else if (!call.inline) {
+          this.directCall(dw, ins, pc, call.target);
+          continue;
+        }
+        // anything else builds nodes: the open run ends first
+        const run = dw.close();
+        if (run !== null) out.push(run);
+      }
       if (liveAfter && !call && LOWERING[ins.op as RvOp]?.via === 'load' && REG_LOCAL[ins.rd] !== null) {
         if ((liveAfter[i] & (1 << ins.rd)) === 0) {
           // Nothing reads rd before it is written again: only the bounds check (and its exact
@@ -626,9 +740,74 @@ class FunctionEmitter {
       out.push(this.instr(ins, pc));
     }
     if (b.term.kind === 'fell-off') {
-      out.push(this.trap(TrapKind.FellOffFunction, b.pcs[b.pcs.length - 1] ?? b.start, this.c64(b.term.pc)));
+      const pc = b.pcs[b.pcs.length - 1] ?? b.start;
+      if (dw !== null) dw.trap(TrapKind.FellOffFunction, pc, b.term.pc);
+      else out.push(this.trap(TrapKind.FellOffFunction, pc, this.c64(b.term.pc)));
     }
-    return m.block(null, out);
+  }
+
+  /**
+   * The one-pass form of {@link terminator}: returns, indirect tail jumps and linking jumps.
+   * @returns false for what needs nodes (an indirect jump into the function's switch)
+   */
+  private directTerminator(dw: DirectWriter, b: BasicBlock): boolean {
+    const t = b.term;
+    switch (t.kind) {
+      case 'return':
+        dw.getReg(10);
+        dw.getReg(11);
+        dw.op(Op.return);
+        return true;
+      case 'indirect-jump':
+        if (this.hasSwitch()) return false;
+        dw.jalrTarget(L_T, t.rs1, t.imm);
+        dw.i32(t.pc);
+        dw.withIndex(Op.local_get, L_T);
+        dw.args();
+        dw.call(Op.return_call, this.fnRef(Names.dispatch));
+        return true;
+      case 'jump':
+        if (t.link) dw.upper(t.link.rd, t.link.value);
+        return true;
+      default:
+        return true; // branches and jumps: the edges carry the transfer
+    }
+  }
+
+  /** The one-pass form of {@link callSite} (the call convention passes every argument). */
+  private directCall(dw: DirectWriter, ins: Instr, pc: number, target: number | null): void {
+    if (target !== null) {
+      dw.upper(ins.rd, pc + ins.size);
+      if (!this.ctx.functionEntries.has(target)) {
+        dw.trap(TrapKind.BadIndirectTarget, pc, target);
+        return;
+      }
+      dw.fuel(this.ctx.entryCosts.get(target)!, pc);
+      dw.args();
+      dw.call(Op.call, this.fnRef(functionName(target)));
+      dw.takeResults();
+      return;
+    }
+    // target = (rs1 + imm) & ~1, read before rd is written (rd may equal rs1)
+    dw.jalrTarget(L_T, ins.rs1, ins.imm);
+    dw.upper(ins.rd, pc + ins.size);
+    dw.i32(pc);
+    dw.withIndex(Op.local_get, L_T);
+    dw.args();
+    dw.call(Op.call, this.fnRef(Names.dispatch));
+    dw.takeResults();
+  }
+
+  /** The one-pass form of {@link tailCall}. */
+  private directTail(dw: DirectWriter, address: number, pc: number): void {
+    dw.fuel(this.ctx.entryCosts.get(address)!, pc);
+    dw.args();
+    dw.call(Op.return_call, this.fnRef(functionName(address)));
+  }
+
+  /** A function's reference in the baseline module (ByteModule.functionRef). */
+  private fnRef(name: string): number {
+    return (this.ctx.structure as { bytes: ByteModule }).bytes.functionRef(name);
   }
 
   private terminator(b: BasicBlock): Ref {
@@ -1183,6 +1362,45 @@ const LOWERING = {
   csrrsi: { via: 'csr-read' },
   csrrci: { via: 'csr-read' },
 } as const satisfies Record<RvOp, Lowering>;
+
+/** Opcodes of the lowerings' operations, for the one-pass templates (direct.ts; core spec 5.4.7). */
+const I64_OPCODE: Record<I64Bin, number> = {
+  add: 0x7c,
+  sub: 0x7d,
+  mul: 0x7e,
+  and: 0x83,
+  or: 0x84,
+  xor: 0x85,
+  shl: 0x86,
+  shr_s: 0x87,
+  shr_u: 0x88,
+};
+const I32_OPCODE: Record<I32Bin, number> = {
+  add: 0x6a,
+  sub: 0x6b,
+  mul: 0x6c,
+  shl: 0x74,
+  shr_s: 0x75,
+  shr_u: 0x76,
+};
+/** i64 loads by width: [zero-extending, sign-extending] (a 64-bit load has no extension) */
+const LOAD_OPCODE: Record<number, readonly [number, number]> = {
+  1: [0x31, 0x30],
+  2: [0x33, 0x32],
+  4: [0x35, 0x34],
+  8: [0x29, 0x29],
+};
+const STORE_OPCODE: Record<number, number> = { 1: 0x3c, 2: 0x3d, 4: 0x3e, 8: 0x37 };
+
+/** The opcode of each conditional branch's i64 comparison (the one-pass form of CONDITIONS). */
+const BRANCH_OPCODE: Record<OpOfKind<'branch'>, number> = {
+  beq: 0x51,
+  bne: 0x52,
+  blt: 0x53,
+  bge: 0x59,
+  bltu: 0x54,
+  bgeu: 0x5a,
+};
 
 /** The Wasm comparison of each conditional branch. */
 const CONDITIONS = {

@@ -7,6 +7,7 @@ import type { ElfImage } from '../elf/types.js';
 import { checkOptions, computeLayout, TranslateError, type TranslateOptions } from './abi.js';
 import type { Types } from './builder.js';
 import { Names } from './emit.js';
+import { addBranchHints } from './hints.js';
 import { buildImage, describeFunction, errorText, type Translation } from './image.js';
 
 export { readImage, type Translation } from './image.js';
@@ -138,7 +139,8 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
       }
     }
     const t2 = performance.now();
-    const wasm = m.emitBinary();
+    // the fuel poll and trap arms marked unlikely (hints.ts; V8 reads them: engine/v8-flags.ts)
+    const wasm = addBranchHints(m.emitBinary());
     const t3 = performance.now();
     return { wasm, layout, indirectTargets, timings: { build: t1 - t0, optimize: t2 - t1, emit: t3 - t2 } };
   } finally {
