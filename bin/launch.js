@@ -98,6 +98,15 @@ function bundleMismatch(bytes, record, hash) {
 }
 
 /**
+ * Set --experimental-wasm-branch-hinting as src/engine/v8-flags.ts does (V8 9 to 12 only; the same
+ * rule, which test/cli-bundle.test.ts checks through the code cache being taken).
+ */
+function branchHintsFlag() {
+  const major = Number(/^(\d+)\./.exec(process.versions.v8)?.[1] ?? NaN);
+  if (major >= 9 && major <= 12) require('node:v8').setFlagsFromString('--experimental-wasm-branch-hinting');
+}
+
+/**
  * Run the CommonJS bundle `file` (an absolute path) as Node would run it as a main module, but
  * compiled with its code cache `file`.v8cache when that matches (see above). A bundle that does
  * not match `record` (dist/.build.json's `bundle`) is not run: a line on stderr says why.
@@ -135,6 +144,10 @@ function runBundle(file, record) {
   // (binaryen). A vm.Script's own import() needs the importModuleDynamically option, experimental
   // in Node 20 (a warning on stderr) and lost when the script comes from a code cache.
   const source = `(function (exports, require, module, __filename, __dirname, __bermImport) {${bytes.toString('utf8')}\n})`;
+  // V8 refuses a code cache made under other flags (it checks a hash of them), and the engine sets
+  // one when it loads (src/engine/v8-flags.ts), after the bundle is compiled but before a writing
+  // run makes the cache at exit: set it now, so the cache is made and read under the same flags
+  branchHintsFlag();
   const script = new vm.Script(source, { filename: file, cachedData });
   if (process.env.BERM_CODE_CACHE === 'write') {
     // at exit, so the functions the run compiled lazily are in the cache too

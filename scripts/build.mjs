@@ -20,7 +20,7 @@ import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSyn
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { bundleCli, CLI_BUNDLE, walk, writeCodeCache } from './bundle.mjs';
+import { bundleCli, bundleTranslator, CLI_BUNDLE, walk, writeCodeCache } from './bundle.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const SRC = join(ROOT, 'src');
@@ -69,12 +69,14 @@ if (!marker.test(text)) {
 }
 writeFileSync(abiJs, text.replace(marker, `const BUILT_DIGEST = ${JSON.stringify(digest)};`));
 
-// The CLI as one CommonJS file (after the digest is fixed: the bundle carries its own copy).
+// The CLI as one CommonJS file (after the digest is fixed: the bundle carries its own copy), and
+// the baseline translator as one ES module for the daemon and the other dist/ users.
 try {
+  await bundleTranslator(OUT);
   await bundleCli(OUT);
 } catch (e) {
   rmSync(OUT, { recursive: true, force: true });
-  console.error(`berm build: bundling the CLI failed: ${e.message}`);
+  console.error(`berm build: bundling failed: ${e.message}`);
   process.exit(1);
 }
 

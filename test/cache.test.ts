@@ -69,6 +69,20 @@ t.test('keys separate content and options', async (t) => {
   const framed = Buffer.concat([le64(2), Buffer.from('ab'), le64(big.length), big, le64(0)]);
   const sum = execFileSync('sha256sum', { input: framed, encoding: 'utf8' }).split(' ')[0];
   t.equal(cacheKey(['ab', big, '']), sum, 'sha256 of length-prefixed parts (lengths over 255 too)');
+  // all-ASCII string parts take another way to the same bytes; a long or non-ASCII part the first
+  const text = (parts: string[]) =>
+    execFileSync('sha256sum', {
+      input: Buffer.concat(parts.flatMap((p) => [le64(Buffer.byteLength(p)), Buffer.from(p)])),
+      encoding: 'utf8',
+    }).split(' ')[0];
+  for (const parts of [
+    ['ab', 'c'],
+    ['f'.repeat(64), 'x'.repeat(127), ''],
+    ['y'.repeat(128)],
+    ['é', 'a\u0000b'],
+  ]) {
+    t.equal(cacheKey(parts), text(parts), `string parts ${parts.map((p) => p.length).join(',')}`);
+  }
   const a = new Engine({ cacheDir: null });
   const b = new Engine({ cacheDir: null, memorySize: 1 << 20 });
   const elf = new Uint8Array(readFileSync(raw.path));

@@ -199,4 +199,24 @@ if (!builtIsCurrent()) {
     t.equal(r.stderr, '');
     t.same(bundleRan(r, root), [{ file: bundle, offered: true, rejected: false }], 'restored: runs again');
   });
+
+  // dist/translate/baseline.js is one ES module (scripts/bundle.mjs bundleTranslator): it imports
+  // only the dist/ modules the engine itself loads, and writes what the sources write
+  t.test("the built baseline translator is one module with the sources' output", async (t) => {
+    const file = join(ROOT, 'dist', 'translate', 'baseline.js');
+    const imports = [...readFileSync(file, 'utf8').matchAll(/^import\s[^;]*?from\s*"([^"]+)"/gm)].map(
+      (m) => m[1],
+    );
+    t.same([...new Set(imports)].sort(), ['../util/leb.js', './abi.js']);
+    const built = (await import(file)) as typeof import('../src/translate/baseline.js');
+    const { translateBaseline } = await import('../src/translate/baseline.js');
+    const { readElf } = await import('../src/elf/reader.js');
+    const { DEFAULT_TRANSLATE_OPTIONS } = await import('../src/translate/abi.js');
+    for (const name of ['text-clang-O0.elf', 'echo-gcc-O2.elf', 'control-gcc-O0.elf']) {
+      const image = readElf(new Uint8Array(readFileSync(join(ROOT, 'fixtures', 'build', name))));
+      const a = built.translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
+      const b = translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
+      t.ok(Buffer.from(a).equals(Buffer.from(b)), `${name}: ${a.length} bytes, byte-identical`);
+    }
+  });
 }

@@ -21,9 +21,15 @@ import {
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { DirectoryError, ensureDirectory } from '../util/dirs.js';
+import { utf8 } from '../util/utf8.js';
 
-const MAGIC = Buffer.from('BERMWC01');
-const HEADER = MAGIC.length + 8 + 32;
+/**
+ * An entry is a header of ASCII text, then the bytes: the magic, the bytes' length as 16 hex
+ * digits and their sha256 as 64 (one string comparison checks it, with no Buffer method or byte
+ * loop: a warm compile in a fresh process pays for the first call of every function it runs).
+ */
+const MAGIC = 'BERMWC02';
+const HEADER = MAGIC.length + 16 + 64;
 
 /** Default directory: $BERM_CACHE_DIR, else $XDG_CACHE_HOME/berm, else ~/.cache/berm. */
 export function defaultCacheDir(): string {
@@ -37,15 +43,30 @@ export function defaultCacheDir(): string {
  * @returns 64 hex characters.
  */
 export function cacheKey(parts: (Uint8Array | string)[]): string {
+  // ASCII strings under 128 characters (an engine's keys: a hex digest, the translator's version
+  // and digest, the options) frame to ASCII text, which hash() takes as it is
+  let text = '';
+  for (const p of parts) {
+    if (typeof p !== 'string' || p.length > 127 || NOT_ASCII.test(p))
+      return hash('sha256', frame(parts), 'hex');
+    text += `${String.fromCharCode(p.length)}${SEVEN_ZEROS}${p}`;
+  }
+  return hash('sha256', text, 'hex');
+}
+
+const NOT_ASCII = /[\u0080-\uffff]/;
+const SEVEN_ZEROS = '\0'.repeat(7);
+
+/** The parts, each preceded by its length as 8 bytes little-endian. */
+function frame(parts: (Uint8Array | string)[]): Buffer {
   const chunks: Uint8Array[] = [];
   for (const p of parts) {
     const b = typeof p === 'string' ? Buffer.from(p) : p;
-    // the length as 8 bytes little-endian (byte by byte: no BigInt on a warm compile's path)
     const len = new Uint8Array(8);
     for (let i = 0, n = b.length; i < 8; i++, n = Math.floor(n / 256)) len[i] = n % 256;
     chunks.push(len, b);
   }
-  return hash('sha256', Buffer.concat(chunks), 'hex');
+  return Buffer.concat(chunks);
 }
 
 /**
@@ -73,13 +94,20 @@ export interface CacheLabel {
   bytes: number;
 }
 
+/** The header of an entry holding `body`. */
+function header(body: Uint8Array): string {
+  return `${MAGIC}${body.length.toString(16).padStart(16, '0')}${hash('sha256', body, 'hex')}`;
+}
+
 /** A directory of cached Wasm binaries. */
 export class WasmCache {
   constructor(readonly dir: string) {}
 
   private path(key: string, kind: EntryKind = 'wasm'): string {
-    if (!/^[0-9a-f]{64}$/.test(key)) throw new Error(`bad cache key ${key}`);
-    return join(this.dir, `${key}.${kind}`);
+    if (key.length !== 64 || /[^0-9a-f]/.test(key)) throw new Error(`bad cache key ${key}`);
+    // not path.join: its first call costs a warm compile more than the rest of the lookup
+    const sep = this.dir === '' || this.dir.endsWith('/') ? '' : '/';
+    return `${this.dir}${sep}${key}.${kind}`;
   }
 
   /**
@@ -94,13 +122,11 @@ export class WasmCache {
     } catch {
       return null;
     }
-    if (buf.length >= HEADER && buf.subarray(0, MAGIC.length).equals(MAGIC)) {
-      const len = Number(buf.readBigUInt64LE(MAGIC.length));
-      const digest = buf.subarray(MAGIC.length + 8, HEADER);
-      const body = buf.subarray(HEADER);
-      if (body.length === len && hash('sha256', body, 'buffer').equals(digest)) {
-        return new Uint8Array(body.buffer, body.byteOffset, body.length);
-      }
+    if (buf.length >= HEADER) {
+      // plain views: Buffer's own subarray is JavaScript, run for the first time here
+      const head = new Uint8Array(buf.buffer, buf.byteOffset, HEADER);
+      const body = new Uint8Array(buf.buffer, buf.byteOffset + HEADER, buf.length - HEADER);
+      if (utf8(head) === header(body)) return body;
     }
     if (kind === 'wasm') this.delete(key);
     else rmSync(p, { force: true });
@@ -116,10 +142,7 @@ export class WasmCache {
     const tmp = `${p}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
     try {
       ensureDirectory(this.dir);
-      const len = Buffer.alloc(8);
-      len.writeBigUInt64LE(BigInt(wasm.length));
-      const digest = hash('sha256', wasm, 'buffer');
-      writeFileSync(tmp, Buffer.concat([MAGIC, len, digest, wasm]));
+      writeFileSync(tmp, Buffer.concat([Buffer.from(header(wasm)), wasm]));
       renameSync(tmp, p);
       return true;
     } catch {

@@ -170,14 +170,13 @@ export class Engine {
   }
 
   /**
-   * The image of an ELF for compiling it: from the summary inside its cached module `wasm` when
-   * that has one (src/engine/summary-section.ts: no second cache read), else {@link inspect}.
+   * The image of an ELF for compiling it: from `found`, the summary inside its cached module
+   * (src/engine/summary-section.ts: no second cache read), else {@link inspect}.
    * @throws ElfError for malformed input (with the fix in its message).
    */
-  private imageOf(elf: Uint8Array, wasm: Uint8Array | null): ElfImage {
+  private imageOf(elf: Uint8Array, found: { text: string } | null): ElfImage {
     const known = this.images.get(elf);
     if (known) return known.image;
-    const found = wasm === null ? null : findSummary(wasm);
     const image = found === null ? null : restoreImage(found.text, elf);
     if (image === null) return this.inspect(elf).image;
     this.images.set(elf, { sha256: this.digestOf(elf), image });
@@ -236,80 +235,117 @@ export class Engine {
     const bytes = typeof source === 'string' ? readBytes(source) : source;
     // the cached module first: it carries the image's summary (imageOf), so a warm compile reads
     // one cache entry; a malformed ELF throws in imageOf (it has no cached module)
-    const digest = this.digestOf(bytes);
-    const optKey = this.keyOf(digest, 'optimized');
+    const optKey = this.keyOf(this.digestOf(bytes), 'optimized');
     if (this.tier !== 'baseline') {
       const hit = this.cache?.get(optKey) ?? null;
-      if (hit !== null || this.tier === 'optimized') {
-        const image = this.imageOf(bytes, hit);
-        const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
-        return this.finish(bytes, image, layout, t0, optKey, 'optimized', hit, async () => {
-          const { translate } = await import('../translate/module.js');
-          return translate(image, this.options);
-        });
-      }
+      const mod = hit === null ? null : this.fromCache(bytes, hit, optKey, 'optimized', t0);
+      if (mod !== null) return mod;
     }
-    const baseKey = this.keyOf(digest, 'baseline');
-    const baseHit = this.cache?.get(baseKey) ?? null;
-    const image = this.imageOf(bytes, baseHit);
+    return this.compileMiss(bytes, optKey, t0);
+  }
+
+  /**
+   * The module for a cached translation `wasm`, or null when V8 refuses it (the entry is then
+   * removed: as good as corrupt). The warm path, kept apart from translation: in a fresh process
+   * V8 parses each function on its first call, so a warm compile runs no code it does not need.
+   * @throws ElfError, LayoutError as {@link compile}.
+   */
+  private fromCache(
+    bytes: Uint8Array,
+    wasm: Uint8Array,
+    key: string,
+    tier: 'baseline' | 'optimized',
+    t0: number,
+  ): GuestModule | null {
+    const found = findSummary(wasm);
+    const image = this.imageOf(bytes, found);
     const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
-    const mod = await this.finish(bytes, image, layout, t0, baseKey, 'baseline', baseHit, async () => {
-      const { translateBaseline } = await import('../translate/baseline.js');
-      return translateBaseline(image, this.options);
+    const c0 = performance.now();
+    let compiled: WebAssembly.Module;
+    try {
+      compiled = new WebAssembly.Module(wasm);
+    } catch {
+      this.cache?.delete(key);
+      return null;
+    }
+    const c1 = performance.now();
+    return new GuestModule(this, image, layout, compiled, {
+      tier,
+      cached: true,
+      key,
+      wasmBytes: found?.moduleBytes ?? wasm.length,
+      elfSha256: this.digestOf(bytes),
+      totalMs: c1 - t0,
+      wasmCompileMs: c1 - c0,
     });
+  }
+
+  /** {@link compile} without a usable optimised-tier entry in the cache. */
+  private async compileMiss(bytes: Uint8Array, optKey: string, t0: number): Promise<GuestModule> {
+    if (this.tier === 'optimized') {
+      const image = this.imageOf(bytes, null);
+      const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
+      return this.translated(bytes, image, layout, t0, optKey, 'optimized', async () => {
+        const { translate } = await import('../translate/module.js');
+        return translate(image, this.options);
+      });
+    }
+    const baseKey = this.keyOf(this.digestOf(bytes), 'baseline');
+    const baseHit = this.cache?.get(baseKey) ?? null;
+    let mod = baseHit === null ? null : this.fromCache(bytes, baseHit, baseKey, 'baseline', t0);
+    if (mod === null) {
+      const image = this.imageOf(bytes, null);
+      const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
+      mod = await this.translated(bytes, image, layout, t0, baseKey, 'baseline', async () => {
+        const { translateBaseline } = await import('../translate/baseline.js');
+        return translateBaseline(image, this.options);
+      });
+    }
     if (this.tier === 'auto' && this.optimizeInBackground) {
       mod.optimized = this.upgradeLater(mod, bytes, optKey);
     }
     return mod;
   }
 
-  /** Use the cached `wasm`, or translate and cache it; compile it with V8. */
-  private async finish(
+  /** Translate, compile the result with V8 and cache it. */
+  private async translated(
     bytes: Uint8Array,
     image: ElfImage,
     layout: GuestLayout,
     t0: number,
     key: string,
     tier: 'baseline' | 'optimized',
-    wasm: Uint8Array | null,
     translate: () => Promise<{
       wasm: Uint8Array;
       timings: { build: number; optimize: number; emit: number };
     }>,
   ): Promise<GuestModule> {
-    const cached = wasm !== null;
-    let timings: CompileInfo['translate'];
-    if (wasm === null) {
-      let t;
-      try {
-        t = await translate();
-      } catch (e) {
-        if (e instanceof TranslateError) throw e;
-        throw new TranslateError(`translation failed: ${e instanceof Error ? e.message : String(e)}`);
-      }
-      wasm = t.wasm;
-      timings = t.timings;
+    let t;
+    try {
+      t = await translate();
+    } catch (e) {
+      if (e instanceof TranslateError) throw e;
+      throw new TranslateError(`translation failed: ${e instanceof Error ? e.message : String(e)}`);
     }
+    const wasm = t.wasm;
     const c0 = performance.now();
     let compiled: WebAssembly.Module;
     try {
       compiled = new WebAssembly.Module(wasm);
     } catch (e) {
       this.cache?.delete(key);
-      // a cache entry that V8 refuses is as good as corrupt: rebuild it
-      if (cached) return this.compile(bytes);
       throw refusedByV8(image, e);
     }
     const c1 = performance.now();
-    if (!cached) this.cache?.put(key, this.withSummary(bytes, image, wasm));
+    this.cache?.put(key, this.withSummary(bytes, image, wasm));
     return new GuestModule(this, image, layout, compiled, {
       tier,
-      cached,
+      cached: false,
       key,
-      wasmBytes: (cached ? findSummary(wasm)?.moduleBytes : undefined) ?? wasm.length,
+      wasmBytes: wasm.length,
       elfSha256: this.digestOf(bytes),
       totalMs: c1 - t0,
-      translate: timings,
+      translate: t.timings,
       wasmCompileMs: c1 - c0,
     });
   }

@@ -7,6 +7,7 @@
  * know (WebAssembly core spec, 5.5.3 "Custom Section").
  */
 import { readUleb32, uleb } from '../util/leb.js';
+import { utf8 } from '../util/utf8.js';
 
 /** The custom section's name. */
 export const SUMMARY_SECTION = 'berm.image-summary';
@@ -61,8 +62,8 @@ export function findSummary(wasm: Uint8Array): { text: string; moduleBytes: numb
         let same = true;
         for (let i = 0; i < NAME.length && same; i++) same = wasm[at + i] === NAME[i];
         if (same) {
-          const text = Buffer.from(wasm.buffer, wasm.byteOffset + at + NAME.length, end - at - NAME.length);
-          return { text: text.toString('utf8'), moduleBytes: end === wasm.length ? start : wasm.length };
+          const text = utf8(wasm.subarray(at + NAME.length, end));
+          return { text, moduleBytes: end === wasm.length ? start : wasm.length };
         }
       }
     }

@@ -190,16 +190,20 @@ export function computeLayout(imageStart: number, imageEnd: number, opts: Transl
   const heapStart = Math.ceil(imageEnd / 65536) * 65536;
   const stackLimit = base + size - opts.stackSize;
   const heapEnd = stackLimit - STACK_GUARD;
-  if (heapStart > heapEnd) {
-    let need = size;
-    while (need < 1 << 30 && base + need - Math.min(opts.stackSize, need / 4) - STACK_GUARD < heapStart)
-      need *= 2;
-    throw new LayoutError(
-      `the image (0x${base.toString(16)}..0x${imageEnd.toString(16)}) does not fit a ${size >> 10} KiB memory ` +
-        `with a ${opts.stackSize >> 10} KiB stack and a ${STACK_GUARD >> 10} KiB guard: use a memory of at least ${need >> 10} KiB`,
-    );
-  }
+  if (heapStart > heapEnd) throw doesNotFit(base, imageEnd, heapStart, opts);
   return { base, size, heapStart, heapSize: heapEnd - heapStart, stackLimit, initialSp: base + size - 16 };
+}
+
+/** The LayoutError of {@link computeLayout}, naming the smallest memory that fits. */
+function doesNotFit(base: number, imageEnd: number, heapStart: number, opts: TranslateOptions): LayoutError {
+  const size = opts.memorySize;
+  let need = size;
+  while (need < 1 << 30 && base + need - Math.min(opts.stackSize, need / 4) - STACK_GUARD < heapStart)
+    need *= 2;
+  return new LayoutError(
+    `the image (0x${base.toString(16)}..0x${imageEnd.toString(16)}) does not fit a ${size >> 10} KiB memory ` +
+      `with a ${opts.stackSize >> 10} KiB stack and a ${STACK_GUARD >> 10} KiB guard: use a memory of at least ${need >> 10} KiB`,
+  );
 }
 
 /**

@@ -141,6 +141,8 @@ export class ByteModule implements ExprBuilder {
   private start: Int32Array;
   private len: Int32Array;
   private type: Int32Array;
+  /** 1 for a raw node of bytes only (no children, no function references): copied in one go */
+  private pure: Uint8Array;
   private count = 0;
 
   /**
@@ -153,6 +155,7 @@ export class ByteModule implements ExprBuilder {
     this.start = new Int32Array(nodes);
     this.len = new Int32Array(nodes);
     this.type = new Int32Array(nodes);
+    this.pure = new Uint8Array(nodes);
     this.buf = new Int32Array(nodes * 3);
   }
   /** node -> the tuple local a tuple-typed local.get reads */
@@ -194,6 +197,9 @@ export class ByteModule implements ExprBuilder {
       a.set(this[f]);
       this[f] = a;
     }
+    const p = new Uint8Array(k);
+    p.set(this.pure);
+    this.pure = p;
   }
   private reserve(n: number): void {
     if (this.used + n <= this.buf.length) return;
@@ -301,13 +307,27 @@ export class ByteModule implements ExprBuilder {
   rawCommit(end: number): void {
     this.used = end;
   }
-  /** Close the raw node that began at `from` ({@link rawStart}), of type none. */
-  rawClose(from: number): Ref {
-    return this.close(T_NONE, from);
+  /**
+   * Close the raw node that began at `from` ({@link rawStart}), of type none; `pure` when its
+   * values are all bytes (no function reference).
+   */
+  rawClose(from: number, pure: boolean): Ref {
+    const r = this.close(T_NONE, from);
+    if (pure) this.pure[r] = 1;
+    return r;
   }
   /** The value that stands for the function index of `name` in a node (resolved by emitBinary). */
   functionRef(name: string): number {
     return this.fnRef(name);
+  }
+  /**
+   * The function index of `name` as a node value: the index's one LEB128 byte for an import below
+   * 128 (imports precede every defined function, so their indices are final when declared), else
+   * {@link functionRef}'s reference.
+   */
+  functionValue(name: string): number {
+    const k = this.fnIndex.get(name);
+    return k !== undefined && k < this.imports.length && k < 0x80 ? k : this.fnRef(name);
   }
   /**
    * The index of global `name`.
@@ -648,21 +668,33 @@ export class ByteModule implements ExprBuilder {
     const buf = this.buf;
     let i = this.start[r];
     const end = i + this.len[r];
+    if (this.pure[r] === 1) {
+      // bytes only: one conversion of the Int32 values (each 0..255) into the output
+      out.ensure(end - i);
+      out.buf.set(buf.subarray(i, end), out.length);
+      out.length += end - i;
+      return;
+    }
     // a value is at most one byte, a function index at most 5
     out.ensure(5 * (end - i));
     let o = out.buf;
+    let n = out.length;
     for (; i < end; i++) {
       const v = buf[i];
-      if (v >= 256) {
+      if (v >= 0 && v < 256) o[n++] = v;
+      else if (v >= 256) {
+        out.length = n;
         this.writeBytes(out, v - 256);
         out.ensure(5 * (end - i));
         o = out.buf;
-      } else if (v >= 0) o[out.length++] = v;
-      else {
+        n = out.length;
+      } else {
+        out.length = n;
         uleb(out, this.fnRefIndex[-1 - v]);
-        o = out.buf;
+        n = out.length;
       }
     }
+    out.length = n;
   }
 
   /** Resolve every called name to its function index. */

@@ -28,7 +28,10 @@ export interface DirectFrame {
   dirtyHi: number;
   /** the fuel global */
   fuel: number;
-  /** function references (ByteModule.functionRef) of the trap and poll imports and the dispatcher */
+  /**
+   * the function indices of the trap and poll imports as node values (ByteModule.functionValue:
+   * bytes), and the dispatcher's reference (ByteModule.functionRef)
+   */
   trap: number;
   poll: number;
   dispatch: number;
@@ -89,6 +92,8 @@ function uleb(buf: Int32Array, u: number, v: number): number {
  */
 export class DirectWriter {
   private from = -1;
+  /** whether the open run holds no function reference (ByteModule.rawClose) */
+  private pure = true;
   private buf: Int32Array;
   private u = 0;
   constructor(
@@ -167,6 +172,7 @@ export class DirectWriter {
   }
   /** `call` (0x10) or `return_call` (0x12) of the function reference `fn`. */
   call(opcode: number, fn: number): void {
+    if (fn < 0) this.pure = false;
     this.op2(opcode, fn);
   }
 
@@ -273,8 +279,10 @@ export class DirectWriter {
   close(): Ref | null {
     if (this.from < 0) return null;
     this.bm.rawCommit(this.u);
-    const r = this.bm.rawClose(this.from);
+    // (the templates write the trap and poll values unchecked: a reference there is no byte)
+    const r = this.bm.rawClose(this.from, this.pure && this.f.trap >= 0 && this.f.poll >= 0);
     this.from = -1;
+    this.pure = true;
     return r;
   }
 

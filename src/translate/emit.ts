@@ -227,8 +227,8 @@ class FunctionEmitter {
             dirtyLo: s.bytes.globalIndexOf(Names.dirtyLo),
             dirtyHi: s.bytes.globalIndexOf(Names.dirtyHi),
             fuel: s.bytes.globalIndexOf(Names.fuel),
-            trap: s.bytes.functionRef(Names.trap),
-            poll: s.bytes.functionRef(Names.poll),
+            trap: s.bytes.functionValue(Names.trap),
+            poll: s.bytes.functionValue(Names.poll),
             dispatch: s.bytes.functionRef(Names.dispatch),
             fuelLocal: L_F,
             pairLocal: L_PAIR,
@@ -677,7 +677,7 @@ class FunctionEmitter {
     dw.raw([Op.end, Op.unreachable, Op.end]); // $top, $poll
     // $outer: fuel = poll(L_POLL_PC); br 0
     dw.withIndex(Op.local_get, L_POLL_PC);
-    dw.call(Op.call, this.fnRef(Names.poll));
+    dw.call(Op.call, (this.ctx.structure as { bytes: ByteModule }).bytes.functionValue(Names.poll));
     dw.withIndex(Op.global_set, fuel);
     dw.raw([Op.br, 0, Op.end, Op.unreachable]);
     flush();
