@@ -111,6 +111,16 @@ const L_F = FRAME.add('i32');
 const L_POLL_PC = FRAME.add('i32');
 /** (i64, i64): call results (last: ByteModule expands it into two locals) */
 const L_PAIR = FRAME.add('pair');
+/**
+ * i32, optimising tier only (declared after L_PAIR: Binaryen counts a tuple local as one): the
+ * fuel left in the slice while the function runs. The `fuel` global is read into it on entry and
+ * after each call to a guest function, and written back before each call, tail call and return:
+ * the global carries the count between functions, the local within one, so a loop's charge is
+ * a register decrement rather than a load and a store of the global that the next iteration's
+ * load waits on (store-to-load forwarding on the loop's critical path). No import reads the
+ * global: the engine's poll grants a slice and forgets what was left.
+ */
+const L_FUEL = L_PAIR + 1;
 
 /**
  * Fuel charged for entering the function `cfg` spans: its length in instructions at their smallest
@@ -158,7 +168,9 @@ export function passedArguments(
 export function emitFunction(ctx: EmitContext, cfg: FunctionCfg): void {
   const fe = new FunctionEmitter(ctx, cfg);
   const body = fe.body();
-  ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, frameVars(ctx.types), body);
+  let vars = frameVars(ctx.types);
+  if (ctx.structure.kind === 'relooper') vars = [...vars, ctx.types.i32]; // L_FUEL
+  ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, vars, body);
 }
 
 /** FRAME's variable types for each builder's types, made once (one array shared by every function). */
@@ -198,6 +210,8 @@ class FunctionEmitter {
   private offset = 0;
   /** the baseline tier's one-pass writer of common instructions (direct.ts); null otherwise */
   private readonly dw: DirectWriter | null;
+  /** whether the fuel count lives in L_FUEL while the function runs (the optimising tier) */
+  private readonly fuelLocal: boolean;
   constructor(
     private readonly ctx: EmitContext,
     private readonly cfg: FunctionCfg,
@@ -212,6 +226,7 @@ class FunctionEmitter {
       ? new Liveness(cfg, (t) => (t === null ? CALL_ARGS : (uses.get(t) ?? CALL_ARGS)))
       : null;
     const s = ctx.structure;
+    this.fuelLocal = s.kind === 'relooper';
     // the templates write what this class builds when nothing is known of frames or words
     this.dw =
       s.kind === 'direct' && !uses
@@ -361,7 +376,27 @@ class FunctionEmitter {
   }
   /** Charge `cost` (an i32 expression) of fuel; poll the engine when the slice runs out. */
   private fuelBy(cost: Ref, pc: number): Ref {
-    return chargeFuel(this.m, this.t, cost, this.c32(pc), L_F);
+    if (!this.fuelLocal) return chargeFuel(this.m, this.t, cost, this.c32(pc), L_F);
+    const m = this.m;
+    return m.block(null, [
+      m.local.set(L_FUEL, m.i32.sub(m.local.get(L_FUEL, this.t.i32), cost)),
+      m.if(
+        m.i32.lt_s(m.local.get(L_FUEL, this.t.i32), m.i32.const(0)),
+        m.local.set(L_FUEL, m.call(Names.poll, [this.c32(pc)], this.t.i32)),
+      ),
+    ]);
+  }
+  /** Before control leaves for another guest function: the global takes the local (L_FUEL). */
+  private fuelOut(): Ref {
+    return this.fuelLocal
+      ? this.m.global.set(Names.fuel, this.m.local.get(L_FUEL, this.t.i32))
+      : this.m.nop();
+  }
+  /** After a call to a guest function returned: the local takes the global (L_FUEL). */
+  private fuelIn(): Ref {
+    return this.fuelLocal
+      ? this.m.local.set(L_FUEL, this.m.global.get(Names.fuel, this.t.i32))
+      : this.m.nop();
   }
   /**
    * Charge the fuel of entering the function at `address`, at the site (`pc`) that transfers
@@ -504,7 +539,7 @@ class FunctionEmitter {
     }
     const entry = rb.get(cfg.start)!;
     const body = r.renderAndDispose(entry, L_LABEL);
-    return m.block(null, [body, m.unreachable()]);
+    return m.block(null, [this.fuelIn(), body, m.unreachable()]);
   }
 
   /**
@@ -825,7 +860,7 @@ class FunctionEmitter {
     const t = b.term;
     switch (t.kind) {
       case 'return':
-        return m.return(m.tuple.make([this.get(10), this.get(11)]));
+        return m.block(null, [this.fuelOut(), m.return(m.tuple.make([this.get(10), this.get(11)]))]);
       case 'indirect-jump':
         return this.indirectJump(t.rs1, t.imm, t.pc, b);
       case 'jump':
@@ -855,6 +890,7 @@ class FunctionEmitter {
   private tailCall(address: number, pc: number): Ref {
     return this.m.block(null, [
       this.enterFuel(address, pc),
+      this.fuelOut(),
       this.m.return_call(functionName(address), this.args(address), this.ctx.pair),
     ]);
   }
@@ -870,26 +906,33 @@ class FunctionEmitter {
       return m.block(null, [
         link,
         this.enterFuel(target, pc),
+        this.fuelOut(),
         this.takeResults(m.call(functionName(target), this.args(target), this.ctx.pair)),
+        this.fuelIn(),
       ]);
     }
     // target = (rs1 + imm) & ~1, read before rd is written (rd may equal rs1)
     return m.block(null, [
       m.local.set(L_T, m.i64.and(m.i64.add(this.get(ins.rs1), this.c64(ins.imm)), this.c64(-2))),
       link,
+      this.fuelOut(),
       this.takeResults(
         m.call(Names.dispatch, [this.c32(pc), m.local.get(L_T, this.t.i64), ...this.args()], this.ctx.pair),
       ),
+      this.fuelIn(),
     ]);
   }
 
   /** `return_call dispatch(pc, L_T, ...)`: an indirect tail call to the address in L_T. */
   private indirectTail(pc: number): Ref {
-    return this.m.return_call(
-      Names.dispatch,
-      [this.c32(pc), this.m.local.get(L_T, this.t.i64), ...this.args()],
-      this.ctx.pair,
-    );
+    return this.m.block(null, [
+      this.fuelOut(),
+      this.m.return_call(
+        Names.dispatch,
+        [this.c32(pc), this.m.local.get(L_T, this.t.i64), ...this.args()],
+        this.ctx.pair,
+      ),
+    ]);
   }
 
   /** Whether the function has jump-table targets (and so the shared switch). */
@@ -940,11 +983,14 @@ class FunctionEmitter {
 
   /** `return_call dispatch(L_PC, L_T, ...)`: the shared switch's indirect tail call. */
   private switchTail(): Ref {
-    return this.m.return_call(
-      Names.dispatch,
-      [this.m.local.get(L_PC, this.t.i32), this.m.local.get(L_T, this.t.i64), ...this.args()],
-      this.ctx.pair,
-    );
+    return this.m.block(null, [
+      this.fuelOut(),
+      this.m.return_call(
+        Names.dispatch,
+        [this.m.local.get(L_PC, this.t.i32), this.m.local.get(L_T, this.t.i64), ...this.args()],
+        this.ctx.pair,
+      ),
+    ]);
   }
 
   /** The br_table index of a switch block, valid after indirectJump's code ran. */
