@@ -6,7 +6,7 @@
  * named where Wasm's own behaviour differs.
  */
 import type binaryen from 'binaryen';
-import type { ExprBuilder, Ref, Types } from './builder.js';
+import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
 import { Op, type ByteModule } from './bytes.js';
 import type { Instr } from '../riscv/instr.js';
 import { ENTRY, type Op as RvOp, type OpOfKind } from '../riscv/isa.js';
@@ -175,9 +175,20 @@ export function emitFunction(ctx: EmitContext, cfg: FunctionCfg): void {
     fe = new FunctionEmitter(ctx, cfg, false);
     body = fe.body();
   }
-  const vars = FRAME.vars(ctx.types);
-  if (relooper) vars.push(ctx.types.i32); // L_FUEL
+  let vars = frameVars(ctx.types);
+  if (relooper) vars = [...vars, ctx.types.i32]; // L_FUEL
   ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, vars, body);
+}
+
+/** FRAME's variable types for each builder's types, made once (one array shared by every function). */
+const FRAME_VARS = new WeakMap<Types, Ty[]>();
+function frameVars(t: Types): Ty[] {
+  let v = FRAME_VARS.get(t);
+  if (v === undefined) {
+    v = FRAME.vars(t);
+    FRAME_VARS.set(t, v);
+  }
+  return v;
 }
 
 class FunctionEmitter {
@@ -240,7 +251,6 @@ class FunctionEmitter {
             fuel: s.bytes.globalIndexOf(Names.fuel),
             trap: s.bytes.functionValue(Names.trap),
             poll: s.bytes.functionValue(Names.poll),
-            dispatch: s.bytes.functionRef(Names.dispatch),
             fuelLocal: L_F,
             pairLocal: L_PAIR,
             argumentRegisters: ARGUMENT_REGISTERS,
@@ -689,7 +699,7 @@ class FunctionEmitter {
     dw.raw([Op.end, Op.unreachable, Op.end]); // $top, $poll
     // $outer: fuel = poll(L_POLL_PC); br 0
     dw.withIndex(Op.local_get, L_POLL_PC);
-    dw.call(Op.call, (this.ctx.structure as { bytes: ByteModule }).bytes.functionValue(Names.poll));
+    dw.call(Op.call, this.fnRef(Names.poll));
     dw.withIndex(Op.global_set, fuel);
     dw.raw([Op.br, 0, Op.end, Op.unreachable]);
     flush();
@@ -852,9 +862,9 @@ class FunctionEmitter {
     dw.call(Op.return_call, this.fnRef(functionName(address)));
   }
 
-  /** A function's reference in the baseline module (ByteModule.functionRef). */
+  /** A function's index or reference in the baseline module (ByteModule.functionValue). */
   private fnRef(name: string): number {
-    return (this.ctx.structure as { bytes: ByteModule }).bytes.functionRef(name);
+    return (this.ctx.structure as { bytes: ByteModule }).bytes.functionValue(name);
   }
 
   private terminator(b: BasicBlock): Ref {
