@@ -166,10 +166,17 @@ export function passedArguments(
  * @returns nothing; throws only on internal inconsistencies (a bug), never on guest input.
  */
 export function emitFunction(ctx: EmitContext, cfg: FunctionCfg): void {
-  const fe = new FunctionEmitter(ctx, cfg);
-  const body = fe.body();
+  const relooper = ctx.structure.kind === 'relooper';
+  let fe = new FunctionEmitter(ctx, cfg, relooper);
+  let body = fe.body();
+  if (fe.fuelLocal && !fe.charged) {
+    // Nothing in the function charges fuel (a leaf without loops): L_FUEL would only copy the
+    // global in and back out, a load and a store on every call. Built again without it.
+    fe = new FunctionEmitter(ctx, cfg, false);
+    body = fe.body();
+  }
   let vars = frameVars(ctx.types);
-  if (ctx.structure.kind === 'relooper') vars = [...vars, ctx.types.i32]; // L_FUEL
+  if (relooper) vars = [...vars, ctx.types.i32]; // L_FUEL
   ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, vars, body);
 }
 
@@ -210,11 +217,16 @@ class FunctionEmitter {
   private offset = 0;
   /** the baseline tier's one-pass writer of common instructions (direct.ts); null otherwise */
   private readonly dw: DirectWriter | null;
-  /** whether the fuel count lives in L_FUEL while the function runs (the optimising tier) */
-  private readonly fuelLocal: boolean;
+  /** whether any fuel charge was emitted */
+  charged = false;
+  /**
+   * @param fuelLocal whether the fuel count lives in L_FUEL while the function runs (the
+   *   optimising tier only: the local is declared there)
+   */
   constructor(
     private readonly ctx: EmitContext,
     private readonly cfg: FunctionCfg,
+    readonly fuelLocal: boolean,
   ) {
     this.m = ctx.m;
     this.t = ctx.types;
@@ -226,7 +238,6 @@ class FunctionEmitter {
       ? new Liveness(cfg, (t) => (t === null ? CALL_ARGS : (uses.get(t) ?? CALL_ARGS)))
       : null;
     const s = ctx.structure;
-    this.fuelLocal = s.kind === 'relooper';
     // the templates write what this class builds when nothing is known of frames or words
     this.dw =
       s.kind === 'direct' && !uses
@@ -376,6 +387,7 @@ class FunctionEmitter {
   }
   /** Charge `cost` (an i32 expression) of fuel; poll the engine when the slice runs out. */
   private fuelBy(cost: Ref, pc: number): Ref {
+    this.charged = true;
     if (!this.fuelLocal) return chargeFuel(this.m, this.t, cost, this.c32(pc), L_F);
     const m = this.m;
     return m.block(null, [
