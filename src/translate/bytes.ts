@@ -321,13 +321,24 @@ export class ByteModule implements ExprBuilder {
     return this.fnRef(name);
   }
   /**
-   * The function index of `name` as a node value: the index's one LEB128 byte for an import below
-   * 128 (imports precede every defined function, so their indices are final when declared), else
-   * {@link functionRef}'s reference.
+   * The function index of `name` when it is final already: an import's (imports precede every
+   * defined function), or one fixed by {@link declareFunctions}; else {@link functionRef}'s
+   * reference (negative), resolved when the module is written.
    */
   functionValue(name: string): number {
-    const k = this.fnIndex.get(name);
-    return k !== undefined && k < this.imports.length && k < 0x80 ? k : this.fnRef(name);
+    return this.fnIndex.get(name) ?? this.declared.get(name) ?? this.fnRef(name);
+  }
+  /** signature index by (params, results) type handles, as addFunction looks them up */
+  private readonly sigOf = new Map<number, number>();
+  /** indices fixed before their functions are added (declareFunctions) */
+  private readonly declared = new Map<string, number>();
+  /**
+   * Fix the indices of the functions to be added next, in this order, so that calls to them can be
+   * written as final bytes before they exist. `addFunction` then checks that each gets its index.
+   */
+  declareFunctions(names: readonly string[]): void {
+    let k = this.imports.length + this.defs.length;
+    for (const n of names) this.declared.set(n, k++);
   }
   /**
    * The index of global `name`.
@@ -609,6 +620,15 @@ export class ByteModule implements ExprBuilder {
   /** Encoded declarations of locals of types `vars`, one shared array per distinct list. */
   private readonly localDecls = new Map<string, Uint8Array>();
   private localDeclarations(vars: readonly Ty[]): Uint8Array {
+    // the functions of a guest share one array of local types: the same array, the same answer
+    if (vars === this.lastVars) return this.lastDecl!;
+    this.lastVars = vars;
+    this.lastDecl = this.declarationsOf(vars);
+    return this.lastDecl;
+  }
+  private lastVars: readonly Ty[] | null = null;
+  private lastDecl: Uint8Array | null = null;
+  private declarationsOf(vars: readonly Ty[]): Uint8Array {
     const key = vars.join(',');
     let decl = this.localDecls.get(key);
     if (decl === undefined) {
@@ -630,15 +650,25 @@ export class ByteModule implements ExprBuilder {
     }
     return decl;
   }
+  /**
+   * @throws Error when `name` was declared (declareFunctions) for another index: the functions
+   *   were added in another order than declared (a translator bug)
+   */
   addFunction(name: string, params: Ty, results: Ty, vars: readonly Ty[], body: Ref): void {
     const locals = this.localDeclarations(vars);
-    this.fnIndex.set(name, this.imports.length + this.defs.length);
-    this.defs.push({
-      name,
-      type: this.sigIndex(this.valTypes(params), this.valTypes(results)),
-      locals,
-      body,
-    });
+    const index = this.imports.length + this.defs.length;
+    const want = this.declared.get(name);
+    if (want !== undefined && want !== index) {
+      throw new Error(`ByteModule: ${name} was declared as function ${want}, added as ${index}`);
+    }
+    this.fnIndex.set(name, index);
+    const sig = params * 0x10000 + results;
+    let type = this.sigOf.get(sig);
+    if (type === undefined) {
+      type = this.sigIndex(this.valTypes(params), this.valTypes(results));
+      this.sigOf.set(sig, type);
+    }
+    this.defs.push({ name, type, locals, body });
   }
   addFunctionExport(name: string, externalName: string): void {
     this.exports.push({ name: externalName, kind: 0, internal: name });

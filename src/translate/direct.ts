@@ -29,12 +29,11 @@ export interface DirectFrame {
   /** the fuel global */
   fuel: number;
   /**
-   * the function indices of the trap and poll imports as node values (ByteModule.functionValue:
-   * bytes), and the dispatcher's reference (ByteModule.functionRef)
+   * the trap and poll imports as ByteModule.functionValue gives them: a final function index
+   * (>= 0) or a reference resolved when the module is written (< 0)
    */
   trap: number;
   poll: number;
-  dispatch: number;
   /** i32 scratch local of a fuel charge (emit.ts chargeFuel) */
   fuelLocal: number;
   /** the (i64, i64) local a call's results land in (expanded into two i64 locals) */
@@ -172,8 +171,9 @@ export class DirectWriter {
   }
   /** `call` (0x10) or `return_call` (0x12) of the function reference `fn`. */
   call(opcode: number, fn: number): void {
-    if (fn < 0) this.pure = false;
-    this.op2(opcode, fn);
+    const buf = this.begin(8);
+    buf[this.u] = opcode;
+    this.u = this.fn(buf, this.u + 1, fn);
   }
 
   /** trap(kind, pc, value) then unreachable (gen.ts trap with an i64 constant value). */
@@ -187,7 +187,7 @@ export class DirectWriter {
     buf[u++] = 0x42;
     u = sleb(buf, u, value);
     buf[u++] = 0x10;
-    buf[u++] = this.f.trap;
+    u = this.fn(buf, u, this.f.trap);
     buf[u++] = 0x00;
     this.u = u;
   }
@@ -216,7 +216,7 @@ export class DirectWriter {
     buf[u++] = 0x41;
     u = sleb(buf, u, pc | 0);
     buf[u++] = 0x10;
-    buf[u++] = f.poll;
+    u = this.fn(buf, u, f.poll);
     buf[u++] = 0x24;
     u = uleb(buf, u, f.fuel);
     buf[u++] = 0x0b;
@@ -279,11 +279,18 @@ export class DirectWriter {
   close(): Ref | null {
     if (this.from < 0) return null;
     this.bm.rawCommit(this.u);
-    // (the templates write the trap and poll values unchecked: a reference there is no byte)
-    const r = this.bm.rawClose(this.from, this.pure && this.f.trap >= 0 && this.f.poll >= 0);
+    const r = this.bm.rawClose(this.from, this.pure);
     this.from = -1;
     this.pure = true;
     return r;
+  }
+
+  /** A function index (>= 0: its LEB128 bytes) or reference (< 0: the run is no longer pure). */
+  private fn(buf: Int32Array, u: number, v: number): number {
+    if (v >= 0) return uleb(buf, u, v);
+    this.pure = false;
+    buf[u] = v;
+    return u + 1;
   }
 
   /** Read register r (emit.ts get). */
@@ -445,7 +452,7 @@ export class DirectWriter {
     u = sleb(buf, u, f.base);
     buf[u++] = 0x7c;
     buf[u++] = 0x10; // call
-    buf[u++] = f.trap;
+    u = this.fn(buf, u, f.trap);
     buf[u++] = 0x00; // unreachable
     buf[u++] = 0x0b;
     return u;
@@ -472,7 +479,7 @@ export class DirectWriter {
     u = sleb(buf, u, pc | 0);
     u = this.get(buf, u, 2);
     buf[u++] = 0x10;
-    buf[u++] = this.f.trap;
+    u = this.fn(buf, u, this.f.trap);
     buf[u++] = 0x00;
     buf[u++] = 0x0b;
     this.u = u;

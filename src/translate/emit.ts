@@ -6,7 +6,7 @@
  * named where Wasm's own behaviour differs.
  */
 import type binaryen from 'binaryen';
-import type { ExprBuilder, Ref, Types } from './builder.js';
+import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
 import { Op, type ByteModule } from './bytes.js';
 import type { Instr } from '../riscv/instr.js';
 import { ENTRY, type Op as RvOp, type OpOfKind } from '../riscv/isa.js';
@@ -111,6 +111,16 @@ const L_F = FRAME.add('i32');
 const L_POLL_PC = FRAME.add('i32');
 /** (i64, i64): call results (last: ByteModule expands it into two locals) */
 const L_PAIR = FRAME.add('pair');
+/**
+ * i32, optimising tier only (declared after L_PAIR: Binaryen counts a tuple local as one): the
+ * fuel left in the slice while the function runs. The `fuel` global is read into it on entry and
+ * after each call to a guest function, and written back before each call, tail call and return:
+ * the global carries the count between functions, the local within one, so a loop's charge is
+ * a register decrement rather than a load and a store of the global that the next iteration's
+ * load waits on (store-to-load forwarding on the loop's critical path). No import reads the
+ * global: the engine's poll grants a slice and forgets what was left.
+ */
+const L_FUEL = L_PAIR + 1;
 
 /**
  * Fuel charged for entering the function `cfg` spans: its length in instructions at their smallest
@@ -156,9 +166,29 @@ export function passedArguments(
  * @returns nothing; throws only on internal inconsistencies (a bug), never on guest input.
  */
 export function emitFunction(ctx: EmitContext, cfg: FunctionCfg): void {
-  const fe = new FunctionEmitter(ctx, cfg);
-  const body = fe.body();
-  ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, FRAME.vars(ctx.types), body);
+  const relooper = ctx.structure.kind === 'relooper';
+  let fe = new FunctionEmitter(ctx, cfg, relooper);
+  let body = fe.body();
+  if (fe.fuelLocal && !fe.charged) {
+    // Nothing in the function charges fuel (a leaf without loops): L_FUEL would only copy the
+    // global in and back out, a load and a store on every call. Built again without it.
+    fe = new FunctionEmitter(ctx, cfg, false);
+    body = fe.body();
+  }
+  let vars = frameVars(ctx.types);
+  if (relooper) vars = [...vars, ctx.types.i32]; // L_FUEL
+  ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, vars, body);
+}
+
+/** FRAME's variable types for each builder's types, made once (one array shared by every function). */
+const FRAME_VARS = new WeakMap<Types, Ty[]>();
+function frameVars(t: Types): Ty[] {
+  let v = FRAME_VARS.get(t);
+  if (v === undefined) {
+    v = FRAME.vars(t);
+    FRAME_VARS.set(t, v);
+  }
+  return v;
 }
 
 class FunctionEmitter {
@@ -187,9 +217,16 @@ class FunctionEmitter {
   private offset = 0;
   /** the baseline tier's one-pass writer of common instructions (direct.ts); null otherwise */
   private readonly dw: DirectWriter | null;
+  /** whether any fuel charge was emitted */
+  charged = false;
+  /**
+   * @param fuelLocal whether the fuel count lives in L_FUEL while the function runs (the
+   *   optimising tier only: the local is declared there)
+   */
   constructor(
     private readonly ctx: EmitContext,
     private readonly cfg: FunctionCfg,
+    readonly fuelLocal: boolean,
   ) {
     this.m = ctx.m;
     this.t = ctx.types;
@@ -214,7 +251,6 @@ class FunctionEmitter {
             fuel: s.bytes.globalIndexOf(Names.fuel),
             trap: s.bytes.functionValue(Names.trap),
             poll: s.bytes.functionValue(Names.poll),
-            dispatch: s.bytes.functionRef(Names.dispatch),
             fuelLocal: L_F,
             pairLocal: L_PAIR,
             argumentRegisters: ARGUMENT_REGISTERS,
@@ -351,7 +387,28 @@ class FunctionEmitter {
   }
   /** Charge `cost` (an i32 expression) of fuel; poll the engine when the slice runs out. */
   private fuelBy(cost: Ref, pc: number): Ref {
-    return chargeFuel(this.m, this.t, cost, this.c32(pc), L_F);
+    this.charged = true;
+    if (!this.fuelLocal) return chargeFuel(this.m, this.t, cost, this.c32(pc), L_F);
+    const m = this.m;
+    return m.block(null, [
+      m.local.set(L_FUEL, m.i32.sub(m.local.get(L_FUEL, this.t.i32), cost)),
+      m.if(
+        m.i32.lt_s(m.local.get(L_FUEL, this.t.i32), m.i32.const(0)),
+        m.local.set(L_FUEL, m.call(Names.poll, [this.c32(pc)], this.t.i32)),
+      ),
+    ]);
+  }
+  /** Before control leaves for another guest function: the global takes the local (L_FUEL). */
+  private fuelOut(): Ref {
+    return this.fuelLocal
+      ? this.m.global.set(Names.fuel, this.m.local.get(L_FUEL, this.t.i32))
+      : this.m.nop();
+  }
+  /** After a call to a guest function returned: the local takes the global (L_FUEL). */
+  private fuelIn(): Ref {
+    return this.fuelLocal
+      ? this.m.local.set(L_FUEL, this.m.global.get(Names.fuel, this.t.i32))
+      : this.m.nop();
   }
   /**
    * Charge the fuel of entering the function at `address`, at the site (`pc`) that transfers
@@ -494,7 +551,7 @@ class FunctionEmitter {
     }
     const entry = rb.get(cfg.start)!;
     const body = r.renderAndDispose(entry, L_LABEL);
-    return m.block(null, [body, m.unreachable()]);
+    return m.block(null, [this.fuelIn(), body, m.unreachable()]);
   }
 
   /**
@@ -642,7 +699,7 @@ class FunctionEmitter {
     dw.raw([Op.end, Op.unreachable, Op.end]); // $top, $poll
     // $outer: fuel = poll(L_POLL_PC); br 0
     dw.withIndex(Op.local_get, L_POLL_PC);
-    dw.call(Op.call, (this.ctx.structure as { bytes: ByteModule }).bytes.functionValue(Names.poll));
+    dw.call(Op.call, this.fnRef(Names.poll));
     dw.withIndex(Op.global_set, fuel);
     dw.raw([Op.br, 0, Op.end, Op.unreachable]);
     flush();
@@ -805,9 +862,9 @@ class FunctionEmitter {
     dw.call(Op.return_call, this.fnRef(functionName(address)));
   }
 
-  /** A function's reference in the baseline module (ByteModule.functionRef). */
+  /** A function's index or reference in the baseline module (ByteModule.functionValue). */
   private fnRef(name: string): number {
-    return (this.ctx.structure as { bytes: ByteModule }).bytes.functionRef(name);
+    return (this.ctx.structure as { bytes: ByteModule }).bytes.functionValue(name);
   }
 
   private terminator(b: BasicBlock): Ref {
@@ -815,7 +872,7 @@ class FunctionEmitter {
     const t = b.term;
     switch (t.kind) {
       case 'return':
-        return m.return(m.tuple.make([this.get(10), this.get(11)]));
+        return m.block(null, [this.fuelOut(), m.return(m.tuple.make([this.get(10), this.get(11)]))]);
       case 'indirect-jump':
         return this.indirectJump(t.rs1, t.imm, t.pc, b);
       case 'jump':
@@ -845,6 +902,7 @@ class FunctionEmitter {
   private tailCall(address: number, pc: number): Ref {
     return this.m.block(null, [
       this.enterFuel(address, pc),
+      this.fuelOut(),
       this.m.return_call(functionName(address), this.args(address), this.ctx.pair),
     ]);
   }
@@ -860,26 +918,33 @@ class FunctionEmitter {
       return m.block(null, [
         link,
         this.enterFuel(target, pc),
+        this.fuelOut(),
         this.takeResults(m.call(functionName(target), this.args(target), this.ctx.pair)),
+        this.fuelIn(),
       ]);
     }
     // target = (rs1 + imm) & ~1, read before rd is written (rd may equal rs1)
     return m.block(null, [
       m.local.set(L_T, m.i64.and(m.i64.add(this.get(ins.rs1), this.c64(ins.imm)), this.c64(-2))),
       link,
+      this.fuelOut(),
       this.takeResults(
         m.call(Names.dispatch, [this.c32(pc), m.local.get(L_T, this.t.i64), ...this.args()], this.ctx.pair),
       ),
+      this.fuelIn(),
     ]);
   }
 
   /** `return_call dispatch(pc, L_T, ...)`: an indirect tail call to the address in L_T. */
   private indirectTail(pc: number): Ref {
-    return this.m.return_call(
-      Names.dispatch,
-      [this.c32(pc), this.m.local.get(L_T, this.t.i64), ...this.args()],
-      this.ctx.pair,
-    );
+    return this.m.block(null, [
+      this.fuelOut(),
+      this.m.return_call(
+        Names.dispatch,
+        [this.c32(pc), this.m.local.get(L_T, this.t.i64), ...this.args()],
+        this.ctx.pair,
+      ),
+    ]);
   }
 
   /** Whether the function has jump-table targets (and so the shared switch). */
@@ -930,11 +995,14 @@ class FunctionEmitter {
 
   /** `return_call dispatch(L_PC, L_T, ...)`: the shared switch's indirect tail call. */
   private switchTail(): Ref {
-    return this.m.return_call(
-      Names.dispatch,
-      [this.m.local.get(L_PC, this.t.i32), this.m.local.get(L_T, this.t.i64), ...this.args()],
-      this.ctx.pair,
-    );
+    return this.m.block(null, [
+      this.fuelOut(),
+      this.m.return_call(
+        Names.dispatch,
+        [this.m.local.get(L_PC, this.t.i32), this.m.local.get(L_T, this.t.i64), ...this.args()],
+        this.ctx.pair,
+      ),
+    ]);
   }
 
   /** The br_table index of a switch block, valid after indirectJump's code ran. */

@@ -164,7 +164,11 @@ export function buildImage(
     image.functions.forEach((fn, k) => emit(fn, cfgs[k]));
   } else {
     // the baseline tier skips that analysis, and keeps one function's CFG alive at a time (all of
-    // a large image's would be promoted by the collector and copied at every scavenge)
+    // a large image's would be promoted by the collector and copied at every scavenge). The guest
+    // functions and the dispatcher after them are added in this order: their indices are fixed
+    // now, so calls to them are written as final bytes (ByteModule.declareFunctions).
+    const names = image.functions.map((fn) => functionName(fn.start));
+    if (new Set(names).size === names.length) structure.bytes.declareFunctions([...names, Names.dispatch]);
     for (const fn of image.functions) emit(fn, analyse(fn));
   }
 
