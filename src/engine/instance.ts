@@ -354,7 +354,7 @@ export class Instance {
     return this.result(r, pc, call);
   }
 
-  /** {@link ecall}'s result `r` other than a safe integer Number or 0n. */
+  /** {@link ecall}'s result `r` when it is not a safe integer, 0n, or undefined with an exact a0. */
   private result(r: ReturnType<HostFunction>, pc: number, call: LiveHostCall): number {
     if (typeof r === 'bigint') {
       if (r <= MAX_SAFE && r >= MIN_SAFE) return Number(r);
