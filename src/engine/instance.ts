@@ -12,7 +12,7 @@ import {
   type HostImports,
 } from '../translate/abi.js';
 import type { GuestModule } from './engine.js';
-import type { HostCall } from './host.js';
+import type { HostCall, HostFunction } from './host.js';
 import type { HostTable } from './linker.js';
 import { WasmGuestMemory } from './memory.js';
 import {
@@ -341,16 +341,29 @@ export class Instance {
     } catch (e) {
       throw this.at(e instanceof Trap ? e : new HostCallError(call.number, e), pc);
     }
+    // the common results here, the rest in result(): a small body that V8 inlines into the import
     if (typeof r === 'number') {
       if (Number.isSafeInteger(r)) return r;
-    } else if (typeof r === 'bigint') {
-      if (r === 0n) return 0;
+    } else if (r === 0n) {
+      return 0;
+    } else if (r === undefined) {
+      // a0 unchanged
+      const a0 = call.signed(0);
+      if (a0 === a0) return a0;
+    }
+    return this.result(r, pc, call);
+  }
+
+  /** {@link ecall}'s result `r` when it is not a safe integer, 0n, or undefined with an exact a0. */
+  private result(r: ReturnType<HostFunction>, pc: number, call: LiveHostCall): number {
+    if (typeof r === 'bigint') {
       if (r <= MAX_SAFE && r >= MIN_SAFE) return Number(r);
       return this.slowResult(r, call.signedBig(1));
     } else if (r === undefined) {
       const a0 = call.signed(0);
       return a0 === a0 ? a0 : this.slowResult(call.signedBig(0), call.signedBig(1));
     } else if (
+      typeof r === 'object' &&
       (typeof r[0] === 'bigint' || Number.isSafeInteger(r[0])) &&
       (typeof r[1] === 'bigint' || Number.isSafeInteger(r[1]))
     ) {

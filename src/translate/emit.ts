@@ -742,7 +742,7 @@ class FunctionEmitter {
     this.sp = this.spAt?.get(b.start) ?? null;
     this.sext = this.wordsAt ? (this.wordsAt.get(b.start) ?? 1) : null; // 1: x0 only
     for (let i = 0; i < n; i++) {
-      if (i > 0) {
+      if (i > 0 && this.spAt !== null) {
         this.sp = stepSp(this.sp, b.instrs[i - 1]);
         if (this.sext !== null) this.sext = stepSext(this.sext, b.instrs[i - 1], b.calls.has(i - 1));
       }
