@@ -36,6 +36,8 @@ import {
   type EmitContext,
 } from './emit.js';
 import { Gen, LocalPlan, signatureTypes } from './gen.js';
+import type { ByteModule } from './bytes.js';
+import { sleb, uleb } from '../util/leb.js';
 
 /** The result of translating one image. */
 export interface Translation {
@@ -177,25 +179,41 @@ export function buildImage(
 
   const gpValue = image.globalPointer ?? 0;
   const exported = new Set<string>();
+  // every stub has the same signature and locals
+  const frame = new LocalPlan(ENTRY_SIGNATURE);
+  const scratch = frame.add('i32'); // the fuel charge's
+  const sig = signatureTypes(t, ENTRY_SIGNATURE);
+  const vars = frame.vars(t);
   for (const fn of image.functions) {
     const isEntry = fn.start === image.entry;
     for (const name of fn.names) {
       if (exported.has(name) || !(fn.global || isEntry)) continue;
       exported.add(name);
       const stub = `entry_${fn.start.toString(16)}_${exported.size}`;
-      const frame = new LocalPlan(ENTRY_SIGNATURE);
+      if (structure.kind === 'direct' && ctx.argumentUses === undefined) {
+        // the same bytes as below, written as one node (a Rust harness has a thousand and more)
+        const body = directEntryStub(
+          structure.bytes,
+          gpValue,
+          layout,
+          entryCosts.get(fn.start)!,
+          fn.start,
+          scratch,
+        );
+        m.addFunction(stub, sig.params, sig.result, vars, body);
+        m.addFunctionExport(stub, Exports.entryPrefix + name);
+        continue;
+      }
       // a0..a7, 0 for those the function never reads (see EmitContext.argumentUses)
       const passed = passedArguments(ctx.argumentUses, fn.start);
       const args = Array.from({ length: 8 }, (_, k) =>
         (passed & (1 << (10 + k))) !== 0 ? m.local.get(frame.param(k), i64) : m.i64.const(0n),
       );
-      const scratch = frame.add('i32'); // the fuel charge's
-      const sig = signatureTypes(t, ENTRY_SIGNATURE);
       m.addFunction(
         stub,
         sig.params,
         sig.result,
-        frame.vars(t),
+        vars,
         m.block(null, [
           m.global.set(Names.gp, m.i64.const(BigInt(gpValue))),
           m.global.set(Names.tp, m.i64.const(0n)),
@@ -214,6 +232,77 @@ export function buildImage(
     }
   }
   return { indirectTargets, sizes };
+}
+
+/**
+ * An entry stub's body as one ByteModule node, byte for byte what buildImage builds for it with
+ * every argument passed (the baseline tier has no argument facts): gp, tp, the reservation and
+ * fuel set; dirty_lo lowered to the initial sp; the entry's fuel charged; a tail call of the
+ * function with sp = initial sp and a0..a7 from the stub's parameters. Core spec 5.4 encodings.
+ */
+function directEntryStub(
+  bm: ByteModule,
+  gp: number,
+  layout: GuestLayout,
+  cost: number,
+  start: number,
+  scratch: number,
+): Ref {
+  const g = (name: string) => bm.globalIndexOf(name);
+  const fuel = g(Names.fuel);
+  const dirtyLo = g(Names.dirtyLo);
+  const spMark = layout.initialSp - layout.base;
+  const b: number[] = [0x42];
+  sleb(b, gp);
+  b.push(0x24);
+  uleb(b, g(Names.gp));
+  b.push(0x42, 0x00, 0x24);
+  uleb(b, g(Names.tp));
+  b.push(0x42, 0x7f, 0x24); // i64.const -1
+  uleb(b, g(Names.resv));
+  b.push(0x41, 0x00, 0x24);
+  uleb(b, fuel);
+  // if (dirty_lo >u mark) dirty_lo = mark
+  b.push(0x23);
+  uleb(b, dirtyLo);
+  b.push(0x41);
+  sleb(b, spMark | 0);
+  b.push(0x4b, 0x04, 0x40, 0x41); // i32.gt_u, if
+  sleb(b, spMark | 0);
+  b.push(0x24);
+  uleb(b, dirtyLo);
+  b.push(0x0b);
+  // chargeFuel (emit.ts): fuel = tee(scratch, fuel - cost); if (scratch < 0) fuel = poll(start)
+  b.push(0x23);
+  uleb(b, fuel);
+  b.push(0x41);
+  sleb(b, cost | 0);
+  b.push(0x6b, 0x22);
+  uleb(b, scratch);
+  b.push(0x24);
+  uleb(b, fuel);
+  b.push(0x20);
+  uleb(b, scratch);
+  b.push(0x41, 0x00, 0x48, 0x04, 0x40, 0x41);
+  sleb(b, start | 0);
+  b.push(0x10);
+  callee(b, bm.functionValue(Names.poll));
+  b.push(0x24);
+  uleb(b, fuel);
+  b.push(0x0b);
+  // return_call f(initial sp, a0..a7)
+  b.push(0x42);
+  sleb(b, layout.initialSp);
+  for (let k = 0; k < 8; k++) b.push(0x20, k);
+  b.push(0x12);
+  callee(b, bm.functionValue(functionName(start)));
+  return bm.seq(bm.types.none, [b]);
+}
+
+/** A function index (>= 0, as LEB128) or a ByteModule reference (< 0, resolved when written). */
+function callee(out: number[], v: number): void {
+  if (v >= 0) uleb(out, v);
+  else out.push(v);
 }
 
 /** The internal names of the function imports. */

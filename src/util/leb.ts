@@ -19,6 +19,20 @@ export function uleb(out: ByteSink, v: number): void {
   } while (v !== 0);
 }
 
+/** Signed LEB128 of an integer in the safe range (|v| < 2^53), appended to `out`. */
+export function sleb(out: ByteSink, v: number): void {
+  for (;;) {
+    const q = Math.floor(v / 128);
+    const b = v - q * 128;
+    v = q;
+    if ((v === 0 && (b & 0x40) === 0) || (v === -1 && (b & 0x40) !== 0)) {
+      out.push(b);
+      return;
+    }
+    out.push(b | 0x80);
+  }
+}
+
 /**
  * The unsigned LEB128 at offset `p` of `b`.
  * @returns [value, offset after it], or null when it runs past the end or is over 32 bits (a
