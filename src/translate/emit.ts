@@ -306,6 +306,17 @@ class FunctionEmitter {
         dw.store(STORE_OPCODE[width], width, rs1, rs2, imm, pc);
         return true;
       }
+      case 'helper':
+        // rd = helper(rs1, rs2) (the helpers precede the guest functions: their index is final)
+        dw.getReg(rs1);
+        dw.getReg(rs2);
+        dw.call(Op.call, this.fnRef(Names[low.name]));
+        dw.setReg(rd);
+        return true;
+      case 'div':
+      case 'div-word':
+        this.directDiv(dw, ins, low.f, low.via === 'div-word');
+        return true;
       case 'nop':
         return true;
       case 'breakpoint':
@@ -881,6 +892,58 @@ class FunctionEmitter {
         out.push(this.instr(instrs[k], pcs[k]));
       }
     }
+  }
+
+  /**
+   * The one-pass form of {@link div64} (`word` false) and {@link div32}: the same special cases,
+   * as nested typed `if`s over the operands in L_T and L_T2.
+   */
+  private directDiv(dw: DirectWriter, ins: Instr, f: DivKind, word: boolean): void {
+    const x = () => {
+      dw.withIndex(Op.local_get, L_T);
+      if (word) dw.op(0xa7); // i32.wrap_i64
+    };
+    const y = () => {
+      dw.withIndex(Op.local_get, L_T2);
+      if (word) dw.op(0xa7);
+    };
+    const type = word ? 0x7f : 0x7e;
+    // the operation's opcode: i32 or i64 div_s, div_u, rem_s, rem_u
+    const opcode = (word ? 0x6d : 0x7f) + { div: 0, divu: 1, rem: 2, remu: 3 }[f];
+    dw.getReg(ins.rs1);
+    dw.withIndex(Op.local_set, L_T);
+    dw.getReg(ins.rs2);
+    dw.withIndex(Op.local_set, L_T2);
+    y();
+    dw.op2(word ? 0x45 : 0x50, Op.if); // eqz
+    dw.op(type);
+    if (f === 'div' || f === 'divu') {
+      dw.op2(word ? Op.i32_const : Op.i64_const, 0x7f); // -1
+      dw.op(Op.else);
+      if (f === 'div') {
+        // INT_MIN / -1 = INT_MIN (RV64M), which Wasm's div_s would trap on
+        x();
+        dw.raw(word ? MIN32 : MIN64);
+        dw.op(word ? 0x46 : 0x51); // eq
+        y();
+        dw.op2(word ? Op.i32_const : Op.i64_const, 0x7f);
+        dw.op(word ? 0x46 : 0x51);
+        dw.op2(0x71, Op.if); // i32.and
+        dw.op(type);
+        dw.raw(word ? MIN32 : MIN64);
+        dw.op(Op.else);
+      }
+    } else {
+      x();
+      dw.op(Op.else);
+    }
+    x();
+    y();
+    dw.op(opcode);
+    if (f === 'div') dw.op(Op.end);
+    dw.op(Op.end);
+    if (word) dw.op(0xac); // i64.extend_i32_s
+    dw.setReg(ins.rd);
   }
 
   /** The one-pass form of {@link tailCall}. */
@@ -1487,6 +1550,10 @@ const LOAD_OPCODE: Record<number, readonly [number, number]> = {
   8: [0x29, 0x29],
 };
 const STORE_OPCODE: Record<number, number> = { 1: 0x3c, 2: 0x3d, 4: 0x3e, 8: 0x37 };
+
+/** i32.const and i64.const of the smallest 32- and 64-bit integers (signed LEB128). */
+const MIN32: readonly number[] = [Op.i32_const, 0x80, 0x80, 0x80, 0x80, 0x78];
+const MIN64: readonly number[] = [Op.i64_const, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f];
 
 /** The opcode of each conditional branch's i64 comparison (the one-pass form of CONDITIONS). */
 const BRANCH_OPCODE: Record<OpOfKind<'branch'>, number> = {
