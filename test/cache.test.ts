@@ -90,6 +90,11 @@ t.test('keys separate content and options', async (t) => {
   const c = new WasmCache(mkdtempSync(join(tmpdir(), 'berm-cache-')));
   t.equal(c.get('0'.repeat(64)), null);
   t.ok(c.put('1'.repeat(64), new Uint8Array([1, 2, 3])));
+  // the entry: an ASCII header (magic, length as 16 hex digits, sha256 as 64), then the bytes
+  const stored = readFileSync(join(c.dir, `${'1'.repeat(64)}.wasm`));
+  const sha = execFileSync('sha256sum', { input: Buffer.from([1, 2, 3]), encoding: 'utf8' }).split(' ')[0];
+  t.equal(stored.toString('latin1'), `BERMWC02${'3'.padStart(16, '0')}${sha}\x01\x02\x03`);
+  t.same(c.get('1'.repeat(64)), new Uint8Array([1, 2, 3]));
   t.same(
     c.list().map((e) => e.key),
     ['1'.repeat(64)],

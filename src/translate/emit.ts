@@ -11,7 +11,7 @@ import { Op, type ByteModule } from './bytes.js';
 import type { Instr } from '../riscv/instr.js';
 import { ENTRY, type Op as RvOp, type OpOfKind } from '../riscv/isa.js';
 import { TrapKind } from './abi.js';
-import type { BasicBlock, FunctionCfg, Target } from './cfg.js';
+import type { BasicBlock, CallSite, FunctionCfg, Target } from './cfg.js';
 import { LocalPlan, type Gen } from './gen.js';
 import { CALL_ARGS, Liveness } from './liveness.js';
 import { spOffsets, stepSp, type SpOffset } from './frame.js';
@@ -756,6 +756,9 @@ class FunctionEmitter {
         } else if (!call.inline) {
           this.directCall(dw, ins, pc, call.target);
           continue;
+        } else {
+          this.directInline(dw, ins, pc, call.inline, out);
+          continue;
         }
         // anything else builds nodes: the open run ends first
         const run = dw.close();
@@ -853,6 +856,31 @@ class FunctionEmitter {
     dw.args();
     dw.call(Op.call, this.fnRef(Names.dispatch));
     dw.takeResults();
+  }
+
+  /**
+   * The one-pass form of a call whose callee runs inlined (blockInto): rd gets the return address,
+   * then the callee's straight-line code runs as this function's, its calls as calls. What has no
+   * template is built as a node after the open run is closed.
+   */
+  private directInline(
+    dw: DirectWriter,
+    ins: Instr,
+    pc: number,
+    inline: NonNullable<CallSite['inline']>,
+    out: Ref[],
+  ): void {
+    dw.upper(ins.rd, pc + ins.size);
+    const { instrs, pcs, calls } = inline;
+    for (let k = 0; k < instrs.length; k++) {
+      const to = calls.get(k);
+      if (to !== undefined) this.directCall(dw, instrs[k], pcs[k], to);
+      else if (!this.direct(dw, instrs[k], pcs[k])) {
+        const run = dw.close();
+        if (run !== null) out.push(run);
+        out.push(this.instr(instrs[k], pcs[k]));
+      }
+    }
   }
 
   /** The one-pass form of {@link tailCall}. */
