@@ -46,7 +46,10 @@ function illegal(bits: number, size: 2 | 4): Instr {
   return mk('illegal', 0, 0, 0, 0, size, bits, undefined);
 }
 
-// Formats and layouts as small integers, so the field extraction is a dense switch.
+// Formats and layouts as small integers, so the field extraction is a dense switch. The switches
+// below write the codes as literals (named in a comment): a switch over consecutive literal cases
+// is one jump table even in V8's interpreter, where `case TABLE.name` is a property load and a
+// compare per case, tried in order, on every cold decode.
 const FORMAT_CODE = {
   R: 0,
   I: 1,
@@ -131,6 +134,10 @@ const CSLOTS: CSlot[] = COMPRESSED.map((e: CEntry<CName>) => ({
   reserved: RESERVED_CODE[e.reservedIfZero ?? 'none'],
 }));
 
+/** The compressed table's masks and matches, in table order (the first-match scan reads these). */
+const CMASK = Uint16Array.from(CSLOTS, (c) => c.mask);
+const CMATCH = Uint16Array.from(CSLOTS, (c) => c.match);
+
 /**
  * Decode one instruction.
  *
@@ -160,13 +167,13 @@ function fields32(s: Slot, w: number): Instr {
   const rs1 = (w >>> 15) & 31;
   const rs2 = (w >>> 20) & 31;
   switch (s.format) {
-    case FORMAT_CODE.R:
+    case 0 /* R */:
       return mk(s.op, rd, rs1, rs2, 0, 4, w, undefined);
-    case FORMAT_CODE.I:
+    case 1 /* I */:
       return mk(s.op, rd, rs1, 0, w >> 20, 4, w, undefined);
-    case FORMAT_CODE.S:
+    case 2 /* S */:
       return mk(s.op, 0, rs1, rs2, ((w >> 20) & ~31) | rd, 4, w, undefined);
-    case FORMAT_CODE.B: {
+    case 3 /* B */: {
       const imm =
         ((w >> 19) & 0xfffff000) | // imm[12] sign
         ((w << 4) & 0x800) | // imm[11]
@@ -174,9 +181,9 @@ function fields32(s: Slot, w: number): Instr {
         ((w >>> 7) & 0x1e); // imm[4:1]
       return mk(s.op, 0, rs1, rs2, imm, 4, w, undefined);
     }
-    case FORMAT_CODE.U:
+    case 4 /* U */:
       return mk(s.op, rd, 0, 0, (w & 0xfffff000) | 0, 4, w, undefined);
-    case FORMAT_CODE.J: {
+    case 5 /* J */: {
       const imm =
         ((w >> 11) & 0xfff00000) | // imm[20] sign
         (w & 0xff000) | // imm[19:12]
@@ -184,14 +191,14 @@ function fields32(s: Slot, w: number): Instr {
         ((w >>> 20) & 0x7fe); // imm[10:1]
       return mk(s.op, rd, 0, 0, imm, 4, w, undefined);
     }
-    case FORMAT_CODE.SH6:
+    case 6 /* SH6 */:
       return mk(s.op, rd, rs1, 0, (w >>> 20) & 63, 4, w, undefined);
-    case FORMAT_CODE.SH5:
+    case 7 /* SH5 */:
       return mk(s.op, rd, rs1, 0, rs2, 4, w, undefined);
-    case FORMAT_CODE.CSR:
-    case FORMAT_CODE.FENCE:
+    case 8 /* CSR */:
+    case 9 /* FENCE */:
       return mk(s.op, rd, rs1, 0, w >>> 20, 4, w, undefined);
-    case FORMAT_CODE.SYS:
+    case 10 /* SYS */:
       return mk(s.op, 0, 0, 0, 0, 4, w, undefined);
     default: {
       // FORMAT_CODE.AMO
@@ -213,8 +220,8 @@ function decodeCompressed(h: number): Instr {
 
 function expandCompressed(h: number): Instr {
   let k = 0;
-  while (k < CSLOTS.length && (h & CSLOTS[k].mask) !== CSLOTS[k].match) k++;
-  if (k === CSLOTS.length) return illegal(h, 2);
+  while (k < CMASK.length && (h & CMASK[k]) !== CMATCH[k]) k++;
+  if (k === CMASK.length) return illegal(h, 2);
   const s = CSLOTS[k];
   // rd'/rs1' at bits 9:7, rd'/rs2' at bits 4:2 name x8..x15
   const rp1 = 8 + ((h >>> 7) & 7);
@@ -230,43 +237,43 @@ function expandCompressed(h: number): Instr {
   let rs2 = 0;
   let imm = 0;
   switch (s.layout) {
-    case LAYOUT_CODE['ciw-addi4spn']:
+    case 0 /* ciw-addi4spn */:
       // nzuimm[5:4|9:6|2|3]
       rd = rp2;
       rs1 = 2;
       imm = ((h >>> 7) & 0x30) | ((h >>> 1) & 0x3c0) | ((h >>> 4) & 4) | ((h >>> 2) & 8);
       break;
-    case LAYOUT_CODE['cl-w']:
+    case 1 /* cl-w */:
       rd = rp2;
       rs1 = rp1;
       imm = cLwImm(h);
       break;
-    case LAYOUT_CODE['cl-d']:
+    case 2 /* cl-d */:
       rd = rp2;
       rs1 = rp1;
       imm = cLdImm(h);
       break;
-    case LAYOUT_CODE['cs-w']:
+    case 3 /* cs-w */:
       rs1 = rp1;
       rs2 = rp2;
       imm = cLwImm(h);
       break;
-    case LAYOUT_CODE['cs-d']:
+    case 4 /* cs-d */:
       rs1 = rp1;
       rs2 = rp2;
       imm = cLdImm(h);
       break;
-    case LAYOUT_CODE['ci-nop']:
-    case LAYOUT_CODE.ci:
+    case 5 /* ci-nop */:
+    case 6 /* ci */:
       rd = r1;
       rs1 = r1;
       imm = imm6;
       break;
-    case LAYOUT_CODE['ci-li']:
+    case 7 /* ci-li */:
       rd = r1;
       imm = imm6;
       break;
-    case LAYOUT_CODE['ci-addi16sp']: {
+    case 8 /* ci-addi16sp */: {
       // nzimm[9] at bit 12, nzimm[4|6|8:7|5] at bits 6:2
       const raw =
         ((h >>> 3) & 0x200) | ((h >>> 2) & 0x10) | ((h << 1) & 0x40) | ((h << 4) & 0x180) | ((h << 3) & 0x20);
@@ -275,26 +282,26 @@ function expandCompressed(h: number): Instr {
       imm = raw - (raw & 0x200) * 2;
       break;
     }
-    case LAYOUT_CODE['ci-lui']:
+    case 9 /* ci-lui */:
       rd = r1;
       imm = imm6 * 4096;
       break;
-    case LAYOUT_CODE['cb-shift']:
+    case 10 /* cb-shift */:
       rd = rp1;
       rs1 = rp1;
       imm = shamt;
       break;
-    case LAYOUT_CODE['cb-andi']:
+    case 11 /* cb-andi */:
       rd = rp1;
       rs1 = rp1;
       imm = imm6;
       break;
-    case LAYOUT_CODE.ca:
+    case 12 /* ca */:
       rd = rp1;
       rs1 = rp1;
       rs2 = rp2;
       break;
-    case LAYOUT_CODE.cj: {
+    case 13 /* cj */: {
       // offset[11|4|9:8|10|6|7|3:1|5] at bits 12:2
       const raw =
         ((h >>> 1) & 0x800) |
@@ -308,7 +315,7 @@ function expandCompressed(h: number): Instr {
       imm = raw - (raw & 0x800) * 2;
       break;
     }
-    case LAYOUT_CODE['cb-branch']: {
+    case 14 /* cb-branch */: {
       // offset[8|4:3] at bits 12:10, offset[7:6|2:1|5] at bits 6:2
       const raw =
         ((h >>> 4) & 0x100) | ((h >>> 7) & 0x18) | ((h << 1) & 0xc0) | ((h >>> 2) & 6) | ((h << 3) & 0x20);
@@ -316,42 +323,42 @@ function expandCompressed(h: number): Instr {
       imm = raw - (raw & 0x100) * 2;
       break;
     }
-    case LAYOUT_CODE['ci-slli']:
+    case 15 /* ci-slli */:
       rd = r1;
       rs1 = r1;
       imm = shamt;
       break;
-    case LAYOUT_CODE['ci-lwsp']:
+    case 16 /* ci-lwsp */:
       // uimm[5] at bit 12, uimm[4:2|7:6] at bits 6:2
       rd = r1;
       rs1 = 2;
       imm = ((h >>> 7) & 0x20) | ((h >>> 2) & 0x1c) | ((h << 4) & 0xc0);
       break;
-    case LAYOUT_CODE['ci-ldsp']:
+    case 17 /* ci-ldsp */:
       // uimm[5] at bit 12, uimm[4:3|8:6] at bits 6:2
       rd = r1;
       rs1 = 2;
       imm = ((h >>> 7) & 0x20) | ((h >>> 2) & 0x18) | ((h << 4) & 0x1c0);
       break;
-    case LAYOUT_CODE['cr-jr']:
+    case 18 /* cr-jr */:
       rs1 = r1;
       break;
-    case LAYOUT_CODE['cr-mv']:
+    case 19 /* cr-mv */:
       rd = r1;
       rs2 = r2;
       break;
-    case LAYOUT_CODE['cr-ebreak']:
+    case 20 /* cr-ebreak */:
       break;
-    case LAYOUT_CODE['cr-jalr']:
+    case 21 /* cr-jalr */:
       rd = 1;
       rs1 = r1;
       break;
-    case LAYOUT_CODE['cr-add']:
+    case 22 /* cr-add */:
       rd = r1;
       rs1 = r1;
       rs2 = r2;
       break;
-    case LAYOUT_CODE['css-w']:
+    case 23 /* css-w */:
       // uimm[5:2|7:6] at bits 12:7
       rs1 = 2;
       rs2 = r2;
@@ -364,13 +371,13 @@ function expandCompressed(h: number): Instr {
       imm = ((h >>> 7) & 0x38) | ((h >>> 1) & 0x1c0);
   }
   switch (s.reserved) {
-    case RESERVED_CODE.rd:
+    case 1 /* rd */:
       if (rd === 0) return illegal(h, 2);
       break;
-    case RESERVED_CODE.rs1:
+    case 2 /* rs1 */:
       if (rs1 === 0) return illegal(h, 2);
       break;
-    case RESERVED_CODE.imm:
+    case 3 /* imm */:
       if (imm === 0) return illegal(h, 2);
       break;
   }
