@@ -386,10 +386,20 @@ function parse(r: Reader): ElfImage {
   // Only function symbols become objects here; the full list is made when first read (`symbols`).
   const funcSymbols: ElfSymbol[] = [];
   let gp: number | null = null;
-  for (let i = 1; i < mainTable.count; i++) {
-    const type = mainTable.type(i);
-    if (type === STT_FUNC && mainTable.size(i) !== 0) funcSymbols.push(mainTable.symbol(i));
-    if (gp === null && mainTable.nameIs(i, GP_NAME)) {
+  // (one pass over the raw entries: an -O0 harness has thousands of local labels, and a method
+  // call or two per entry was most of this loop's cost before the code is optimised)
+  const symBytes = r.bytes;
+  const gpFirst = GP_NAME.charCodeAt(0);
+  const strAt = mainTable.strtab.offset;
+  const strSize = mainTable.strtab.size;
+  for (let i = 1, o = mainTable.at + 24; i < mainTable.count; i++, o += 24) {
+    if ((symBytes[o + 4] & 15) === STT_FUNC && mainTable.size(i) !== 0) funcSymbols.push(mainTable.symbol(i));
+    if (gp !== null) continue;
+    // the name's first byte, read in place, rules out nearly every entry before nameIs is asked
+    const index =
+      (symBytes[o] | (symBytes[o + 1] << 8) | (symBytes[o + 2] << 16) | (symBytes[o + 3] << 24)) >>> 0;
+    if (index !== 0 && index < strSize && symBytes[strAt + index] !== gpFirst) continue;
+    if (mainTable.nameIs(i, GP_NAME)) {
       const v = mainTable.value(i);
       if (kept(v, mainTable.size(i))) gp = v;
     }
@@ -437,11 +447,13 @@ const GP_NAME = '__global_pointer$';
 class SymbolTable {
   /** number of entries */
   readonly count: number;
-  private readonly at: number;
+  /** file offset of entry 0 */
+  readonly at: number;
   constructor(
     private readonly r: Reader,
     table: Section,
-    private readonly strtab: Section,
+    /** the string table its names are in */
+    readonly strtab: Section,
   ) {
     this.count = Math.floor(table.size / 24);
     this.at = table.offset;

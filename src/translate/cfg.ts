@@ -208,9 +208,8 @@ function inlineCode(facts: ImageFacts, target: number, link: number, depth = 0):
     // (saving ra to the stack is any non-leaf prologue's; any other register read counts, stored
     // values included: outlined code stores the caller's s0 into a result, say)
     const saveRa = STORES.has(ins.op) && ins.rs1 === 2 && ins.rs2 === 1;
-    for (const r of saveRa ? [ins.rs1] : [ins.rs1, ins.rs2]) {
-      if (!CARRIED.has(r) && !written.has(r)) readsCallerState = true;
-    }
+    if (!CARRIED.has(ins.rs1) && !written.has(ins.rs1)) readsCallerState = true;
+    if (!saveRa && !CARRIED.has(ins.rs2) && !written.has(ins.rs2)) readsCallerState = true;
     if (ins.op === 'auipc') known.set(ins.rd, pc + ins.imm);
     else if (ins.op === 'lui') known.set(ins.rd, ins.imm);
     else if (ins.op === 'addi' && known.has(ins.rs1)) known.set(ins.rd, known.get(ins.rs1)! + ins.imm);
