@@ -427,67 +427,78 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     if (leaderCount === before || !resolvable) break;
   }
 
+  // Blocks as index ranges of the decoded arrays: a block's instructions and pcs are sliced out
+  // once its end is known (one copy each, not a push per instruction).
   const sorted: number[] = [];
-  for (let i = 0; i < instrs.length; i++) if (leader[i] !== 0) sorted.push(pcs[i]);
+  for (let i = 0; i < instrs.length; i++) if (leader[i] !== 0) sorted.push(i);
   const blocks = new Map<number, BasicBlock>();
   for (let b = 0; b < sorted.length; b++) {
-    const bStart = sorted[b];
-    const limit = b + 1 < sorted.length ? sorted[b + 1] : end;
-    const bi: Instr[] = [];
-    const bp: number[] = [];
-    const calls = new Map<number, CallSite>();
+    const first = sorted[b];
+    const bStart = pcs[first];
+    const limit = b + 1 < sorted.length ? pcs[sorted[b + 1]] : end;
+    let calls: Map<number, CallSite> | null = null;
     let term: Terminator | null = null;
-    for (let i = indexAt(bStart); i < instrs.length && pcs[i] < limit; i++) {
+    let bi: Instr[] | null = null;
+    let bp: number[] | null = null;
+    let i = first;
+    for (; i < instrs.length && pcs[i] < limit; i++) {
+      const f = flags[i];
+      if ((f & (F_BRANCH | F_JAL | F_JALR)) === 0) continue;
       const ins = instrs[i];
       const pc = pcs[i];
       const next = pc + ins.size;
-      const f = flags[i];
-      bi.push(ins);
-      bp.push(pc);
       if ((f & F_BRANCH) !== 0) {
         term = { kind: 'branch', instr: ins, pc, taken: classify(pc + ins.imm), next };
         break;
       }
-      if ((f & (F_JAL | F_JALR)) !== 0) {
-        const target = (f & F_JAL) !== 0 ? pc + ins.imm : (jalrTargets.get(i) ?? null);
-        if (ins.rd !== 0 && target !== null && target !== start && classify(target).kind === 'local') {
-          // jal rd, label inside this function: a jump that writes rd (RV64I JAL/JALR), not a call
-          term = { kind: 'jump', pc, target: classify(target), link: { rd: ins.rd, value: next } };
-          break;
-        }
-        if (ins.rd !== 0) {
-          const code = ins.rd !== 1 && target !== null ? inlineCode(facts, target, ins.rd) : undefined;
-          const inline =
-            code?.end === 'link' ? { instrs: code.instrs, pcs: code.pcs, calls: code.calls } : undefined;
-          calls.set(bi.length - 1, { index: bi.length - 1, target, inline });
-          continue;
-        }
-        // A tail jump into code that reads the caller's registers beyond the call convention
-        // (LLVM's outlined code: `tail OUTLINED_FUNCTION_N`, which reads a callee-saved register,
-        // then restores the caller's and returns from its frame, or tail-calls on): that code
-        // runs here, ending in the return or tail call it ends with.
-        const tail =
-          target !== null && target !== start && facts.functionEntries.has(target)
-            ? inlineCode(facts, target, 0)
-            : undefined;
-        if (tail !== undefined && tail.end !== 'link' && tail.readsCallerState) {
-          bi.pop(); // the jump itself only transfers control (rd = x0)
-          bp.pop();
-          for (const [k, to] of tail.calls) calls.set(bi.length + k, { index: bi.length + k, target: to });
-          bi.push(...tail.instrs);
-          bp.push(...tail.pcs);
-          const last = tail.pcs[tail.pcs.length - 1];
-          term =
-            tail.end === 'return'
-              ? { kind: 'return', pc: last }
-              : { kind: 'jump', pc: last, target: classify(tail.tailTarget!) };
-          break;
-        }
-        if (ins.op === 'jalr' && ins.rs1 === 1 && ins.imm === 0) term = { kind: 'return', pc };
-        else if (target === null) term = { kind: 'indirect-jump', pc, rs1: ins.rs1, imm: ins.imm };
-        else term = { kind: 'jump', pc, target: classify(target) };
+      const target = (f & F_JAL) !== 0 ? pc + ins.imm : (jalrTargets.get(i) ?? null);
+      if (ins.rd !== 0 && target !== null && target !== start && classify(target).kind === 'local') {
+        // jal rd, label inside this function: a jump that writes rd (RV64I JAL/JALR), not a call
+        term = { kind: 'jump', pc, target: classify(target), link: { rd: ins.rd, value: next } };
         break;
       }
+      if (ins.rd !== 0) {
+        const code = ins.rd !== 1 && target !== null ? inlineCode(facts, target, ins.rd) : undefined;
+        const inline =
+          code?.end === 'link' ? { instrs: code.instrs, pcs: code.pcs, calls: code.calls } : undefined;
+        calls ??= new Map<number, CallSite>();
+        calls.set(i - first, { index: i - first, target, inline });
+        continue;
+      }
+      // A tail jump into code that reads the caller's registers beyond the call convention
+      // (LLVM's outlined code: `tail OUTLINED_FUNCTION_N`, which reads a callee-saved register,
+      // then restores the caller's and returns from its frame, or tail-calls on): that code
+      // runs here, ending in the return or tail call it ends with.
+      const tail =
+        target !== null && target !== start && facts.functionEntries.has(target)
+          ? inlineCode(facts, target, 0)
+          : undefined;
+      if (tail !== undefined && tail.end !== 'link' && tail.readsCallerState) {
+        // the jump itself only transfers control (rd = x0): left out
+        bi = instrs.slice(first, i);
+        bp = pcs.slice(first, i);
+        const at = bi.length;
+        calls ??= new Map<number, CallSite>();
+        for (const [k, to] of tail.calls) calls.set(at + k, { index: at + k, target: to });
+        bi.push(...tail.instrs);
+        bp.push(...tail.pcs);
+        const last = tail.pcs[tail.pcs.length - 1];
+        term =
+          tail.end === 'return'
+            ? { kind: 'return', pc: last }
+            : { kind: 'jump', pc: last, target: classify(tail.tailTarget!) };
+        break;
+      }
+      if (ins.op === 'jalr' && ins.rs1 === 1 && ins.imm === 0) term = { kind: 'return', pc };
+      else if (target === null) term = { kind: 'indirect-jump', pc, rs1: ins.rs1, imm: ins.imm };
+      else term = { kind: 'jump', pc, target: classify(target) };
+      break;
+    }
+    if (bi === null || bp === null) {
+      // [first, i] when a terminator ended the block, else [first, i)
+      const stop = term === null ? i : i + 1;
+      bi = instrs.slice(first, stop);
+      bp = pcs.slice(first, stop);
     }
     if (term === null) {
       const last = bp.length > 0 ? bp[bp.length - 1] + bi[bi.length - 1].size : bStart;
@@ -497,10 +508,16 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
         term = { kind: 'jump', pc: last, target: { kind: 'function', address: last } };
       else term = { kind: 'fell-off', pc: last };
     }
-    blocks.set(bStart, { start: bStart, end: limit, instrs: bi, pcs: bp, calls, term });
+    blocks.set(bStart, { start: bStart, end: limit, instrs: bi, pcs: bp, calls: calls ?? NO_CALLS, term });
   }
   return { start, end, blocks, localTargets };
 }
+
+/**
+ * The calls of every block that has none (most blocks): one shared map, never written (the
+ * analysis fills only the maps it creates; the emitters only read them).
+ */
+const NO_CALLS: Map<number, CallSite> = new Map();
 
 /** Whether two resolved-target maps hold the same entries. */
 function sameTargets(a: ReadonlyMap<number, number>, b: ReadonlyMap<number, number>): boolean {
