@@ -1,7 +1,7 @@
 // The Wasm cache: keyed by content, atomic, self-checking; a warm compile never imports Binaryen.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cacheKey, WasmCache } from '../src/cache/cache.js';
@@ -9,6 +9,7 @@ import { readElf } from '../src/elf/reader.js';
 import { restoreImage, summarizeImage } from '../src/elf/summary.js';
 import { Engine } from '../src/engine/engine.js';
 import { findSummary, SUMMARY_SECTION } from '../src/engine/summary-section.js';
+import { sourceDigest } from '../src/translate/abi.js';
 import { fixtureElfs, ROOT } from './helpers/fixtures.js';
 
 const raw = fixtureElfs().find((e) => e.source === 'raw.c' && e.compiler === 'clang' && e.opt === 'O2')!;
@@ -54,6 +55,27 @@ t.test('a corrupt or truncated entry is detected and rebuilt', async (t) => {
     t.same(readFileSync(path), good, 'and is rewritten whole');
   }
   t.equal((await engine.compile(raw.path)).info.cached, true);
+});
+
+t.test('the translator digest covers every source a translation is made of', async (t) => {
+  // the translator's folder, the decoder's and ELF reader's, and the LEB128 encoder in util/ that
+  // the byte writer's output is made of; other util/ modules do not change a translation
+  const src = mkdtempSync(join(tmpdir(), 'berm-digest-'));
+  const files = ['translate/a.ts', 'riscv/b.ts', 'elf/c.ts', 'util/leb.ts', 'util/other.ts'];
+  for (const f of files) {
+    mkdirSync(join(src, f, '..'), { recursive: true });
+    writeFileSync(join(src, f), `// ${f}\n`);
+  }
+  const digest = () => sourceDigest(join(src, 'translate'));
+  const seen = new Set([digest()]);
+  for (const f of files.slice(0, 4)) {
+    writeFileSync(join(src, f), `// ${f} edited\n`);
+    t.notOk(seen.has(digest()), `an edit of ${f} changes the digest`);
+    seen.add(digest());
+  }
+  const before = digest();
+  writeFileSync(join(src, 'util/other.ts'), '// edited\n');
+  t.equal(digest(), before, 'an edit of another util/ module does not');
 });
 
 t.test('keys separate content and options', async (t) => {

@@ -245,8 +245,9 @@ export function translatorDigest(): string {
 
 /**
  * sha256 (first 16 hex digits) over TRANSLATOR_VERSION and the name and bytes of every .ts/.js
- * file (not .d.ts) of `translateDir` and of its sibling folders riscv/ and elf/, in name order.
- * A missing folder is skipped.
+ * file (not .d.ts) of `translateDir` and of its sibling folders riscv/ and elf/, in name order,
+ * then of the sibling util/ folder's leb.ts/leb.js (the LEB128 encoder the byte writer's output
+ * is made of). A missing folder or file is skipped.
  */
 export function sourceDigest(translateDir: string): string {
   const h = createHash('sha256');
@@ -265,6 +266,16 @@ export function sourceDigest(translateDir: string): string {
       h.update(n);
       h.update(readFileSync(join(dir, n)));
     }
+  }
+  for (const n of ['leb.js', 'leb.ts']) {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(join(translateDir, '..', 'util', n));
+    } catch {
+      continue;
+    }
+    h.update(`util/${n}`);
+    h.update(bytes);
   }
   return h.digest('hex').slice(0, 16);
 }
