@@ -257,7 +257,7 @@ const STOPS = new Set<Op | 'illegal'>([...withFlow('stop'), 'illegal']);
 /** The mnemonics that write rd (ISA table `writesRd`). */
 const WRITES_RD = new Set<Op | 'illegal'>(INSTRUCTIONS.filter((e) => e.writesRd).map((e) => e.name));
 
-/** Per-mnemonic facts the analysis tests on every instruction, as bits (see {@link opFlags}). */
+/** Per-mnemonic facts the analysis tests on every instruction, as bits (one lookup per decode). */
 const F_BRANCH = 1;
 const F_CONTROL = 2;
 const F_STOP = 4;
@@ -281,11 +281,6 @@ for (const e of INSTRUCTIONS) {
 }
 OP_FLAGS.set('illegal', F_STOP);
 
-/** The {@link OP_FLAGS} bits of a mnemonic (one lookup per decoded instruction). */
-function opFlags(op: Op | 'illegal'): number {
-  return OP_FLAGS.get(op) ?? 0;
-}
-
 /**
  * Analyse one function. `code` holds the function's bytes, starting at guest address `start`.
  * A trailing odd byte or a truncated instruction decodes as illegal (it traps only if reached).
@@ -303,11 +298,19 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   // instruction index by half-word offset (-1: no instruction starts there); instructions are
   // 2-byte aligned, so the table is dense and replaces a Map lookup per address
   const slots = new Int32Array((code.length >> 1) + 1).fill(-1);
-  for (let off = 0; off < code.length;) {
-    // truncated: the all-zero half-word is illegal
-    const ins = decode(instructionBits(code, off) ?? 0);
+  const size = code.length;
+  for (let off = 0; off < size;) {
+    // instructionBits written out (this loop runs once per instruction of the image, mostly before
+    // V8 has optimised it); truncated: the all-zero half-word is illegal
+    let bits = 0;
+    if (off + 2 <= size) {
+      const low = code[off] | (code[off + 1] << 8);
+      if ((low & 3) !== 3) bits = low;
+      else if (off + 4 <= size) bits = (low | (code[off + 2] << 16) | (code[off + 3] << 24)) >>> 0;
+    }
+    const ins = decode(bits);
     if ((off & 1) === 0) slots[off >> 1] = instrs.length;
-    const f = opFlags(ins.op);
+    const f = OP_FLAGS.get(ins.op) ?? 0;
     flags[instrs.length] = f;
     if ((f & F_VALUE) !== 0) valueRegs |= 1 << ins.rd;
     else if ((f & F_JALR) !== 0) jalrRegs |= 1 << ins.rs1;
