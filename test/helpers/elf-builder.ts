@@ -21,6 +21,11 @@ export interface ElfOptions {
   relocations?: boolean;
   symtab?: boolean;
   manifest?: string | null;
+  /**
+   * Append a global function `long` of this many `addi a0, a0, 1` and a `ret`: one basic block
+   * whose every instruction depends on the one before (a chain as long as the function).
+   */
+  chain?: number;
 }
 
 const BASE = 0x10000;
@@ -31,10 +36,15 @@ export function buildElf(opts: ElfOptions = {}): BuiltElf {
   const manifest = opts.manifest === undefined ? 'abi-v1' : opts.manifest;
 
   // code: addi a0,a0,1; jalr x0,0(ra); c.addi a0,1 ; c.jr ra; addi a0,a0,2; ret
-  const text = new Uint8Array([
+  const fixed = [
     0x13, 0x05, 0x15, 0x00, 0x67, 0x80, 0x00, 0x00, 0x05, 0x05, 0x82, 0x80, 0x13, 0x05, 0x25, 0x00, 0x67,
     0x80, 0x00, 0x00,
-  ]);
+  ];
+  const chain = opts.chain ?? 0;
+  const text = new Uint8Array(fixed.length + (chain > 0 ? 4 * chain + 4 : 0));
+  text.set(fixed);
+  for (let i = 0; i < chain; i++) text.set([0x13, 0x05, 0x15, 0x00], fixed.length + 4 * i);
+  if (chain > 0) text.set([0x67, 0x80, 0x00, 0x00], fixed.length + 4 * chain);
   const textOff = 0x100;
   const textAddr = BASE + textOff;
 
@@ -55,6 +65,7 @@ export function buildElf(opts: ElfOptions = {}): BuiltElf {
     ['h', textAddr + 12, 8, 2, 0, 1],
     ['__global_pointer$', BASE + 0x800, 0, 0, 1, 0xfff1],
   ];
+  if (chain > 0) syms.push(['long', textAddr + fixed.length, 4 * chain + 4, 2, 1, 1]);
   const symStr = strtab(syms.map((s) => s[0]));
   const symtab = new Uint8Array(24 * (syms.length + 1));
   const sv = new DataView(symtab.buffer);
