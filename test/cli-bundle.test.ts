@@ -54,6 +54,18 @@ interface Run {
   scripts: { file: string; offered: boolean; rejected?: boolean }[];
 }
 
+/**
+ * An installed-package tree (bin/, dist/ and package.json, no src/; node_modules linked) under
+ * TMP/`name`: a copy whose files a test may change. Returns its root and its CLI bundle.
+ */
+function installedCopy(name: string): { root: string; bundle: string } {
+  const root = join(TMP, name);
+  mkdirSync(root);
+  for (const p of ['bin', 'dist', 'package.json']) cpSync(join(ROOT, p), join(root, p), { recursive: true });
+  symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'));
+  return { root, bundle: join(root, 'dist', 'berm-cli.cjs') };
+}
+
 let runs = 0;
 function berm(args: string[], root = ROOT): Promise<Run> {
   const record = join(TMP, `record-${runs++}.json`);
@@ -123,13 +135,7 @@ if (!builtIsCurrent()) {
   });
 
   t.test('a stale or damaged code cache is not offered to V8; the bundle runs the same', async (t) => {
-    // an installed-package tree (dist/ without src/): a copy whose files the test may change
-    const root = join(TMP, 'pkg');
-    mkdirSync(root);
-    for (const p of ['bin', 'dist', 'package.json'])
-      cpSync(join(ROOT, p), join(root, p), { recursive: true });
-    symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'));
-    const bundle = join(root, 'dist', 'berm-cli.cjs');
+    const { root, bundle } = installedCopy('pkg');
     const cache = `${bundle}.v8cache`;
     const call = ['call', ECHO, 'echo', '{"y":2}'];
 
@@ -158,12 +164,7 @@ if (!builtIsCurrent()) {
   });
 
   t.test('a bundle that is not the one the build recorded is not run: dist/ unbundled runs', async (t) => {
-    const root = join(TMP, 'pkg-cut');
-    mkdirSync(root);
-    for (const p of ['bin', 'dist', 'package.json'])
-      cpSync(join(ROOT, p), join(root, p), { recursive: true });
-    symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'));
-    const bundle = join(root, 'dist', 'berm-cli.cjs');
+    const { root, bundle } = installedCopy('pkg-cut');
     const good = readFileSync(bundle);
     const text = good.toString('utf8');
     // esbuild starts each module with a `// <path>` line; the entry (cli/main.js) comes last, so a

@@ -1,14 +1,13 @@
 // --max-connections against the open-file limit: a cap the process cannot reach is clamped at
 // boot to the soft limit less a reserve, with one warning, so connections beyond it still get
 // bermd's 503 instead of kernel resets. bermd runs as a process under `ulimit -n 256`.
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { FD_RESERVE, clampConnections, openFileLimit } from '../src/daemon/fd-limit.js';
-import { REPO } from './helpers/daemon.js';
+import { startBermd, stopBermd } from './helpers/cluster.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
@@ -50,39 +49,9 @@ function probe(port: number): Promise<{ sock: net.Socket; status: number; closed
 
 t.test('under ulimit -n 256: max-connections 192 with a warning; the 193rd gets 503', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'bermd-fd-'));
-  const proc = spawn(
-    'bash',
-    [
-      '-c',
-      'ulimit -n 256 && exec "$@"',
-      'bash',
-      process.execPath,
-      join(REPO, 'bin/bermd.js'),
-      '--addr',
-      '127.0.0.1:0',
-      '--root',
-      root,
-      '--cache-dir',
-      TEST_CACHE,
-      '--workers',
-      '1',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  const exit = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
-  let err = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    proc.stderr.on('data', (c: Buffer) => {
-      err += c.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(err);
-      if (m) resolve(m[1]!);
-    });
-    void exit.then((code) => reject(new Error(`bermd exited ${code}:\n${err}`)));
-  });
-  t.teardown(async () => {
-    proc.kill('SIGTERM');
-    await exit;
-  });
+  const b = await startBermd({ root, cacheDir: TEST_CACHE, openFiles: 256 });
+  t.teardown(() => stopBermd(b, 'SIGTERM'));
+  const err = b.log();
   t.match(err, /max-connections +192 \(asked 1024; open-file limit 256\) +\(default\)/);
   const warnings = err.split('\n').filter((l) => /warning: max-connections lowered/.test(l));
   t.equal(warnings.length, 1, 'one warning line');
@@ -91,7 +60,7 @@ t.test('under ulimit -n 256: max-connections 192 with a warning; the 193rd gets 
     /from 1024 to 192: the open-file limit is 256 .*ulimit -n 1088.*--max-connections 192/,
   );
 
-  const port = Number(new URL(url).port);
+  const port = Number(new URL(b.url).port);
   const kept: net.Socket[] = [];
   for (let i = 0; i < 192; i++) {
     const p = await probe(port);
@@ -109,7 +78,7 @@ t.test('under ulimit -n 256: max-connections 192 with a warning; the 193rd gets 
   let status = 0;
   for (let i = 0; i < 100 && status !== 200; i++) {
     if (i > 0) await new Promise((r) => setTimeout(r, 20));
-    status = (await fetch(`${url}/health`)).status;
+    status = (await fetch(`${b.url}/health`)).status;
   }
   t.equal(status, 200, 'served again once connections closed');
 });

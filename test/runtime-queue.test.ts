@@ -397,28 +397,32 @@ t.test('overrun skip: an occurrence due while the previous one runs is journaled
   t.equal(rt.stats().overrunSkips, 1);
 });
 
+/** A wake of `harness` due at `when` (ms), armed at `armedAt`, its payload its id: what store.dues.armMany takes. */
+function wakeSpec(id: string, harness: string, when: number, armedAt: number) {
+  return {
+    id,
+    kind: 'wake' as const,
+    harness,
+    entry: 'on_wake',
+    when,
+    payload: id,
+    armedBy: 'test',
+    chain: null,
+    depth: 0,
+    armedAt,
+  };
+}
+
 t.test(
   'at-least-once: a claimed wake whose outcome was never journaled re-fires with attempt 2; overdue wakes fire once',
   async (t) => {
     const state = path.join(tmp, `s${n++}`);
     const store = SqliteStore.open(state);
     const now = Date.now();
-    const spec = (id: string, when: number) => ({
-      id,
-      kind: 'wake' as const,
-      harness: 'qg',
-      entry: 'on_wake',
-      when,
-      payload: id,
-      armedBy: 'test',
-      chain: null,
-      depth: 0,
-      armedAt: now,
-    });
     store.dues.armMany([
-      spec('claimed', now - 10_000),
-      spec('overdue', now - 5_000),
-      spec('future', now + 60_000),
+      wakeSpec('claimed', 'qg', now - 10_000, now),
+      wakeSpec('overdue', 'qg', now - 5_000, now),
+      wakeSpec('future', 'qg', now + 60_000, now),
     ]);
     const c = store.dues.claim(store.dues.get('claimed')!.seq);
     t.equal(c!.attempt, 1, 'first delivery claimed (as by a process killed before journaling)');
@@ -518,20 +522,8 @@ t.test('50 due wakes of a rate-limited harness do not hold back a later due wake
   const state = path.join(tmp, `s${n++}`);
   const store = SqliteStore.open(state);
   const now = Date.now();
-  const spec = (id: string, harness: string, when: number) => ({
-    id,
-    kind: 'wake' as const,
-    harness,
-    entry: 'on_wake',
-    when,
-    payload: id,
-    armedBy: 'test',
-    chain: null,
-    depth: 0,
-    armedAt: now,
-  });
-  const held = Array.from({ length: 50 }, (_, i) => spec(`a${i}`, 'qg', now - 10_000 + i));
-  store.dues.armMany([...held, spec('other', 'qg2', now - 5_000)]);
+  const held = Array.from({ length: 50 }, (_, i) => wakeSpec(`a${i}`, 'qg', now - 10_000 + i, now));
+  store.dues.armMany([...held, wakeSpec('other', 'qg2', now - 5_000, now)]);
   store.close();
   const rt = await BermRuntime.create({
     state,

@@ -283,9 +283,7 @@ export class Engine {
   /** {@link compile} without a usable optimised-tier entry in the cache. */
   private async compileMiss(bytes: Uint8Array, optKey: string, t0: number): Promise<GuestModule> {
     if (this.tier === 'optimized') {
-      const image = this.imageOf(bytes, null);
-      const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
-      return this.translated(bytes, image, layout, t0, optKey, 'optimized', async () => {
+      return this.translated(bytes, t0, optKey, 'optimized', async (image) => {
         const { translate } = await import('../translate/module.js');
         return translate(image, this.options);
       });
@@ -294,9 +292,7 @@ export class Engine {
     const baseHit = this.cache?.get(baseKey) ?? null;
     let mod = baseHit === null ? null : this.fromCache(bytes, baseHit, baseKey, 'baseline', t0);
     if (mod === null) {
-      const image = this.imageOf(bytes, null);
-      const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
-      mod = await this.translated(bytes, image, layout, t0, baseKey, 'baseline', async () => {
+      mod = await this.translated(bytes, t0, baseKey, 'baseline', async (image) => {
         const { translateBaseline } = await import('../translate/baseline.js');
         return translateBaseline(image, this.options);
       });
@@ -307,22 +303,22 @@ export class Engine {
     return mod;
   }
 
-  /** Translate, compile the result with V8 and cache it. */
+  /** Translate the image `bytes` hold, compile the result with V8 and cache it. */
   private async translated(
     bytes: Uint8Array,
-    image: ElfImage,
-    layout: GuestLayout,
     t0: number,
     key: string,
     tier: 'baseline' | 'optimized',
-    translate: () => Promise<{
+    translate: (image: ElfImage) => Promise<{
       wasm: Uint8Array;
       timings: { build: number; optimize: number; emit: number };
     }>,
   ): Promise<GuestModule> {
+    const image = this.imageOf(bytes, null);
+    const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
     let t;
     try {
-      t = await translate();
+      t = await translate(image);
     } catch (e) {
       if (e instanceof TranslateError) throw e;
       throw new TranslateError(`translation failed: ${e instanceof Error ? e.message : String(e)}`);

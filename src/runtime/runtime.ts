@@ -216,7 +216,8 @@ export class BermRuntime extends EventEmitter {
    * Local stores only: due entries set aside because their harness was at its concurrency or rate
    * limit, one heap per harness. A drain takes from a harness's heap only while that harness may
    * start, so wakes of a held harness are claimed and released once, not on every drain, and
-   * never stand in front of other harnesses' due wakes in the main heap.
+   * never stand in front of other harnesses' due wakes in the main heap. A heap is dropped when
+   * its last entry is taken, so every heap here is non-empty.
    */
   private held = new Map<string, DueHeap>();
   private maxSeq = 0;
@@ -800,7 +801,7 @@ export class BermRuntime extends EventEmitter {
   private heldAt(now: number): number {
     let at = Infinity;
     for (const [h, heap] of this.held) {
-      if (heap.size === 0 || !this.canStart(h)) continue;
+      if (!this.canStart(h)) continue;
       at = Math.min(at, Math.max(heap.peekWhen(), now + this.bucket(h).waitMs(now)));
     }
     return at;
@@ -908,20 +909,24 @@ export class BermRuntime extends EventEmitter {
     let movedAside = 0;
     while (!claimDue && this.capacity() > 0) {
       let from: DueHeap | null = this.heap.peekWhen() <= now ? this.heap : null;
+      let fromHarness: string | null = null; // null: the main heap
       for (const [h, heap] of this.held) {
-        if (heap.size === 0 || heap.peekWhen() > now) continue;
+        if (heap.peekWhen() > now) continue;
         if (!this.canStart(h) || this.bucket(h).waitMs(now) > 0) continue;
         if (
           from === null ||
           heap.peekWhen() < from.peekWhen() ||
           (heap.peekWhen() === from.peekWhen() && heap.peekSeq() < from.peekSeq())
-        )
+        ) {
           from = heap;
+          fromHarness = h;
+        }
       }
       if (from === null) break;
       const when = from.peekWhen();
       const seq = from.peekSeq();
       from.pop();
+      if (fromHarness !== null && from.size === 0) this.held.delete(fromHarness);
       const w = this.store.dues.claim(seq);
       if (!w) continue; // cancelled or replaced
       this.pendingCount--;

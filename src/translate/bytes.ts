@@ -298,7 +298,7 @@ export class ByteModule implements ExprBuilder {
   /**
    * The value buffer, with room for `n` more values after the last committed one; valid until the
    * next call that may grow it. Values are bytes (0..255) or function references
-   * ({@link functionRef}); a raw node has no children.
+   * ({@link functionValue}); a raw node has no children.
    */
   rawBuffer(n: number): Int32Array {
     this.reserve(n);
@@ -317,14 +317,10 @@ export class ByteModule implements ExprBuilder {
     if (pure) this.pure[r] = 1;
     return r;
   }
-  /** The value that stands for the function index of `name` in a node (resolved by emitBinary). */
-  functionRef(name: string): number {
-    return this.fnRef(name);
-  }
   /**
    * The function index of `name` when it is final already: an import's (imports precede every
-   * defined function), or one fixed by {@link declareFunctions}; else {@link functionRef}'s
-   * reference (negative), resolved when the module is written.
+   * defined function), or one fixed by {@link declareFunctions}; else a reference (negative) that
+   * stands for it in a node, resolved when the module is written.
    */
   functionValue(name: string): number {
     return this.fnIndex.get(name) ?? this.declared.get(name) ?? this.fnRef(name);

@@ -28,6 +28,8 @@ export interface BermdOptions {
   leaseMs?: number;
   extra?: string[];
   env?: Record<string, string>;
+  /** the open-file limit to start it under (`ulimit -n`, through bash); default: this process's */
+  openFiles?: number;
 }
 
 /** The argument list of bermd for `o` (port 0 on loopback). */
@@ -46,10 +48,11 @@ export function bermdArgs(o: BermdOptions): string[] {
  * @throws when it exits first or does not listen within `timeoutMs` (the message holds its log)
  */
 export function startBermd(o: BermdOptions, timeoutMs = 90_000): Promise<Bermd> {
-  const proc = spawn(process.execPath, bermdArgs(o), {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, ...o.env },
-  });
+  const [cmd, args] =
+    o.openFiles === undefined
+      ? [process.execPath, bermdArgs(o)]
+      : ['bash', ['-c', `ulimit -n ${o.openFiles} && exec "$@"`, 'bash', process.execPath, ...bermdArgs(o)]];
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...o.env } });
   let err = '';
   proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
