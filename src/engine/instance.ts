@@ -7,6 +7,7 @@ import {
   Exports,
   IMPORT_MODULE,
   Imports,
+  sharedMemory,
   STACK_GUARD,
   TrapKind,
   type HostImports,
@@ -196,7 +197,9 @@ export class Slot {
   constructor(readonly module: GuestModule) {
     const { layout } = module;
     const pages = layout.size / 65536;
-    const mem = new WebAssembly.Memory({ initial: pages, maximum: pages });
+    // the memory the module's tier imports: shared for the baseline tier (abi.ts sharedMemory)
+    const shared = sharedMemory(module.info.tier);
+    const mem = new WebAssembly.Memory({ initial: pages, maximum: pages, shared });
     this.memory = new WasmGuestMemory(
       mem,
       layout.base,
