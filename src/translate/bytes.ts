@@ -269,14 +269,6 @@ export class ByteModule implements ExprBuilder {
     }
     return -1 - k;
   }
-  private blockType(t: number): number[] {
-    if (t === T_UNREACHABLE || t === T_NONE) return [T_NONE];
-    if (t === T_I32 || t === T_I64 || t === T_F64) return [t];
-    const out: number[] = [];
-    // a multi-value block type is a type index (s33, non-negative)
-    sleb32(out, this.sigIndex([], this.tuples[t - TUPLE_BASE]));
-    return out;
-  }
   private valTypes(t: number): number[] {
     if (t === T_NONE) return [];
     if (t >= TUPLE_BASE) return this.tuples[t - TUPLE_BASE];
