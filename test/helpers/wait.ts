@@ -22,3 +22,24 @@ export async function until(
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
+
+/**
+ * The first value other than undefined that `probe` gives, asking it every `everyMs` milliseconds
+ * (the first time at once).
+ * @throws Error "timed out after <timeoutMs> ms waiting for <what>" when it gives none within
+ *   `timeoutMs` milliseconds
+ */
+export async function untilDefined<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+  everyMs = 100,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() >= end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
