@@ -43,32 +43,34 @@ function newest(dir, limit) {
   return max;
 }
 
-/** dist/.build.json as builtIsCurrent() read it (null: none, or not JSON). */
-let buildRecord = null;
-
-/** Whether dist/ holds a build of the current sources (see above). */
-function builtIsCurrent() {
-  if (process.env.BERM_FROM_SOURCE === '1') return false;
-  let started;
+/** dist/.build.json when dist/ holds a build of the current sources (see above), else null. */
+function currentBuild() {
+  if (process.env.BERM_FROM_SOURCE === '1') return null;
+  let record;
   try {
-    buildRecord = JSON.parse(readFileSync(`${ROOT}/dist/.build.json`, 'utf8'));
-    started = buildRecord.started;
+    record = JSON.parse(readFileSync(`${ROOT}/dist/.build.json`, 'utf8'));
   } catch {
-    return false;
+    return null;
   }
-  if (typeof started !== 'number') return false;
+  const started = record?.started;
+  if (typeof started !== 'number') return null;
   try {
     statSync(`${ROOT}/src`);
   } catch {
-    return true; // an installed package: dist/ is the code
+    return record; // an installed package: dist/ is the code
   }
   try {
-    return (
-      newest(`${ROOT}/src`, started) < started && statSync(`${ROOT}/tsconfig.build.json`).mtimeMs < started
-    );
+    const current =
+      newest(`${ROOT}/src`, started) < started && statSync(`${ROOT}/tsconfig.build.json`).mtimeMs < started;
+    return current ? record : null;
   } catch {
-    return false;
+    return null;
   }
+}
+
+/** Whether dist/ holds a build of the current sources (see above). */
+function builtIsCurrent() {
+  return currentBuild() !== null;
 }
 
 /**
@@ -85,16 +87,17 @@ function cacheKey(bundleHash, data) {
 }
 
 /**
- * Why the bundle's `bytes` are not the bundle the build recorded in `record` (dist/.build.json's
- * `bundle`: { bytes, sha256 (hex) }), or null when they are.
- * @param hash () => the SHA-256 of `bytes` (computed only when the sizes agree)
+ * The SHA-256 of the bundle's `bytes` (a Buffer) when they are the bundle the build recorded in
+ * `record` (dist/.build.json's `bundle`: { bytes, sha256 (hex) }), else a string saying why not.
+ * The sizes are compared first: a cut or emptied bundle is told without hashing it.
  */
-function bundleMismatch(bytes, record, hash) {
+function checkBundle(bytes, record) {
   if (record === null || typeof record !== 'object' || typeof record.sha256 !== 'string')
     return 'the build recorded no SHA-256 for it (rebuild: npm run build)';
   if (bytes.length !== record.bytes) return `it has ${bytes.length} bytes, the build wrote ${record.bytes}`;
-  if (hash().toString('hex') !== record.sha256) return 'its SHA-256 is not the one the build recorded';
-  return null;
+  const digest = require('node:crypto').createHash('sha256').update(bytes).digest();
+  if (digest.toString('hex') !== record.sha256) return 'its SHA-256 is not the one the build recorded';
+  return digest;
 }
 
 /**
@@ -122,11 +125,9 @@ function runBundle(file, record) {
       process.stderr.write(`berm: cannot read ${file} (${e.code}); running dist/ unbundled\n`);
     return false;
   }
-  let digest;
-  const hash = () => (digest ??= require('node:crypto').createHash('sha256').update(bytes).digest());
-  const why = bundleMismatch(bytes, record ?? null, hash);
-  if (why !== null) {
-    process.stderr.write(`berm: not running ${file}: ${why}; running dist/ unbundled\n`);
+  const digest = checkBundle(bytes, record ?? null);
+  if (typeof digest === 'string') {
+    process.stderr.write(`berm: not running ${file}: ${digest}; running dist/ unbundled\n`);
     return false;
   }
   const vm = require('node:vm');
@@ -134,7 +135,7 @@ function runBundle(file, record) {
   try {
     const stored = readFileSync(`${file}.v8cache`);
     const data = stored.subarray(32);
-    if (cacheKey(hash(), data).equals(stored.subarray(0, 32))) cachedData = data;
+    if (cacheKey(digest, data).equals(stored.subarray(0, 32))) cachedData = data;
   } catch {
     // no cache: compile as usual
   }
@@ -154,7 +155,7 @@ function runBundle(file, record) {
     process.once('exit', () => {
       const data = script.createCachedData();
       const tmp = `${file}.v8cache.${process.pid}`;
-      writeFileSync(tmp, Buffer.concat([cacheKey(hash(), data), data]));
+      writeFileSync(tmp, Buffer.concat([cacheKey(digest, data), data]));
       renameSync(tmp, `${file}.v8cache`);
     });
   }
@@ -184,8 +185,9 @@ function runBundle(file, record) {
  */
 async function launch(entry, bundle) {
   const url = (path) => pathToFileURL(`${ROOT}/${path}`).href;
-  if (builtIsCurrent()) {
-    if (bundle !== undefined && runBundle(`${ROOT}/dist/${bundle}`, buildRecord?.bundle)) return undefined;
+  const build = currentBuild();
+  if (build !== null) {
+    if (bundle !== undefined && runBundle(`${ROOT}/dist/${bundle}`, build.bundle)) return undefined;
     return import(url(`dist/${entry}.js`));
   }
   const register = url('scripts/ts/register.mjs');

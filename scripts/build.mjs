@@ -84,7 +84,6 @@ try {
 // truncated or emptied file (still valid JavaScript when cut between modules) never runs silently.
 const bundleBytes = readFileSync(join(OUT, CLI_BUNDLE));
 const bundle = {
-  file: CLI_BUNDLE,
   bytes: bundleBytes.length,
   sha256: createHash('sha256').update(bundleBytes).digest('hex'),
 };

@@ -4,6 +4,7 @@
 import * as net from 'node:net';
 import t from 'tap';
 import { elf, testDaemon } from './helpers/daemon.js';
+import { until } from './helpers/wait.js';
 
 const HOSTILE = elf('test/data/hostile.elf');
 const BIG = 4 * 1024 * 1024; // 4 MiB of 'x': more than the loopback socket buffers hold
@@ -90,10 +91,12 @@ t.test('--write-timeout: a client that never reads is closed; readers and SSE st
   slow.write(REQUEST(port).replace('HTTP/1.1\r\n', 'HTTP/1.1\r\nconnection: close\r\n'));
 
   // the parked connection is destroyed and counted, within a generous bound
-  const deadline = Date.now() + 30_000;
-  while ((await metric(d, 'berm_http_write_timeouts_total')) < 1 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await until(
+    'the write timeout to close a connection',
+    async () => (await metric(d, 'berm_http_write_timeouts_total')) >= 1,
+    30_000,
+    100,
+  );
   t.equal(await metric(d, 'berm_http_write_timeouts_total'), 1, 'one connection closed by the write timeout');
   // reading now, the parked client finds its reply cut short
   let parkedGot = 0;

@@ -19,6 +19,7 @@ import { BermRuntime, type Outcome } from '../src/runtime/index.js';
 import { startDoubleThread } from './helpers/double-thread.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
 import { freshDatabase } from './helpers/pg.js';
+import { untilDefined } from './helpers/wait.js';
 
 const REMIND = new Uint8Array(fs.readFileSync(path.join(ROOT, 'examples/remind.elf')));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-pg-authority-'));
@@ -31,16 +32,6 @@ t.teardown(async () => {
   delete process.env.BERM_AGENT_DAEMON;
   fs.rmSync(tmp, { recursive: true, force: true });
 });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function daemon(url: string, owner: string) {
   const store = await PgStore.open(url, { owner, leaseMs: 1000 });
@@ -91,14 +82,14 @@ t.test('a wake armed on one daemon acts for the agent that asked when another da
   const b = await daemon(url, 'B');
   t.teardown(() => b.close());
   b.rt.start();
-  const sent = await until('the reminder sent by daemon B', async () =>
+  const sent = await untilDefined('the reminder sent by daemon B', async () =>
     (await dbl.received())
       .filter((m) => m.msg === 'send')
       .map((m) => m.send as Plain)
       .find((s) => s.content === 'Reminder: from daemon A'),
   );
   t.match(sent, { agent: authority.agent, session_handle: authority.session, sender: authority.sender });
-  const j = await until('the wake journaled', async () => {
+  const j = await untilDefined('the wake journaled', async () => {
     const w = (await sql.readJournal(pool)).filter((r) => r.trigger === 'wake');
     return w.length > 0 ? w : undefined;
   });

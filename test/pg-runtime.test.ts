@@ -14,11 +14,11 @@ import { PgStore } from '../src/cluster/pg-store.js';
 import { readJournal } from '../src/cluster/pg-sql.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 import { freshDatabase } from './helpers/pg.js';
+import { sleep, until } from './helpers/wait.js';
 
 const REPO = join(import.meta.dirname, '..');
 const QG = new Uint8Array(readFileSync(join(REPO, 'test/data/queue-guest.elf')));
 const NOTES = new Uint8Array(readFileSync(join(REPO, 'test/data/notes.elf')));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 t.teardown(() => shutdownBridge());
 
@@ -41,15 +41,6 @@ async function pair(t: Test): Promise<{ url: string; a: BermRuntime; b: BermRunt
     await pool.end();
   });
   return { url, a: rts[0]!, b: rts[1]!, pool };
-}
-
-async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await sleep(200);
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 t.test('wakes armed on either runtime run once each, spread over both', async (t) => {

@@ -26,6 +26,7 @@ import { textField } from '../src/wire/fields.js';
 import { DOUBLE_AGENT_IDS } from '../src/protocol/double.js';
 import { startDoubleThread } from './helpers/double-thread.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
+import { untilDefined } from './helpers/wait.js';
 
 const ASSISTANT = DOUBLE_AGENT_IDS.assistant;
 const AUTH = { agent: ASSISTANT, session: 'tg:4412:main', sender: 'telegram:4412' };
@@ -77,17 +78,6 @@ function result(o: Outcome): string {
   if (o.status === 'ok') return o.result;
   if (o.status === 'failed') return `failed: ${o.message}`;
   return `${o.status}: ${JSON.stringify(o)}`;
-}
-
-/** Resolve when `pred` holds of the double's received messages (polling; generous deadline). */
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const sends = async () => (await dbl.received()).filter((m) => m.msg === 'send').map((m) => m.send as Plain);
@@ -160,7 +150,7 @@ t.test('remind me, end to end: the wake sends the reminder as the agent that ask
   t.match(result(o), /^\{"id":"w-[0-9a-f-]+","at_ms":\d+\}$/);
   const rec = await done;
   t.match(rec, { trigger: 'wake', harness: 'remind', outcome: 'ok' }, JSON.stringify(rec));
-  const sent = await until('the reminder', async () =>
+  const sent = await untilDefined('the reminder', async () =>
     (await sends()).find((s) => s.content === 'Reminder: tea is ready'),
   );
   t.match(
@@ -270,7 +260,7 @@ t.test('a wake keeps the authority of the call that armed it across a restart', 
     await secondDoor.close();
     await second.close();
   });
-  const sent = await until('the reminder after the restart', async () =>
+  const sent = await untilDefined('the reminder after the restart', async () =>
     (await sends()).find((s) => s.content === 'Reminder: after the restart'),
   );
   t.match(sent, { agent: ASSISTANT, session_handle: 'cli:restart:1', sender: 'cli:restart' });

@@ -3,6 +3,7 @@
 // later instances; 'optimized' (berm compile) translates the optimised tier in the foreground.
 // Expected values: `make -C test/data fnptr-expected` (the C source built natively).
 import t from 'tap';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,4 +49,47 @@ t.test('optimized: translated in the foreground; baseline: never optimised', asy
   t.equal(await base.optimized, true, 'a module in its final tier is settled');
   t.equal(base.info.tier, 'baseline');
   t.throws(() => new Engine({ tier: 'fast' as never }), RangeError);
+});
+
+// V8 counts an unshared WebAssembly.Memory's size as external memory and, past its 64 MiB soft
+// limit, starts a collection ("external memory pressure" in --trace-gc and --trace-incremental-marking); a shared memory counts 0.
+// The baseline tier (the cold path to a first call) imports a shared memory so that its first
+// 64 MiB instance starts none; the optimising tier keeps an unshared one.
+t.test('baseline tier: shared memory, no external-memory collection on the first instance', async (t) => {
+  const base = await new Engine({ cacheDir: null, tier: 'baseline' }).compile(bytes);
+  const inst = new Linker(base.engine).instantiate(base);
+  t.ok(inst.memory.memory.buffer instanceof SharedArrayBuffer, 'the baseline instance has a shared memory');
+  t.equal(inst.call('fold', 1000n, 7n, 0n)[0], WANT);
+  // a fresh process: compile and call on the baseline tier with the default 64 MiB memory, and
+  // (the control, proving the probe sees such a collection) create an unshared 64 MiB memory after
+  const script = [
+    `import { Engine, Linker } from './src/engine/engine.ts';`,
+    `const mod = await new Engine({ cacheDir: null, tier: 'baseline' }).compile(${JSON.stringify(FNPTR)});`,
+    `const a0 = new Linker(mod.engine).instantiate(mod).call('fold', 1000n, 7n, 0n)[0];`,
+    `console.log('CALLED ' + a0);`,
+    `globalThis.kept = new WebAssembly.Memory({ initial: 1024, maximum: 1024 });`,
+    `for (let i = 0; i < 200000; i++) globalThis.junk = { i };`,
+    `console.log('CONTROL');`,
+  ].join('\n');
+  const out = execFileSync(
+    process.execPath,
+    [
+      '--stack-size=4000',
+      '--import=./scripts/ts/register.mjs',
+      '--trace-gc',
+      '--trace-incremental-marking',
+      '--input-type=module',
+      '-e',
+      script,
+    ],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
+  const [beforeCall, rest] = out.split(`CALLED ${WANT}\n`);
+  t.ok(rest !== undefined, 'the child called the guest');
+  t.notMatch(
+    beforeCall,
+    /external memory pressure/,
+    'no collection for external memory before the first call returned',
+  );
+  t.match(rest, /external memory pressure/, 'the control (an unshared 64 MiB memory) does start one');
 });

@@ -9,6 +9,7 @@ import {
   IMPORT_MODULE,
   Imports,
   memoryPages,
+  sharedMemory,
   STACK_GUARD,
   TrapKind,
   type HostImports,
@@ -159,7 +160,9 @@ export class Slot {
   constructor(readonly module: GuestModule) {
     const { layout } = module;
     const pages = memoryPages(layout.size);
-    const mem = new WebAssembly.Memory({ initial: pages, maximum: pages });
+    // the memory the module's tier imports: shared for the baseline tier (abi.ts sharedMemory)
+    const shared = sharedMemory(module.info.tier);
+    const mem = new WebAssembly.Memory({ initial: pages, maximum: pages, shared });
     this.memory = new WasmGuestMemory(
       mem,
       layout.base,

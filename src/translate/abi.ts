@@ -58,6 +58,21 @@ export function memoryPages(memorySize: number): number {
   return memorySize / 65536 + 1;
 }
 
+/**
+ * Whether a tier's module imports a shared memory. The baseline tier's does: V8 counts an
+ * unshared WebAssembly.Memory's whole size as external memory of the isolate
+ * (`BackingStore::PerIsolateAccountingLength`; a shared one counts 0), and V8's soft limit for
+ * external memory is 64 MiB, so the first 64 MiB guest memory of a process starts incremental
+ * marking and a full collection ("external memory pressure" in `node --trace-gc`), 5-15 ms in the
+ * middle of the cold path to a first call, with nothing to collect. Non-atomic loads and stores
+ * compile to the same code for a shared memory; the host sees a SharedArrayBuffer only inside the
+ * engine (its reads copy, src/engine/memory.ts). The optimising tier, which long-lived processes
+ * run, keeps an unshared memory, so V8 still sees (and collects) the memories dropped there.
+ */
+export function sharedMemory(tier: 'baseline' | 'optimized'): boolean {
+  return tier === 'baseline';
+}
+
 /** A Wasm value type by name; `pair` is the (i64, i64) tuple guest functions return. */
 export type ValType = 'i32' | 'i64' | 'f64' | 'pair';
 

@@ -170,6 +170,8 @@ export class ByteModule implements ExprBuilder {
   private readonly imports: { module: string; base: string; type: number; name: string }[] = [];
   private memoryImport: { module: string; base: string } | null = null;
   private memoryPages: [number, number] = [0, 0];
+  /** whether the imported memory is shared (limits flag 3 instead of 1; threads proposal, 4.4) */
+  sharedMemory = false;
   private readonly globals: { name: string; t: number; mutable: boolean; init: Ref }[] = [];
   private readonly globalIndex = new Map<string, number>();
   private readonly defs: FuncDef[] = [];
@@ -266,14 +268,6 @@ export class ByteModule implements ExprBuilder {
       this.fnNameRef.set(name, k);
     }
     return -1 - k;
-  }
-  private blockType(t: number): number[] {
-    if (t === T_UNREACHABLE || t === T_NONE) return [T_NONE];
-    if (t === T_I32 || t === T_I64 || t === T_F64) return [t];
-    const out: number[] = [];
-    // a multi-value block type is a type index (s33, non-negative)
-    sleb32(out, this.sigIndex([], this.tuples[t - TUPLE_BASE]));
-    return out;
   }
   private valTypes(t: number): number[] {
     if (t === T_NONE) return [];
@@ -789,7 +783,7 @@ export class ByteModule implements ExprBuilder {
     if (this.memoryImport) {
       name(imports, this.memoryImport.module);
       name(imports, this.memoryImport.base);
-      imports.push(0x02, 0x01);
+      imports.push(0x02, this.sharedMemory ? 0x03 : 0x01);
       uleb(imports, this.memoryPages[0]);
       uleb(imports, this.memoryPages[1]);
     }

@@ -15,7 +15,11 @@ import type { ByteModule } from './bytes.js';
 import type { Ref } from './builder.js';
 import { TrapKind } from './abi.js';
 
-/** What the templates need to know of the module and the function frame. */
+/**
+ * What the templates need to know of the module and the function frame: the same for every guest
+ * function of a module (emit.ts directFrame builds it once); an entry stub's differs only in its
+ * fuel local.
+ */
 export interface DirectFrame {
   /** the Wasm local of each guest register (null: x0, gp, tp) */
   regLocal: readonly (number | null)[];

@@ -16,7 +16,7 @@ import { LocalPlan, type Gen } from './gen.js';
 import { CALL_ARGS, Liveness } from './liveness.js';
 import { spOffsets, stepSp, type SpOffset } from './frame.js';
 import { stepSext, wordValues } from './words.js';
-import { DirectWriter } from './direct.js';
+import { DirectWriter, type DirectFrame } from './direct.js';
 
 /** Names of module-level items the function bodies refer to. */
 export const Names = {
@@ -180,6 +180,40 @@ export function emitFunction(ctx: EmitContext, cfg: FunctionCfg): void {
   ctx.m.addFunction(functionName(cfg.start), ctx.params, ctx.pair, vars, body);
 }
 
+/** The one-pass writer's frame of each baseline module's functions, made once per module. */
+const DIRECT_FRAMES = new WeakMap<EmitContext, DirectFrame>();
+/**
+ * What the one-pass writer (direct.ts) needs to know of the baseline module `bytes` and of a guest
+ * function's frame: the same for every function of the module (FRAME's locals, the module's
+ * globals and imports), so built on the first call for `ctx` and shared after that. Call it only
+ * once the globals and imports are added.
+ * @throws Error when a global is missing (a bug)
+ */
+export function directFrame(ctx: EmitContext, bytes: ByteModule): DirectFrame {
+  let f = DIRECT_FRAMES.get(ctx);
+  if (f === undefined) {
+    f = {
+      regLocal: REG_LOCAL,
+      addressLocal: L_E,
+      gp: bytes.globalIndexOf(Names.gp),
+      tp: bytes.globalIndexOf(Names.tp),
+      dirtyLo: bytes.globalIndexOf(Names.dirtyLo),
+      dirtyHi: bytes.globalIndexOf(Names.dirtyHi),
+      fuel: bytes.globalIndexOf(Names.fuel),
+      trap: bytes.functionValue(Names.trap),
+      poll: bytes.functionValue(Names.poll),
+      fuelLocal: L_F,
+      pairLocal: L_PAIR,
+      argumentRegisters: ARGUMENT_REGISTERS,
+      base: ctx.base,
+      size: ctx.size,
+      dirtySplit: ctx.dirtySplit,
+    };
+    DIRECT_FRAMES.set(ctx, f);
+  }
+  return f;
+}
+
 /** FRAME's variable types for each builder's types, made once (one array shared by every function). */
 const FRAME_VARS = new WeakMap<Types, Ty[]>();
 function frameVars(t: Types): Ty[] {
@@ -239,26 +273,7 @@ class FunctionEmitter {
       : null;
     const s = ctx.structure;
     // the templates write what this class builds when nothing is known of frames or words
-    this.dw =
-      s.kind === 'direct' && !uses
-        ? new DirectWriter(s.bytes, {
-            regLocal: REG_LOCAL,
-            addressLocal: L_E,
-            gp: s.bytes.globalIndexOf(Names.gp),
-            tp: s.bytes.globalIndexOf(Names.tp),
-            dirtyLo: s.bytes.globalIndexOf(Names.dirtyLo),
-            dirtyHi: s.bytes.globalIndexOf(Names.dirtyHi),
-            fuel: s.bytes.globalIndexOf(Names.fuel),
-            trap: s.bytes.functionValue(Names.trap),
-            poll: s.bytes.functionValue(Names.poll),
-            fuelLocal: L_F,
-            pairLocal: L_PAIR,
-            argumentRegisters: ARGUMENT_REGISTERS,
-            base: ctx.base,
-            size: ctx.size,
-            dirtySplit: ctx.dirtySplit,
-          })
-        : null;
+    this.dw = s.kind === 'direct' && !uses ? new DirectWriter(s.bytes, directFrame(ctx, s.bytes)) : null;
   }
 
   /**

@@ -30,6 +30,7 @@ import { argumentUses } from './liveness.js';
 import {
   ARGUMENT_REGISTERS,
   chargeFuel,
+  directFrame,
   emitFunction,
   entryCost,
   functionName,
@@ -38,8 +39,8 @@ import {
   type EmitContext,
 } from './emit.js';
 import { Gen, LocalPlan, signatureTypes } from './gen.js';
-import type { ByteModule } from './bytes.js';
-import { sleb, uleb } from '../util/leb.js';
+import { Op, type ByteModule } from './bytes.js';
+import { DirectWriter } from './direct.js';
 
 /** The result of translating one image. */
 export interface Translation {
@@ -186,6 +187,7 @@ export function buildImage(
   const scratch = frame.add('i32'); // the fuel charge's
   const sig = signatureTypes(t, ENTRY_SIGNATURE);
   const vars = frame.vars(t);
+  let stubWriter: DirectWriter | undefined;
   for (const fn of image.functions) {
     const isEntry = fn.start === image.entry;
     for (const name of fn.names) {
@@ -194,13 +196,18 @@ export function buildImage(
       const stub = `entry_${fn.start.toString(16)}_${exported.size}`;
       if (structure.kind === 'direct' && ctx.argumentUses === undefined) {
         // the same bytes as below, written as one node (a Rust harness has a thousand and more)
+        // one writer for every stub: the frame's fuel local is the stub's scratch
+        stubWriter ??= new DirectWriter(structure.bytes, {
+          ...directFrame(ctx, structure.bytes),
+          fuelLocal: scratch,
+        });
         const body = directEntryStub(
+          stubWriter,
           structure.bytes,
           gpValue,
           layout,
           entryCosts.get(fn.start)!,
           fn.start,
-          scratch,
         );
         m.addFunction(stub, sig.params, sig.result, vars, body);
         m.addFunctionExport(stub, Exports.entryPrefix + name);
@@ -240,71 +247,42 @@ export function buildImage(
  * An entry stub's body as one ByteModule node, byte for byte what buildImage builds for it with
  * every argument passed (the baseline tier has no argument facts): gp, tp, the reservation and
  * fuel set; dirty_lo lowered to the initial sp; the entry's fuel charged; a tail call of the
- * function with sp = initial sp and a0..a7 from the stub's parameters. Core spec 5.4 encodings.
+ * function with sp = initial sp and a0..a7 from the stub's parameters. `w` writes into `bm` with
+ * the stub's i32 scratch local as its fuel local. Core spec 5.4 encodings.
  */
 function directEntryStub(
+  w: DirectWriter,
   bm: ByteModule,
   gp: number,
   layout: GuestLayout,
   cost: number,
   start: number,
-  scratch: number,
 ): Ref {
   const g = (name: string) => bm.globalIndexOf(name);
-  const fuel = g(Names.fuel);
   const dirtyLo = g(Names.dirtyLo);
   const spMark = layout.initialSp - layout.base;
-  const b: number[] = [0x42];
-  sleb(b, gp);
-  b.push(0x24);
-  uleb(b, g(Names.gp));
-  b.push(0x42, 0x00, 0x24);
-  uleb(b, g(Names.tp));
-  b.push(0x42, 0x7f, 0x24); // i64.const -1
-  uleb(b, g(Names.resv));
-  b.push(0x41, 0x00, 0x24);
-  uleb(b, fuel);
+  w.i64(gp);
+  w.withIndex(Op.global_set, g(Names.gp));
+  w.i64(0);
+  w.withIndex(Op.global_set, g(Names.tp));
+  w.i64(-1);
+  w.withIndex(Op.global_set, g(Names.resv));
+  w.i32(0);
+  w.withIndex(Op.global_set, g(Names.fuel));
   // if (dirty_lo >u mark) dirty_lo = mark
-  b.push(0x23);
-  uleb(b, dirtyLo);
-  b.push(0x41);
-  sleb(b, spMark | 0);
-  b.push(0x4b, 0x04, 0x40, 0x41); // i32.gt_u, if
-  sleb(b, spMark | 0);
-  b.push(0x24);
-  uleb(b, dirtyLo);
-  b.push(0x0b);
-  // chargeFuel (emit.ts): fuel = tee(scratch, fuel - cost); if (scratch < 0) fuel = poll(start)
-  b.push(0x23);
-  uleb(b, fuel);
-  b.push(0x41);
-  sleb(b, cost | 0);
-  b.push(0x6b, 0x22);
-  uleb(b, scratch);
-  b.push(0x24);
-  uleb(b, fuel);
-  b.push(0x20);
-  uleb(b, scratch);
-  b.push(0x41, 0x00, 0x48, 0x04, 0x40, 0x41);
-  sleb(b, start | 0);
-  b.push(0x10);
-  callee(b, bm.functionValue(Names.poll));
-  b.push(0x24);
-  uleb(b, fuel);
-  b.push(0x0b);
+  w.withIndex(Op.global_get, dirtyLo);
+  w.i32(spMark);
+  w.op(0x4b); // i32.gt_u
+  w.op2(Op.if, 0x40);
+  w.i32(spMark);
+  w.withIndex(Op.global_set, dirtyLo);
+  w.op(Op.end);
+  w.fuel(cost, start);
   // return_call f(initial sp, a0..a7)
-  b.push(0x42);
-  sleb(b, layout.initialSp);
-  for (let k = 0; k < 8; k++) b.push(0x20, k);
-  b.push(0x12);
-  callee(b, bm.functionValue(functionName(start)));
-  return bm.seq(bm.types.none, [b]);
-}
-
-/** A function index (>= 0, as LEB128) or a ByteModule reference (< 0, resolved when written). */
-function callee(out: number[], v: number): void {
-  if (v >= 0) uleb(out, v);
-  else out.push(v);
+  w.i64(layout.initialSp);
+  for (let k = 0; k < 8; k++) w.withIndex(Op.local_get, k);
+  w.call(Op.return_call, bm.functionValue(functionName(start)));
+  return w.close()!;
 }
 
 /** The internal names of the function imports. */

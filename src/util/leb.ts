@@ -1,7 +1,9 @@
 /**
  * LEB128 integers as the WebAssembly binary format writes them (WebAssembly core spec, 5.2.2
- * "Integers"): shared by the baseline tier's byte writer (src/translate/bytes.ts) and the engine's
- * custom section of a cached module (src/engine/summary-section.ts).
+ * "Integers"): shared by the baseline tier's byte writer (src/translate/bytes.ts), the branch
+ * hints section (src/translate/hints.ts) and the engine's custom section of a cached module
+ * (src/engine/summary-section.ts). The one-pass writer (src/translate/direct.ts) has its own,
+ * writing into the module's value buffer.
  */
 
 /** Where encoders append bytes: a number[] or a growable buffer. */
@@ -17,20 +19,6 @@ export function uleb(out: ByteSink, v: number): void {
     if (v !== 0) b |= 0x80;
     out.push(b);
   } while (v !== 0);
-}
-
-/** Signed LEB128 of an integer in the safe range (|v| < 2^53), appended to `out`. */
-export function sleb(out: ByteSink, v: number): void {
-  for (;;) {
-    const q = Math.floor(v / 128);
-    const b = v - q * 128;
-    v = q;
-    if ((v === 0 && (b & 0x40) === 0) || (v === -1 && (b & 0x40) !== 0)) {
-      out.push(b);
-      return;
-    }
-    out.push(b | 0x80);
-  }
 }
 
 /**

@@ -9,13 +9,13 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { TEST_CACHE } from './fixtures.js';
 import { REPO, startBermd, stopBermd, type Bermd, type BermdOptions } from './cluster.js';
+export { sleep, until } from './wait.js';
 
 export const QG = new Uint8Array(readFileSync(join(REPO, 'test/data/queue-guest.elf')));
 export const NOTES = new Uint8Array(readFileSync(join(REPO, 'test/data/notes.elf')));
 export const ECHO = new Uint8Array(readFileSync(join(REPO, 'fixtures/build/echo-gcc-O2.elf')));
 export const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 export const LEASE_MS = 1000;
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function declarations(): string {
   const dir = mkdtempSync(join(tmpdir(), 'berm-scale-'));
@@ -65,15 +65,6 @@ export async function journal(url: string): Promise<Record<string, unknown>[]> {
   } finally {
     await c.end();
   }
-}
-
-export async function until(what: string, cond: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await cond()) return;
-    await sleep(250);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
 /** Check the journal's wake records against the acknowledged ids: at-least-once, counted retries. */
