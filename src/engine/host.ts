@@ -18,9 +18,9 @@ export interface GuestMemory {
 }
 
 /**
- * One ecall as seen by the host function registered for its number. The registers reach the
- * engine as 32-bit halves; `arg(i)` reads one as a Number without allocating, `args` builds
- * BigInts on first use (prefer `arg` on hot paths).
+ * One ecall as seen by the host function registered for its number. The engine reads a0..a5 only
+ * when asked: `arg(i)` reads one as a Number without allocating, `args` builds BigInts on first
+ * use (prefer `arg` on hot paths).
  */
 export interface HostCall {
   /** a7: the call number (FNV-1a-64 of the capability name), unsigned */

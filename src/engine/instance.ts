@@ -4,9 +4,11 @@
  * imports of the Wasm instance (ecall, trap, poll, csr) are implemented here.
  */
 import {
+  ECALL_ARGS,
   Exports,
   IMPORT_MODULE,
   Imports,
+  memoryPages,
   sharedMemory,
   STACK_GUARD,
   TrapKind,
@@ -88,91 +90,52 @@ const TWO32 = 4294967296;
 
 /**
  * The HostCall handed to host functions; one per Slot, refilled by the `ecall` import for every
- * ecall. Registers arrive as i32 halves (Imports.ecall) and are combined only when read. The
- * halves are plain fields, not an Int32Array: the import stores twelve of them on every ecall,
- * and a typed-array store through the import's closure cost more than the rest of its body.
+ * ecall. The import receives the number's three pieces; a0..a5 wait in the ecall argument area
+ * (ECALL_ARGS, the page past the guest's memory, where the module's ecall helper stored them) and
+ * are read from there only when asked for, through a DataView with explicit little-endian reads
+ * (Wasm's byte order on any host).
  */
 class LiveHostCall implements HostCall {
   n0 = 0;
   n1 = 0;
   n2 = 0;
-  /** a0..a5 as (low, high) i32 halves */
-  l0 = 0;
-  h0 = 0;
-  l1 = 0;
-  h1 = 0;
-  l2 = 0;
-  h2 = 0;
-  l3 = 0;
-  h3 = 0;
-  l4 = 0;
-  h4 = 0;
-  l5 = 0;
-  h5 = 0;
   data: unknown = undefined;
   private cached: [bigint, bigint, bigint, bigint, bigint, bigint] | null = null;
-  constructor(readonly memory: WasmGuestMemory) {}
+  /** the ecall argument area: a0..a5 as little-endian 64-bit values */
+  private readonly regs: DataView;
+  constructor(
+    readonly memory: WasmGuestMemory,
+    area: number,
+  ) {
+    this.regs = new DataView(memory.memory.buffer, area, ECALL_ARGS.bytes);
+  }
   get number(): bigint {
     return BigInt(this.n0) | (BigInt(this.n1) << 30n) | (BigInt(this.n2) << 60n);
-  }
-  /** the low half of a<i>, as a signed i32 */
-  private low(i: number): number {
-    switch (i) {
-      case 0:
-        return this.l0;
-      case 1:
-        return this.l1;
-      case 2:
-        return this.l2;
-      case 3:
-        return this.l3;
-      case 4:
-        return this.l4;
-      default:
-        return this.l5;
-    }
-  }
-  /** the high half of a<i>, as a signed i32 */
-  private high(i: number): number {
-    switch (i) {
-      case 0:
-        return this.h0;
-      case 1:
-        return this.h1;
-      case 2:
-        return this.h2;
-      case 3:
-        return this.h3;
-      case 4:
-        return this.h4;
-      default:
-        return this.h5;
-    }
   }
   /** {@inheritDoc HostCall.arg} */
   arg(i: number): number {
     if (!(i >= 0 && i < 6)) throw new RangeError(`argument index ${i}: must be 0..5 (a0..a5)`);
-    const hi = this.high(i) >>> 0;
+    const hi = this.regs.getUint32(8 * i + 4, true);
     if (hi >= 0x200000) return Infinity;
-    return hi * TWO32 + (this.low(i) >>> 0);
+    return hi * TWO32 + this.regs.getUint32(8 * i, true);
   }
   /** {@inheritDoc HostCall.args} */
   get args(): readonly [bigint, bigint, bigint, bigint, bigint, bigint] {
     if (this.cached === null) {
-      const u = (k: number) => (BigInt(this.high(k) >>> 0) << 32n) | BigInt(this.low(k) >>> 0);
+      const u = (k: number) => this.regs.getBigUint64(8 * k, true);
       this.cached = [u(0), u(1), u(2), u(3), u(4), u(5)];
     }
     return this.cached;
   }
   /** register a0 (k = 0) or a1 (k = 1) as a signed Number when exact, else NaN */
   signed(k: number): number {
-    const hi = this.high(k);
+    const hi = this.regs.getInt32(8 * k + 4, true);
     if (hi >= 0x200000 || hi < -0x200000) return NaN;
-    return hi * TWO32 + (this.low(k) >>> 0);
+    return hi * TWO32 + this.regs.getUint32(8 * k, true);
   }
   /** register a0 or a1 as a signed 64-bit bigint */
   signedBig(k: number): bigint {
-    return (BigInt(this.high(k)) << 32n) | BigInt(this.low(k) >>> 0);
+    return this.regs.getBigInt64(8 * k, true);
   }
   /** forget the BigInts of the previous ecall */
   refilled(): void {
@@ -196,7 +159,7 @@ export class Slot {
 
   constructor(readonly module: GuestModule) {
     const { layout } = module;
-    const pages = layout.size / 65536;
+    const pages = memoryPages(layout.size);
     // the memory the module's tier imports: shared for the baseline tier (abi.ts sharedMemory)
     const shared = sharedMemory(module.info.tier);
     const mem = new WebAssembly.Memory({ initial: pages, maximum: pages, shared });
@@ -209,42 +172,13 @@ export class Slot {
     this.loadImage();
     const owner = () => this.owner!;
     const epoch = process.hrtime.bigint();
-    const call = (this.call = new LiveHostCall(this.memory));
+    const call = (this.call = new LiveHostCall(this.memory, ECALL_ARGS.offset(layout.size)));
     const host = {
       [Imports.memory]: mem,
-      [Imports.ecall]: (
-        pc: number,
-        n0: number,
-        n1: number,
-        n2: number,
-        l0: number,
-        h0: number,
-        l1: number,
-        h1: number,
-        l2: number,
-        h2: number,
-        l3: number,
-        h3: number,
-        l4: number,
-        h4: number,
-        l5: number,
-        h5: number,
-      ) => {
+      [Imports.ecall]: (pc: number, n0: number, n1: number, n2: number) => {
         call.n0 = n0;
         call.n1 = n1;
         call.n2 = n2;
-        call.l0 = l0;
-        call.h0 = h0;
-        call.l1 = l1;
-        call.h1 = h1;
-        call.l2 = l2;
-        call.h2 = h2;
-        call.l3 = l3;
-        call.h3 = h3;
-        call.l4 = l4;
-        call.h4 = h4;
-        call.l5 = l5;
-        call.h5 = h5;
         call.refilled();
         return owner().ecall(pc, call);
       },

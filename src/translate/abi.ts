@@ -9,20 +9,25 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Bumped whenever generated code changes meaning; part of every cache key. */
-export const TRANSLATOR_VERSION = 2;
+export const TRANSLATOR_VERSION = 3;
 
 /** Wasm import module name for everything the engine provides. */
 export const IMPORT_MODULE = 'berm';
 
 /** Import names (module IMPORT_MODULE). Signatures are given as Wasm types. */
 export const Imports = {
-  /** the guest's linear memory */
+  /**
+   * the guest's linear memory: the guest's bytes (Wasm address = guest address - base), then one
+   * page the guest cannot address, whose first 48 bytes are the ecall argument area
+   * ({@link ECALL_ARGS}); {@link memoryPages} gives its size
+   */
   memory: 'memory',
   /**
-   * (pc: i32, n0: i32, n1: i32, n2: i32, a0lo: i32, a0hi: i32, ..., a5lo: i32, a5hi: i32) -> f64,
-   * where the call number is n0 | n1 << 30 | n2 << 60 and each argument is lo | hi << 32. The
-   * result is the new a0 as an integer-valued f64 (sign-extended to 64 bits; a1 unchanged), or
-   * NaN: then a0 and a1 are read from the a0 and a1 globals, which the engine set
+   * (pc: i32, n0: i32, n1: i32, n2: i32) -> f64, where the call number is
+   * n0 | n1 << 30 | n2 << 60; a0..a5 are in the ecall argument area ({@link ECALL_ARGS}), stored
+   * just before the call. The result is the new a0 as an integer-valued f64 (sign-extended to 64
+   * bits; a1 unchanged), or NaN: then a0 and a1 are read from the a0 and a1 globals, which the
+   * engine set
    */
   ecall: 'ecall',
   /** (kind: i32, pc: i32, value: i64) -> never returns; throws the trap */
@@ -32,6 +37,26 @@ export const Imports = {
   /** (csr: i32, pc: i32) -> i64: Zicsr counter reads (cycle, time, instret) */
   csr: 'csr',
 } as const;
+
+/**
+ * The ecall argument area: a0..a5 of the current ecall as six i64 (little-endian, as Wasm stores
+ * them) at Wasm address `memorySize + 8 * k`, in the page past the guest's memory. Every guest
+ * access is bounds-checked against the memory size, and the host's GuestMemory against the same
+ * bounds, so neither guest nor host functions can reach it; the engine reads the arguments from
+ * it only when a host function asks for them. Passing them as twelve i32 import parameters
+ * instead cost more than the rest of a host call (V8's import wrapper and twelve field stores).
+ */
+export const ECALL_ARGS = {
+  /** Wasm address of a0 for a memory of `memorySize` guest bytes (a<k> is 8 * k higher) */
+  offset: (memorySize: number): number => memorySize,
+  /** bytes: a0..a5 */
+  bytes: 48,
+} as const;
+
+/** Wasm pages of a module's memory for `memorySize` guest bytes: those, and the page after them. */
+export function memoryPages(memorySize: number): number {
+  return memorySize / 65536 + 1;
+}
 
 /**
  * Whether a tier's module imports a shared memory. The baseline tier's does: V8 counts an
@@ -65,28 +90,8 @@ export type FunctionImport = Exclude<keyof typeof Imports, 'memory'>;
  * it (the parameter meanings are on {@link Imports}).
  */
 export const IMPORT_SIGNATURES = {
-  // pc, the call number in three pieces, a0..a5 as (low, high) halves
-  ecall: {
-    params: [
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-      'i32',
-    ],
-    result: 'f64',
-  },
+  // pc, the call number in three pieces (a0..a5 are in the ecall argument area)
+  ecall: { params: ['i32', 'i32', 'i32', 'i32'], result: 'f64' },
   trap: { params: ['i32', 'i32', 'i64'], result: 'none' },
   poll: { params: ['i32'], result: 'i32' },
   csr: { params: ['i32', 'i32'], result: 'i64' },

@@ -7,10 +7,12 @@
 import type { ElfImage } from '../elf/types.js';
 import { relocationTargets } from '../elf/targets.js';
 import {
+  ECALL_ARGS,
   Exports,
   IMPORT_MODULE,
   IMPORT_SIGNATURES,
   Imports,
+  memoryPages,
   STACK_GUARD,
   TrapKind,
   TranslateError,
@@ -86,7 +88,7 @@ export function buildImage(
   const i32 = t.i32;
   const pair = t.tuple([i64, i64]);
   const params = t.tuple(new Array(9).fill(i64));
-  const pages = opts.memorySize / 65536;
+  const pages = memoryPages(opts.memorySize);
   m.setMemory(pages, pages, null);
   m.addMemoryImport('0', IMPORT_MODULE, Imports.memory);
   for (const key of ['ecall', 'trap', 'poll', 'csr'] as const) {
@@ -110,7 +112,7 @@ export function buildImage(
   m.addGlobalExport(Names.fuel, Exports.fuel);
 
   addMulHelpers(m, t);
-  addEcallHelper(m, t);
+  addEcallHelper(m, t, opts.memorySize);
 
   const functionEntries = new Set(image.functions.map((f) => f.start));
   const entryCosts = new Map(image.functions.map((f) => [f.start, entryCost(f.start, f.start + f.size)]));
@@ -383,14 +385,16 @@ function addDispatcher(
 }
 
 /**
- * The ecall helper `(pc: i32, a7: i64, a0..a5: i64) -> (a0, a1)` behind every ecall site. The
- * import takes only i32s (Imports.ecall): V8 hands an i64 to JavaScript as a freshly allocated
- * BigInt, six of them cost more than the rest of a host call, while an i32 arrives as a small
- * integer. The number goes in three pieces (bits 0-29, 30-59, 60-63), each argument as its low
- * and high halves. The import returns an f64: an integer is the new a0 (a1 unchanged); NaN means
- * the engine left a0 and a1 in the exported a0/a1 globals (values beyond 2^53, pairs).
+ * The ecall helper `(pc: i32, a7: i64, a0..a5: i64) -> (a0, a1)` behind every ecall site. It
+ * stores a0..a5 in the ecall argument area (ECALL_ARGS, past the guest's memory) and calls the
+ * import with the pc and the number only (Imports.ecall): V8's import wrapper costs about 1 ns
+ * per parameter, and an i64 parameter would reach JavaScript as a freshly allocated BigInt, while
+ * the engine reads an argument from memory only when a host function asks for it. The number goes
+ * in three pieces (bits 0-29, 30-59, 60-63), each a small integer in JavaScript. The import
+ * returns an f64: an integer is the new a0 (a1 unchanged); NaN means the engine left a0 and a1 in
+ * the exported a0/a1 globals (values beyond 2^53, pairs).
  */
-function addEcallHelper(m: ExprBuilder, t: Types): void {
+function addEcallHelper(m: ExprBuilder, t: Types, memorySize: number): void {
   const i64 = t.i64;
   const i32 = t.i32;
   const f64 = t.f64;
@@ -400,11 +404,14 @@ function addEcallHelper(m: ExprBuilder, t: Types): void {
   const result = frame.add('f64');
   const g = (k: number) => m.local.get(frame.param(k), i64);
   const piece = (shift: bigint, mask: bigint) => m.i32.wrap(m.i64.and(m.i64.shr_u(g(1), c(shift)), c(mask)));
-  const halves = [2, 3, 4, 5, 6, 7].flatMap((k) => [m.i32.wrap(g(k)), m.i32.wrap(m.i64.shr_u(g(k), c(32n)))]);
+  // one address constant, the registers at static offsets from it (8-byte aligned)
+  const area = ECALL_ARGS.offset(memorySize);
+  const stores = [0, 1, 2, 3, 4, 5].map((k) => m.i64.store(8 * k, 8, m.i32.const(area), g(k + 2)));
   const r = () => m.local.get(result, f64);
   const body = m.block(
     null,
     [
+      ...stores,
       m.local.set(
         result,
         m.call(
@@ -414,7 +421,6 @@ function addEcallHelper(m: ExprBuilder, t: Types): void {
             piece(0n, 0x3fffffffn),
             piece(30n, 0x3fffffffn),
             piece(60n, 0xfn),
-            ...halves,
           ],
           f64,
         ),
