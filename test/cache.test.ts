@@ -14,6 +14,9 @@ import { fixtureElfs, ROOT } from './helpers/fixtures.js';
 
 const raw = fixtureElfs().find((e) => e.source === 'raw.c' && e.compiler === 'clang' && e.opt === 'O2')!;
 
+/** Resolves after the current turn of the event loop, once the cache's queued writes are on disk. */
+const afterTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 function child(dir: string, forbid: boolean, tier = 'optimized'): { cached: boolean; a0: string } {
   const args = ['--stack-size=4000', '--import=./scripts/ts/register.mjs'];
   if (forbid) args.push('--import=./test/helpers/forbid-binaryen.mjs');
@@ -41,6 +44,7 @@ t.test('a corrupt or truncated entry is detected and rebuilt', async (t) => {
   const engine = new Engine({ cacheDir: dir });
   const first = await engine.compile(raw.path);
   t.equal(first.info.cached, false);
+  await afterTurn(); // entries are written after the compiling turn (WasmCache.putLater)
   const file = readdirSync(dir).find((f) => f.endsWith('.wasm'))!;
   const path = join(dir, file);
   const good = readFileSync(path);
@@ -52,6 +56,7 @@ t.test('a corrupt or truncated entry is detected and rebuilt', async (t) => {
     writeFileSync(path, bad);
     const again = await engine.compile(raw.path);
     t.equal(again.info.cached, false, 'a damaged entry is a miss');
+    await afterTurn();
     t.same(readFileSync(path), good, 'and is rewritten whole');
   }
   t.equal((await engine.compile(raw.path)).info.cached, true);
@@ -161,6 +166,7 @@ t.test(
     const dir = mkdtempSync(join(tmpdir(), 'berm-cache-'));
     const bytes = new Uint8Array(readFileSync(raw.path));
     const first = await new Engine({ cacheDir: dir, tier: 'baseline' }).compile(bytes);
+    await afterTurn();
     const files = readdirSync(dir);
     t.equal(files.filter((f) => f.endsWith('.image')).length, 1, 'one summary beside the module');
     const imageName = files.find((f) => f.endsWith('.image'))!;
@@ -196,6 +202,7 @@ t.test(
     t.equal(third.info.cached, true);
     t.equal(Object.getOwnPropertyDescriptor(third.image, 'sections')?.get, undefined, 'parsed again');
     t.same(third.image.functions, first.image.functions);
+    await afterTurn();
     t.ok(readFileSync(img).length > 100, 'and the summary rewritten');
     const fourth = await new Engine({ cacheDir: dir, tier: 'baseline' }).compile(bytes);
     t.equal(
@@ -206,3 +213,35 @@ t.test(
     t.equal(new WasmCache(dir).list().length, 1, 'ls lists modules only');
   },
 );
+
+t.test('putLater: written after the turn or at exit; this process sees it at once', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'berm-cache-'));
+  const cache = new WasmCache(dir);
+  const key = cacheKey(['later']);
+  let made = 0;
+  cache.putLater(key, () => (made++, new Uint8Array([1, 2, 3])));
+  t.equal(made, 0, 'nothing is made in the putting turn');
+  t.same(readdirSync(dir), [], 'nor written');
+  t.same(cache.get(key), new Uint8Array([1, 2, 3]), 'the same cache reads it (its queue is written first)');
+  t.equal(made, 1);
+  const other = cacheKey(['later too']);
+  cache.putLater(other, () => new Uint8Array([4]));
+  cache.putLater(cacheKey(['nothing']), () => null);
+  await afterTurn();
+  t.same(new WasmCache(dir).get(other), new Uint8Array([4]), 'another reader sees it after the turn');
+  t.equal(new WasmCache(dir).get(cacheKey(['nothing'])), null, 'null makes no entry');
+  // a process that exits in the putting turn still writes it (the exit hook)
+  const script = [
+    `import { WasmCache, cacheKey } from './src/cache/cache.ts';`,
+    `new WasmCache(${JSON.stringify(dir)}).putLater(cacheKey(['at exit']), () => new Uint8Array([9, 9]));`,
+    `process.exit(0);`,
+  ].join('\n');
+  execFileSync(
+    process.execPath,
+    ['--import=./scripts/ts/register.mjs', '--input-type=module', '-e', script],
+    {
+      cwd: ROOT,
+    },
+  );
+  t.same(cache.get(cacheKey(['at exit'])), new Uint8Array([9, 9]), 'written by the exit hook');
+});

@@ -99,9 +99,19 @@ function header(body: Uint8Array): string {
   return `${MAGIC}${body.length.toString(16).padStart(16, '0')}${hash('sha256', body, 'hex')}`;
 }
 
+/** Caches with writes queued by {@link WasmCache.putLater}, written at the latest when the process exits. */
+const unwritten = new Set<WasmCache>();
+let exitHook = false;
+
 /** A directory of cached Wasm binaries. */
 export class WasmCache {
   constructor(readonly dir: string) {}
+
+  /** entries queued by putLater and not yet written: bytes (or null: nothing to write) by path */
+  private readonly queued = new Map<
+    string,
+    { key: string; kind: EntryKind; make: () => Uint8Array | null }
+  >();
 
   private path(key: string, kind: EntryKind = 'wasm'): string {
     if (key.length !== 64 || /[^0-9a-f]/.test(key)) throw new Error(`bad cache key ${key}`);
@@ -115,6 +125,7 @@ export class WasmCache {
    * absent, unreadable, truncated or corrupt (a corrupt entry is removed).
    */
   get(key: string, kind: EntryKind = 'wasm'): Uint8Array | null {
+    this.flush();
     const p = this.path(key, kind);
     let buf: Buffer;
     try {
@@ -138,6 +149,52 @@ export class WasmCache {
    * disk) are swallowed: a cache is optional.
    */
   put(key: string, wasm: Uint8Array, kind: EntryKind = 'wasm'): boolean {
+    this.flush();
+    return this.write(key, wasm, kind);
+  }
+
+  /**
+   * {@link put} after the current turn of the event loop (a setImmediate that does not keep the
+   * process alive), or when the process exits, whichever comes first; every other method of this
+   * cache writes the queue first, so this process never sees the difference. Why: a cold compile
+   * ends with two entries (the module and the image summary), ~2-3 ms of hashing, temp names and
+   * file writes, and its caller is waiting to make the first call. An entry queued when the
+   * process is killed is lost, as a put cut off by the kill would be: a cache is optional.
+   * @param make the bytes, computed when written (null: nothing to write)
+   */
+  putLater(key: string, make: () => Uint8Array | null, kind: EntryKind = 'wasm'): void {
+    const p = this.path(key, kind);
+    this.queued.delete(p); // a later put of the same entry replaces the earlier one
+    this.queued.set(p, { key, kind, make });
+    if (unwritten.has(this)) return;
+    unwritten.add(this);
+    setImmediate(() => this.flush()).unref();
+    if (!exitHook) {
+      exitHook = true;
+      process.on('exit', () => {
+        for (const c of unwritten) c.flush();
+      });
+    }
+  }
+
+  /** Write the entries {@link putLater} queued, now. */
+  flush(): void {
+    if (this.queued.size === 0) return;
+    const queued = [...this.queued.values()];
+    this.queued.clear();
+    unwritten.delete(this);
+    for (const q of queued) {
+      let bytes: Uint8Array | null = null;
+      try {
+        bytes = q.make();
+      } catch {
+        // an entry that cannot be made is an entry not cached
+      }
+      if (bytes !== null) this.write(q.key, bytes, q.kind);
+    }
+  }
+
+  private write(key: string, wasm: Uint8Array, kind: EntryKind): boolean {
     const p = this.path(key, kind);
     const tmp = `${p}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
     try {
@@ -162,6 +219,7 @@ export class WasmCache {
    *   "/tmp/f: exists and is not a directory").
    */
   problem(): string | null {
+    this.flush();
     try {
       ensureDirectory(this.dir);
       accessSync(this.dir, constants.W_OK | constants.X_OK);
@@ -174,6 +232,7 @@ export class WasmCache {
 
   /** Record what an entry was compiled from (best effort: a cache is optional). */
   label(key: string, label: CacheLabel): void {
+    this.flush();
     const p = `${this.path(key).slice(0, -'.wasm'.length)}.json`;
     const text = JSON.stringify(label);
     try {
@@ -191,12 +250,14 @@ export class WasmCache {
 
   /** Remove one entry (and its label), if present. */
   delete(key: string): void {
+    this.flush();
     rmSync(this.path(key), { force: true });
     rmSync(`${this.path(key).slice(0, -'.wasm'.length)}.json`, { force: true });
   }
 
   /** Entries, newest first. */
   list(): CacheEntry[] {
+    this.flush();
     let names: string[];
     try {
       names = readdirSync(this.dir);
@@ -225,6 +286,7 @@ export class WasmCache {
 
   /** Remove every entry (and stale temp files). @returns how many entries were removed. */
   clear(): number {
+    this.flush();
     let n = 0;
     let names: string[] = [];
     try {

@@ -204,9 +204,16 @@ export class Engine {
     const kept = this.cache?.get(key, 'image') ?? null;
     let image = kept === null ? null : restoreImage(Buffer.from(kept).toString('utf8'), elf);
     if (image === null) {
-      image = readElf(elf);
-      const text = summarizeImage(image, elf);
-      if (text !== null) this.cache?.put(key, Buffer.from(text), 'image');
+      const parsed = (image = readElf(elf));
+      // written after the caller's turn (WasmCache.putLater): a cold compile is on its way to a call
+      this.cache?.putLater(
+        key,
+        () => {
+          const text = summarizeImage(parsed, elf);
+          return text === null ? null : Buffer.from(text);
+        },
+        'image',
+      );
     }
     known = { sha256, image };
     this.images.set(elf, known);
@@ -333,7 +340,8 @@ export class Engine {
       throw refusedByV8(image, e);
     }
     const c1 = performance.now();
-    this.cache?.put(key, this.withSummary(bytes, image, wasm));
+    // written after the caller's turn (WasmCache.putLater): the caller is waiting to make a call
+    this.cache?.putLater(key, () => this.withSummary(bytes, image, wasm));
     return new GuestModule(this, image, layout, compiled, {
       tier,
       cached: false,
