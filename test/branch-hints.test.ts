@@ -1,6 +1,7 @@
 // The optimising tier's branch hint section (src/translate/hints.ts): read back by Binaryen's own
 // binary reader (an independent implementation of the branch hinting proposal's format), every
-// hint is "unlikely" on an `if` whose then-arm calls the poll or trap import, and every such `if`
+// hint is "unlikely" on an `if` whose then-arm calls the poll or trap import (or the module's helper
+// for it), and every such `if`
 // is hinted; the module validates and runs the same; the engine turns V8's reading of the section
 // on (src/engine/v8-flags.ts).
 import t from 'tap';
@@ -56,8 +57,10 @@ for (const name of ['compute-gcc-O2.elf', 'raw-gcc-O0.elf']) {
     // the imports' names in the text (the name section names only the module's own functions)
     const importName = (field: string): string =>
       new RegExp(`\\(import "berm" "${field}" \\(func (\\$\\S+)`).exec(text)![1];
+    // translated code calls the imports through the module's helpers (image.ts addImportHelpers)
+    for (const helper of ['$trap', '$poll']) t.ok(text.includes(`(func ${helper} `), `helper ${helper}`);
     const coldCall = new RegExp(
-      `\\(call (${[importName('poll'), importName('trap')].map((n) => n.replace(/\$/g, '\\$')).join('|')})\\s`,
+      `\\(call (${[importName('poll'), importName('trap'), '$trap', '$poll'].map((n) => n.replace(/\$/g, '\\$')).join('|')})\\s`,
     );
     let hinted = 0;
     let cold = 0;

@@ -200,14 +200,19 @@ export class Slot {
         call.refilled();
         return owner().ecall(pc, call);
       },
-      [Imports.trap]: (kind: number, pc: number, value: bigint) => {
-        throw owner().at(trapFromKind(kind, value, layout), pc);
+      // Every import takes four parameters (IMPORT_SIGNATURES) and each function here declares all
+      // four, used or not: V8 then calls it through the wrapper it compiled with the module (one
+      // whose parameter count differs from the function's would be compiled at instantiation).
+      [Imports.trap]: (kind: number, pc: number, lo: number, hi: number) => {
+        throw owner().at(trapFromKind(kind, (BigInt(hi) << 32n) | BigInt(lo >>> 0), layout), pc);
       },
-      [Imports.poll]: (pc: number) => owner().poll(pc),
-      // cycle, time and instret all read one clock: nanoseconds since this instance was made,
-      // rounded down to whole milliseconds. A harness granted no clock learns neither the
-      // host's uptime nor a fine timer to measure other work with (docs/capabilities.md).
-      [Imports.csr]: () => ((process.hrtime.bigint() - epoch) / 1_000_000n) * 1_000_000n,
+      [Imports.poll]: (pc: number, _1: number, _2: number, _3: number) => owner().poll(pc),
+      // cycle, time and instret all read one clock: time since this instance was made in whole
+      // milliseconds (the module makes nanoseconds of them). A harness granted no clock learns
+      // neither the host's uptime nor a fine timer to measure other work with
+      // (docs/capabilities.md).
+      [Imports.csr]: (_csr: number, _pc: number, _1: number, _2: number) =>
+        Number((process.hrtime.bigint() - epoch) / 1_000_000n),
     } satisfies HostImports & Record<typeof Imports.memory, WebAssembly.Memory>;
     this.wasm = new WebAssembly.Instance(module.wasm, { [IMPORT_MODULE]: host });
     this.a0 = this.wasm.exports[Exports.a0] as WebAssembly.Global;

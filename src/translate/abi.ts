@@ -30,11 +30,20 @@ export const Imports = {
    * engine set
    */
   ecall: 'ecall',
-  /** (kind: i32, pc: i32, value: i64) -> never returns; throws the trap */
+  /**
+   * (kind: i32, pc: i32, valueLo: i32, valueHi: i32) -> f64, never returns: throws the trap; the
+   * value (a fault address, a bad target) is valueLo | valueHi << 32
+   */
   trap: 'trap',
-  /** (pc: i32) -> i32: called when fuel runs out; returns the next fuel slice or throws */
+  /**
+   * (pc: i32, 0, 0, 0) -> f64: called when fuel runs out; returns the next fuel slice (an integer)
+   * or throws
+   */
   poll: 'poll',
-  /** (csr: i32, pc: i32) -> i64: Zicsr counter reads (cycle, time, instret) */
+  /**
+   * (csr: i32, pc: i32, 0, 0) -> f64: Zicsr counter reads (cycle, time, instret) in whole
+   * milliseconds (an integer; the module multiplies it to nanoseconds)
+   */
   csr: 'csr',
 } as const;
 
@@ -90,11 +99,14 @@ export type FunctionImport = Exclude<keyof typeof Imports, 'memory'>;
  * it (the parameter meanings are on {@link Imports}).
  */
 export const IMPORT_SIGNATURES = {
+  // one signature for all four: V8 compiles a wasm-to-JS wrapper per distinct import signature
+  // with TurboFan while it compiles the module (about 0.15 ms each after the first, on every warm
+  // compile); the module's own helpers adapt trap, poll and csr to it (image.ts)
   // pc, the call number in three pieces (a0..a5 are in the ecall argument area)
   ecall: { params: ['i32', 'i32', 'i32', 'i32'], result: 'f64' },
-  trap: { params: ['i32', 'i32', 'i64'], result: 'none' },
-  poll: { params: ['i32'], result: 'i32' },
-  csr: { params: ['i32', 'i32'], result: 'i64' },
+  trap: { params: ['i32', 'i32', 'i32', 'i32'], result: 'f64' },
+  poll: { params: ['i32', 'i32', 'i32', 'i32'], result: 'f64' },
+  csr: { params: ['i32', 'i32', 'i32', 'i32'], result: 'f64' },
 } as const satisfies Record<FunctionImport, Signature>;
 
 /** The JavaScript value V8 passes for a Wasm value type (i64 as BigInt; 'none' returns nothing). */

@@ -28,9 +28,15 @@ export const Names = {
   ecall: 'imp_ecall',
   ecallHelper: 'ecall',
   a0: 'a0x',
-  trap: 'imp_trap',
-  poll: 'imp_poll',
-  csr: 'imp_csr',
+  /** the module's trap helper `(kind: i32, pc: i32, value: i64)`, which calls the import */
+  trap: 'trap',
+  /** the module's poll helper `(pc: i32) -> i32` */
+  poll: 'poll',
+  /** the module's csr helper `(csr: i32, pc: i32) -> i64` */
+  csr: 'csr',
+  trapImport: 'imp_trap',
+  pollImport: 'imp_poll',
+  csrImport: 'imp_csr',
   dispatch: 'dispatch',
   mulhu: 'mulhu',
   mulh: 'mulh',

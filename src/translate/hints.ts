@@ -1,7 +1,7 @@
 /**
  * Branch hints for an emitted module: a `metadata.code.branch_hint` custom section (WebAssembly
  * branch hinting proposal, "Binary format") marking as unlikely every `if` whose then-arm calls
- * the `poll` or `trap` import (the fuel slice running out, a fault). V8 then places that arm in
+ * the `poll` or `trap` import or the module's helper for it (the fuel slice running out, a fault). V8 then places that arm in
  * deferred code, and its register allocator saves the values live across the arm's call inside
  * the arm instead of at their definitions on every iteration of the loop around it. A V8 that
  * does not read the section ignores it (a custom section has no effect on semantics).
@@ -178,6 +178,15 @@ function coldIfs(b: Uint8Array, start: number, end: number, cold: ReadonlySet<nu
 }
 
 /**
+ * The types of the module's trap and poll helpers (src/translate/image.ts addImportHelpers), as
+ * `params>results` in value type bytes: trap(i32, i32, i64) and poll(i32) -> i32. Translated code
+ * calls the imports through them, so an arm calling one is as cold as one calling the import. No
+ * other function of a translated module has either type (guest functions, entry stubs and the
+ * other helpers take i64 registers and return pairs or i64).
+ */
+const COLD_HELPER_TYPES = new Set(['127,127,126>', '127>127']);
+
+/**
  * `wasm` with a branch hint section (inserted before the code section) marking the cold `if`s
  * of every function unlikely; `wasm` itself when it has no such `if`, no code section, or bytes
  * this reader does not decode (the module is then left as it was: hints are an optimisation).
@@ -186,6 +195,8 @@ export function addBranchHints(wasm: Uint8Array): Uint8Array {
   try {
     const r = new Reader(wasm, 8);
     const cold = new Set<number>();
+    const coldTypes = new Set<number>();
+    const coldDefined: number[] = [];
     let imported = 0;
     let funcs: { index: number; hints: number[] }[] = [];
     let codeAt = -1;
@@ -194,7 +205,20 @@ export function addBranchHints(wasm: Uint8Array): Uint8Array {
       const id = r.byte();
       const size = r.u32();
       const bodyAt = r.p;
-      if (id === 2) {
+      if (id === 1) {
+        // function types: those of the trap and poll helpers mark them (see COLD_HELPER_TYPES)
+        const n = r.u32();
+        for (let i = 0; i < n; i++) {
+          if (r.byte() !== 0x60) throw new Malformed();
+          const params = Array.from({ length: r.u32() }, () => r.byte());
+          const results = Array.from({ length: r.u32() }, () => r.byte());
+          const shape = `${params.join(',')}>${results.join(',')}`;
+          if (COLD_HELPER_TYPES.has(shape)) coldTypes.add(i);
+        }
+      } else if (id === 3) {
+        const n = r.u32();
+        for (let i = 0; i < n; i++) if (coldTypes.has(r.u32())) coldDefined.push(i);
+      } else if (id === 2) {
         const n = r.u32();
         for (let i = 0; i < n; i++) {
           const mod = r.name();
@@ -220,6 +244,8 @@ export function addBranchHints(wasm: Uint8Array): Uint8Array {
           } else throw new Malformed();
         }
       } else if (id === 10) {
+        // the helpers are numbered after the imports (the function section precedes this one)
+        for (const i of coldDefined) cold.add(imported + i);
         codeAt = sectionAt;
         const n = r.u32();
         funcs = [];

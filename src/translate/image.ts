@@ -95,6 +95,8 @@ export function buildImage(
     const sig = signatureTypes(t, IMPORT_SIGNATURES[key]);
     m.addFunctionImport(IMPORT_NAMES[key], IMPORT_MODULE, Imports[key], sig.params, sig.result);
   }
+  // before anything calls them: the baseline tier writes their indices as final bytes
+  addImportHelpers(m, t);
   const gen = new Gen(m, t, Names.trap);
 
   m.addGlobal(Names.gp, i64, true, m.i64.const(0n));
@@ -288,9 +290,9 @@ function directEntryStub(
 /** The internal names of the function imports. */
 const IMPORT_NAMES = {
   ecall: Names.ecall,
-  trap: Names.trap,
-  poll: Names.poll,
-  csr: Names.csr,
+  trap: Names.trapImport,
+  poll: Names.pollImport,
+  csr: Names.csrImport,
 } as const satisfies Record<FunctionImport, string>;
 
 /** The entry stubs: `(a0..a7: i64) -> (a0, a1)` */
@@ -435,6 +437,65 @@ function addEcallHelper(m: ExprBuilder, t: Types, memorySize: number): void {
   );
   const sig = signatureTypes(t, ECALL_HELPER_SIGNATURE);
   m.addFunction(Names.ecallHelper, sig.params, sig.result, frame.vars(t), body);
+}
+
+/** `trap(kind: i32, pc: i32, value: i64)`, never returns (the trap signature hints.ts knows) */
+const TRAP_HELPER_SIGNATURE: Signature = { params: ['i32', 'i32', 'i64'], result: 'none' };
+/** `poll(pc: i32) -> i32` */
+const POLL_HELPER_SIGNATURE: Signature = { params: ['i32'], result: 'i32' };
+/** `csr(csr: i32, pc: i32) -> i64` */
+const CSR_HELPER_SIGNATURE: Signature = { params: ['i32', 'i32'], result: 'i64' };
+
+/**
+ * The helpers behind the trap, poll and csr imports, which share the ecall import's signature
+ * `(i32, i32, i32, i32) -> f64` (IMPORT_SIGNATURES: V8 compiles one wasm-to-JS wrapper per
+ * distinct import signature when it compiles a module). Translated code calls these, with the
+ * signatures the imports had before: trap passes the value's halves and never returns; poll turns
+ * the slice (an integer-valued f64) into an i32; csr turns whole milliseconds into nanoseconds.
+ * They run once per trap, fuel slice and counter read, so the extra call costs nothing that counts.
+ */
+function addImportHelpers(m: ExprBuilder, t: Types): void {
+  const { i32, i64, f64 } = t;
+  const zero = () => m.i32.const(0);
+  {
+    const frame = new LocalPlan(TRAP_HELPER_SIGNATURE);
+    const value = () => m.local.get(frame.param(2), i64);
+    const body = m.block(null, [
+      m.drop(
+        m.call(
+          Names.trapImport,
+          [
+            m.local.get(frame.param(0), i32),
+            m.local.get(frame.param(1), i32),
+            m.i32.wrap(value()),
+            m.i32.wrap(m.i64.shr_u(value(), m.i64.const(32n))),
+          ],
+          f64,
+        ),
+      ),
+      m.unreachable(),
+    ]);
+    const sig = signatureTypes(t, TRAP_HELPER_SIGNATURE);
+    m.addFunction(Names.trap, sig.params, sig.result, frame.vars(t), body);
+  }
+  {
+    const frame = new LocalPlan(POLL_HELPER_SIGNATURE);
+    const slice = m.call(Names.pollImport, [m.local.get(frame.param(0), i32), zero(), zero(), zero()], f64);
+    const body = m.i32.wrap(m.i64.trunc_s_sat.f64(slice));
+    const sig = signatureTypes(t, POLL_HELPER_SIGNATURE);
+    m.addFunction(Names.poll, sig.params, sig.result, frame.vars(t), body);
+  }
+  {
+    const frame = new LocalPlan(CSR_HELPER_SIGNATURE);
+    const ms = m.call(
+      Names.csrImport,
+      [m.local.get(frame.param(0), i32), m.local.get(frame.param(1), i32), zero(), zero()],
+      f64,
+    );
+    const body = m.i64.mul(m.i64.trunc_s_sat.f64(ms), m.i64.const(1_000_000n));
+    const sig = signatureTypes(t, CSR_HELPER_SIGNATURE);
+    m.addFunction(Names.csr, sig.params, sig.result, frame.vars(t), body);
+  }
 }
 
 /** MULHU, MULH, MULHSU: the high 64 bits of 128-bit products from 32-bit partial products. */
