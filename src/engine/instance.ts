@@ -143,11 +143,27 @@ class LiveHostCall implements HostCall {
   }
 }
 
+/** Whether this process already made a shared memory without ballast (see Slot.ballast). */
+let unweighedShared = false;
+
 /**
  * A memory and a Wasm instance bound to it, reused across Instances of one module. The imports
  * dispatch to whichever Instance currently owns the slot.
  */
 export class Slot {
+  /**
+   * For a shared memory, except the process's first: an ArrayBuffer of the memory's size that
+   * nothing reads or writes. V8 counts a shared memory as no external memory (the reason the
+   * baseline tier's is shared, abi.ts sharedMemory), so slots dropped by a full pool, by the swap
+   * to the optimised tier or with their module would never start a collection: a process churning
+   * through baseline-tier instances that touch their memory kept every dropped memory's pages
+   * resident (tens of GiB). The ballast is counted as the memory would be and dies with the slot,
+   * so V8 collects dropped slots as it does unshared memories; untouched, it costs no resident
+   * memory. Only the first shared memory goes without, so the cold path to a first call still
+   * starts no collection, and at most one memory's pages are left to the JavaScript heap's own
+   * collections.
+   */
+  private readonly ballast: ArrayBuffer | null;
   readonly memory: WasmGuestMemory;
   readonly wasm: WebAssembly.Instance;
   readonly a0: WebAssembly.Global;
@@ -163,6 +179,8 @@ export class Slot {
     // the memory the module's tier imports: shared for the baseline tier (abi.ts sharedMemory)
     const shared = sharedMemory(module.info.tier);
     const mem = new WebAssembly.Memory({ initial: pages, maximum: pages, shared });
+    this.ballast = shared && unweighedShared ? new ArrayBuffer(pages * 65536) : null;
+    if (shared) unweighedShared = true;
     this.memory = new WasmGuestMemory(
       mem,
       layout.base,
