@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { Engine, Linker } from '../src/engine/engine.js';
 import type { HostCall, HostFunction } from '../src/engine/host.js';
-import { HostCallError, UnknownHostCall } from '../src/engine/traps.js';
+import { HostCallError, MemoryFault, UnknownHostCall } from '../src/engine/traps.js';
+import { IMPORT_SIGNATURES } from '../src/translate/abi.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
 
 const engine = new Engine({ cacheDir: TEST_CACHE, memorySize: 1 << 20 });
@@ -124,4 +125,34 @@ t.test('host memory helpers take Numbers from arg() and bigints alike', async (t
     [at, 5n],
   );
   t.same(back[0], 1n, 'written with a Number address, read back with the bigint');
+});
+
+t.test("the ecall argument area past the guest memory is out of a host function's reach", async (t) => {
+  // a0..a5 wait in the page after the guest's last byte (abi.ts ECALL_ARGS); the host's memory
+  // view is bounded by the guest memory (docs/architecture.md, Guest memory), so reading there
+  // faults at the first byte past the end while the arguments still arrive exactly
+  const mod = await engine.compile(elf);
+  const end = BigInt(mod.layout.base + mod.layout.size);
+  let fault: unknown = null;
+  let args: readonly bigint[] = [];
+  await run(
+    (c) => {
+      args = c.args;
+      try {
+        c.memory.read(end, 8);
+      } catch (e) {
+        fault = e;
+      }
+      return 0;
+    },
+    [PATTERNS[10], PATTERNS[9], 0n, 0n, 0n, PATTERNS[8]],
+  );
+  t.ok(fault instanceof MemoryFault, 'reading past the guest memory faults');
+  t.equal((fault as MemoryFault).address, end, 'at the first byte past it');
+  t.same(args, [PATTERNS[10], PATTERNS[9], 0n, 0n, 0n, PATTERNS[8]], 'the arguments are intact');
+});
+
+t.test('the four function imports share one signature (one V8 import wrapper)', async (t) => {
+  const sigs = Object.values(IMPORT_SIGNATURES).map((s) => JSON.stringify(s));
+  t.equal(new Set(sigs).size, 1, sigs.join(' '));
 });
