@@ -8,8 +8,9 @@
 //
 // dist/ is current when dist/.build.json (written last by scripts/build.mjs) records a build
 // start later than the modification time of every file under src/ and of tsconfig.build.json.
-// An installed package ships dist/ without src/, so there is nothing to compare. BERM_FROM_SOURCE=1
-// forces the sources.
+// An installed package ships dist/ without src/, so there is nothing to compare; with its build
+// record missing or damaged it runs dist/ unbundled (no sources, no loader to fall back to) and
+// says so in one line on stderr. BERM_FROM_SOURCE=1 forces the sources.
 //
 // The CLI runs as one CommonJS bundle of dist/ (dist/berm-cli.cjs, see scripts/bundle.mjs) when
 // there is one, compiled as a vm.Script with the V8 code cache the build made for it
@@ -43,6 +44,16 @@ function newest(dir, limit) {
   return max;
 }
 
+/** Whether this is a checkout (src/ exists), not an installed package (dist/ without src/). */
+function hasSources() {
+  try {
+    statSync(`${ROOT}/src`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** dist/.build.json when dist/ holds a build of the current sources (see above), else null. */
 function currentBuild() {
   if (process.env.BERM_FROM_SOURCE === '1') return null;
@@ -54,11 +65,7 @@ function currentBuild() {
   }
   const started = record?.started;
   if (typeof started !== 'number') return null;
-  try {
-    statSync(`${ROOT}/src`);
-  } catch {
-    return record; // an installed package: dist/ is the code
-  }
+  if (!hasSources()) return record; // an installed package: dist/ is the code
   try {
     const current =
       newest(`${ROOT}/src`, started) < started && statSync(`${ROOT}/tsconfig.build.json`).mtimeMs < started;
@@ -188,6 +195,16 @@ async function launch(entry, bundle) {
   const build = currentBuild();
   if (build !== null) {
     if (bundle !== undefined && runBundle(`${ROOT}/dist/${bundle}`, build.bundle)) return undefined;
+    return import(url(`dist/${entry}.js`));
+  }
+  if (!hasSources()) {
+    // an installed package whose build record is missing or damaged: dist/ is the only code there
+    // is (no sources, no loader); the bundle cannot be checked against a record, so it is not run
+    const why =
+      process.env.BERM_FROM_SOURCE === '1'
+        ? 'BERM_FROM_SOURCE=1, but this installation has no src/'
+        : `${ROOT}/dist/.build.json is missing or damaged (reinstall the package)`;
+    process.stderr.write(`berm: ${why}; running dist/ unbundled\n`);
     return import(url(`dist/${entry}.js`));
   }
   const register = url('scripts/ts/register.mjs');

@@ -1,6 +1,6 @@
-// The host-call boundary: a0..a5 and the call number cross from translated code to the engine as
-// i32 halves and the result comes back as an f64 or through globals (src/translate/abi.ts
-// Imports.ecall). Every 64-bit pattern must arrive and return exactly. The guest
+// The host-call boundary: the call number crosses from translated code to the engine as three i32
+// pieces, a0..a5 through the ecall argument area (read when the host function asks), and the result
+// comes back as an f64 or through globals (src/translate/abi.ts Imports.ecall, ECALL_ARGS). Every 64-bit pattern must arrive and return exactly. The guest
 // (test/data/ecall.s) is one bare `ecall; ret`: the caller's a0..a7 go to the host unchanged and
 // the host's a0/a1 are returned, so the expected values are the RISC-V register values themselves.
 import { join } from 'node:path';

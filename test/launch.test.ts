@@ -76,3 +76,45 @@ t.test('an installed package (dist/ without src/) runs dist/; --version needs ne
   const r = spawnSync(process.execPath, [join(dir, 'bin', 'berm.js'), '--version'], { encoding: 'utf8' });
   t.equal(r.stdout, '9.8.7\n');
 });
+
+// A real package has neither src/ nor the loader (scripts/ts/): with its build record missing or
+// damaged there is nothing to fall back to but dist/, which must run, saying why in one line.
+t.test('an installed package with a missing or damaged build record runs dist/, saying why', async (t) => {
+  const away = (p: string) => {
+    cpSync(join(dir, p), join(dir, `${p}-away`), { recursive: true });
+    rmSync(join(dir, p), { recursive: true });
+  };
+  away('src');
+  away('scripts');
+  t.teardown(() => {
+    for (const p of ['src', 'scripts']) {
+      cpSync(join(dir, `${p}-away`), join(dir, p), { recursive: true });
+      rmSync(join(dir, `${p}-away`), { recursive: true });
+    }
+  });
+  const run = (env: Record<string, string> = {}) =>
+    spawnSync(process.execPath, [join(dir, 'bin', 'berm.js'), 'call'], {
+      encoding: 'utf8',
+      env: { ...process.env, BERM_FROM_SOURCE: '', ...env },
+    });
+  for (const [what, record] of [
+    ['truncated', '{"started":'],
+    ['not an object', '[]'],
+    ['missing', null],
+  ] as const) {
+    if (record === null) rmSync(join(dir, 'dist', '.build.json'), { force: true });
+    else writeFileSync(join(dir, 'dist', '.build.json'), record);
+    const r = run();
+    t.equal(r.status, 0, `${what}: exit 0 (${r.stderr.trim()})`);
+    t.equal(r.stdout.trim(), 'dist false', `${what}: dist/ ran`);
+    t.match(
+      r.stderr,
+      /dist\/\.build\.json is missing or damaged .*running dist\/ unbundled/,
+      `${what}: says why`,
+    );
+  }
+  const r = run({ BERM_FROM_SOURCE: '1' });
+  t.equal(r.stdout.trim(), 'dist false', 'BERM_FROM_SOURCE=1 without sources: dist/ ran');
+  t.match(r.stderr, /BERM_FROM_SOURCE=1, but this installation has no src\//);
+  stamp(Date.now());
+});

@@ -131,3 +131,36 @@ t.test('baseline tier: dropped shared memories are collected (resident memory st
   // dropped 4 MiB memories; 200 MiB leaves room for a loaded machine's late collections
   t.ok(grown < 200, `resident memory grew ${grown.toFixed(0)} MiB over 39 rounds (160 memories dropped)`);
 });
+
+// An instance live while the optimised tier is swapped in runs on to the end on the baseline tier;
+// its slot must not then go back to the pool, or every later instance of a caller making one at a
+// time would take that slot and run the baseline tier forever. The tiers' memories tell them
+// apart: the baseline tier's is shared, the optimised tier's is not (abi.ts sharedMemory).
+t.test(
+  'auto: a baseline instance disposed after the swap does not keep later instances on the baseline tier',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'berm-tiers-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const engine = new Engine({ cacheDir: dir });
+    t.teardown(() => engine.close());
+    const mod = await engine.compile(bytes);
+    const linker = new Linker(engine);
+    const live = linker.instantiate(mod);
+    t.ok(
+      live.memory.memory.buffer instanceof SharedArrayBuffer,
+      'the first instance is on the baseline tier',
+    );
+    t.equal(await mod.optimized, true, 'the optimised tier was swapped in');
+    t.equal(live.call('fold', 1000n, 7n, 0n)[0], WANT, 'the live instance still runs');
+    live.dispose();
+    for (let i = 0; i < 3; i++) {
+      const next = linker.instantiate(mod);
+      t.notOk(
+        next.memory.memory.buffer instanceof SharedArrayBuffer,
+        `instance ${i + 1} after the swap: optimised tier`,
+      );
+      t.equal(next.call('fold', 1000n, 7n, 0n)[0], WANT);
+      next.dispose();
+    }
+  },
+);

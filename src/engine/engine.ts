@@ -457,9 +457,14 @@ export class GuestModule {
   takeSlot(): Slot {
     return this.pool.pop() ?? new Slot(this);
   }
-  /** @internal reset a slot and keep it for reuse (up to the engine's pool size) */
+  /**
+   * @internal reset a slot and keep it for reuse (up to the engine's pool size). A slot of an
+   * earlier tier (its instance was live when the optimised tier was swapped in) is dropped: kept,
+   * it would be handed out again and again, and a caller making one instance at a time would run
+   * the baseline tier forever.
+   */
   releaseSlot(slot: Slot): void {
-    if (this.pool.length >= this.engine.poolSize) return;
+    if (slot.compiled !== this.wasm || this.pool.length >= this.engine.poolSize) return;
     slot.reset();
     this.pool.push(slot);
   }

@@ -171,6 +171,8 @@ export class Slot {
   readonly call: LiveHostCall;
   readonly dirtyLo: WebAssembly.Global;
   readonly dirtyHi: WebAssembly.Global;
+  /** the module `wasm` is an instance of (the module's tier when the slot was made) */
+  readonly compiled: WebAssembly.Module;
   owner: Instance | null = null;
 
   constructor(readonly module: GuestModule) {
@@ -214,6 +216,7 @@ export class Slot {
       [Imports.csr]: (_csr: number, _pc: number, _1: number, _2: number) =>
         Number((process.hrtime.bigint() - epoch) / 1_000_000n),
     } satisfies HostImports & Record<typeof Imports.memory, WebAssembly.Memory>;
+    this.compiled = module.wasm;
     this.wasm = new WebAssembly.Instance(module.wasm, { [IMPORT_MODULE]: host });
     this.a0 = this.wasm.exports[Exports.a0] as WebAssembly.Global;
     this.a1 = this.wasm.exports[Exports.a1] as WebAssembly.Global;

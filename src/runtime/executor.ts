@@ -124,6 +124,18 @@ export class Executor {
     this.harnesses.delete(name);
   }
 
+  /**
+   * Swap in the optimised tier `wasm` (described by `info`) for every harness deployed with the
+   * baseline-tier module whose cache key is `from`: instances made from then on run it (in-flight
+   * ones finish on the baseline tier; GuestModule.upgrade).
+   */
+  upgrade(from: string, wasm: WebAssembly.Module, info: GuestModule['info']): void {
+    for (const { harness } of this.harnesses.values()) {
+      const gm = harness.module;
+      if (gm.info.tier === 'baseline' && gm.info.key === from) gm.upgrade(wasm, info.key, info.wasmBytes);
+    }
+  }
+
   /** A fresh chain state for a top-level run. */
   static chain(spec: ChainSpec, interrupt: SharedArrayBuffer): ChainState {
     return {

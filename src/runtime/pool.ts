@@ -74,6 +74,11 @@ export interface PoolOptions {
   onReplace?: (why: string) => void;
   /** called whenever a worker becomes idle */
   onIdle: () => void;
+  /**
+   * told when the optimised tier of a baseline-tier module (cache key `from`) reached the workers
+   * (`info` describes it)
+   */
+  onOptimized?: (from: string, info: CompileInfo) => void;
 }
 
 /** A fixed-size pool of queue workers. */
@@ -151,6 +156,18 @@ export class WorkerPool {
       case 'log':
         if (slot.job?.id === m.id) slot.job.onLog?.(m.line);
         return;
+      case 'optimized': {
+        // replacement workers get the optimised tier with the deployment; live ones swap it in
+        for (const d of this.deployments.values()) {
+          if (d.info.key !== m.from) continue;
+          d.module = m.module;
+          d.info = m.info;
+        }
+        const up: ToWorker = { type: 'upgrade', from: m.from, module: m.module, info: m.info };
+        for (const s of this.slots) if (!s.dead) s.worker.postMessage(up);
+        this.opts.onOptimized?.(m.from, m.info);
+        return;
+      }
       case 'host': {
         let reply: HostReply;
         try {

@@ -71,6 +71,11 @@ export type ToWorker =
       grant: Grant;
     }
   | { type: 'undeploy'; name: string }
+  /**
+   * the optimised tier of the module whose baseline tier had cache key `from`: instances of the
+   * harnesses deployed with that module are made from it from now on (GuestModule.upgrade)
+   */
+  | { type: 'upgrade'; from: string; module: WebAssembly.Module; info: CompileInfo }
   | {
       type: 'run';
       id: number;
@@ -121,6 +126,11 @@ export type FromWorker =
       exports: string[];
     }
   | { type: 'compiled'; id: number; ok: false; error: string; errorName: string }
+  /**
+   * a module compiled here on the baseline tier (cache key `from`) was optimised in the background
+   * (the engine's 'auto' tier): its optimised tier, for every worker (ToWorker 'upgrade')
+   */
+  | { type: 'optimized'; from: string; module: WebAssembly.Module; info: CompileInfo }
   | { type: 'log'; id: number; line: string }
   | {
       type: 'done';

@@ -105,7 +105,10 @@ export interface DeployedHarness {
   /** exports on_wake / on_notify (the export table is the registration) */
   onWake: boolean;
   onNotify: boolean;
-  /** how the module was obtained (cache hit, timings) */
+  /**
+   * how the module was obtained (cache hit, timings); replaced by the optimised tier's once that
+   * was swapped in (a module first compiled on the baseline tier)
+   */
   compile: Compiled['info'];
   deployedAt: number;
 }
@@ -276,6 +279,10 @@ export class BermRuntime extends EventEmitter {
       onHost: (req) => this.onHost(req),
       onReplace: (why) => this.log(`worker replaced: ${why}`),
       onIdle: () => this.dispatch(),
+      onOptimized: (from, info) => {
+        // what a harness's instances now run: the optimised tier
+        for (const d of this.registry.values()) if (d.compile.key === from) d.compile = info;
+      },
     });
   }
 

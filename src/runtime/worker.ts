@@ -76,6 +76,14 @@ async function handle(msg: ToWorker): Promise<void> {
           manifest: h.manifest,
           exports: module.exports(),
         });
+        if (module.info.tier === 'baseline') {
+          // the engine optimises it in the background; every worker's copy is swapped then
+          const from = module.info.key;
+          void module.optimized.then((ok) => {
+            if (ok && module.info.tier === 'optimized')
+              post({ type: 'optimized', from, module: module.wasm, info: module.info });
+          });
+        }
       } catch (e) {
         const err = e instanceof Error ? e : new Error(String(e));
         post({ type: 'compiled', id: msg.id, ok: false, error: err.message, errorName: err.name });
@@ -93,6 +101,9 @@ async function handle(msg: ToWorker): Promise<void> {
       return;
     case 'undeploy':
       executor.undeploy(msg.name);
+      return;
+    case 'upgrade':
+      executor.upgrade(msg.from, msg.module, msg.info);
       return;
     case 'run': {
       const chain = Executor.chain(msg.chain, msg.interrupt);
