@@ -144,9 +144,9 @@ export function entryCost(start: number, end: number): number {
  * is only moved to the next charge and a spinning loop is still stopped within one iteration of a
  * slice's end. Both tiers decide alike from the CFG, so a run ends the same way on both (the same
  * result or OutOfFuel at the same pc). Why: the poll's call on the back edge of a loop that calls
- * is a second call in the loop whose return path rejoins the loop header, and V8 shuffled the
- * loop's registers around it on every iteration (measured under callgrind, V8's optimised code:
- * fib_rec(28) 82.7 to 79.7 million x86 instructions per call).
+ * is a second call in the loop whose return path rejoins the loop header; without it, V8's code
+ * for fib_rec's loop (`--print-wasm-code`) has two instructions and one branch fewer per iteration
+ * and folds the charge into a register move (bench/README.md, "Fuel polls on back edges").
  */
 export function pollsOnBackEdge(cfg: FunctionCfg, target: number): boolean {
   const b = cfg.blocks.get(target);
