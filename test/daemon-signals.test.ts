@@ -2,7 +2,7 @@
 // exit 0, state persisted); a refused boot exits 2 with the reason.
 import t from 'tap';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO, elf } from './helpers/daemon.js';
@@ -86,4 +86,11 @@ t.test('a refused boot exits 2 naming the reason', { timeout: 60_000 }, async (t
   });
   t.equal(bad.status, 2);
   t.match(bad.stderr, /--addr: "nonsense" is not host:port/);
+});
+
+t.test('--version prints the package version and exits 0 without booting', async (t) => {
+  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string };
+  const r = spawnSync(process.execPath, [BERMD, '--version'], { encoding: 'utf8', timeout: 60_000 });
+  t.equal(r.status, 0, r.stderr);
+  t.equal(r.stdout.trim(), pkg.version);
 });
