@@ -23,10 +23,12 @@ import {
 import { Slot } from './instance.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
-import { enableBranchHints } from './v8-flags.js';
+import { compileFresh, enableBranchHints, enableLazyValidation } from './v8-flags.js';
 
-// before any module is compiled: the optimising tier's branch hints (see v8-flags.ts)
+// before any module is compiled: the optimising tier's branch hints, and lazy validation of
+// function bodies for cached modules (see v8-flags.ts)
 enableBranchHints();
+enableLazyValidation();
 
 export { Instance, type InstantiateOptions } from './instance.js';
 export { basicHostFunctions, Linker } from './linker.js';
@@ -125,7 +127,10 @@ export class Engine {
   private readonly optimizeInBackground: boolean;
   private optimizer: BackgroundOptimizer | null = null;
   /** background optimisations in flight, by optimised-tier cache key */
-  private readonly inFlight = new Map<string, Promise<Uint8Array | null>>();
+  private readonly inFlight = new Map<
+    string,
+    Promise<{ compiled: WebAssembly.Module; bytes: number } | null>
+  >();
 
   /** @throws RangeError on an invalid memory size, stack size or optimisation level. */
   constructor(config: EngineConfig = {}) {
@@ -223,10 +228,11 @@ export class Engine {
   private keyOf(elfDigest: string, tier: 'baseline' | 'optimized'): string {
     const o = this.options;
     const how = tier === 'baseline' ? 'baseline' : `optimized-O${o.optimizeLevel}`;
+    // the V8 version: an entry is cached only once this V8 validated it (see enableLazyValidation)
     return cacheKey([
       elfDigest,
       `berm-translator-${TRANSLATOR_VERSION}-${translatorDigest()}`,
-      `${o.memorySize}/${o.stackSize}/${how}`,
+      `${o.memorySize}/${o.stackSize}/${how}/v8-${process.versions.v8}`,
     ]);
   }
 
@@ -334,7 +340,7 @@ export class Engine {
     const c0 = performance.now();
     let compiled: WebAssembly.Module;
     try {
-      compiled = new WebAssembly.Module(wasm);
+      compiled = compileFresh(wasm);
     } catch (e) {
       this.cache?.delete(key);
       throw refusedByV8(image, e);
@@ -373,23 +379,23 @@ export class Engine {
             : Promise.reject(new Error('the engine was closed')),
         )
         .then(
-          ({ wasm }) => {
+          // cached only once V8 validated it whole (lazy validation of cached modules relies on it)
+          async ({ wasm }) => {
+            if (!WebAssembly.validate(wasm)) return null;
+            const compiled = await WebAssembly.compile(wasm);
             this.cache?.put(key, this.withSummary(bytes, mod.image, wasm));
-            return wasm;
+            return { compiled, bytes: wasm.length };
           },
           () => null,
         )
+        .catch(() => null)
         .finally(() => this.inFlight.delete(key));
       this.inFlight.set(key, job);
     }
-    const upgraded = job.then(async (wasm) => {
-      if (wasm === null) return false;
-      try {
-        mod.upgrade(await WebAssembly.compile(wasm), key, wasm.length);
-        return true;
-      } catch {
-        return false;
-      }
+    const upgraded = job.then((done) => {
+      if (done === null) return false;
+      mod.upgrade(done.compiled, key, done.bytes);
+      return true;
     });
     // waiting on it keeps the worker (and so the process) alive; nobody waiting does not
     const optimizer = this.optimizer!;
