@@ -108,14 +108,12 @@ function checkBundle(bytes, record) {
 }
 
 /**
- * Set the V8 flags src/engine/v8-flags.ts sets when the engine loads, by the same rules:
- * --experimental-wasm-branch-hinting on V8 9 to 12, --wasm-lazy-validation on V8 11
- * (test/cli-bundle.test.ts checks them through the code cache being taken).
+ * Set --experimental-wasm-branch-hinting as src/engine/v8-flags.ts does (V8 9 to 12 only; the same
+ * rule, which test/cli-bundle.test.ts checks through the code cache being taken).
  */
-function engineFlags() {
+function branchHintsFlag() {
   const major = Number(/^(\d+)\./.exec(process.versions.v8)?.[1] ?? NaN);
   if (major >= 9 && major <= 12) require('node:v8').setFlagsFromString('--experimental-wasm-branch-hinting');
-  if (major === 11) require('node:v8').setFlagsFromString('--wasm-lazy-validation');
 }
 
 /**
@@ -155,9 +153,9 @@ function runBundle(file, record) {
   // in Node 20 (a warning on stderr) and lost when the script comes from a code cache.
   const source = `(function (exports, require, module, __filename, __dirname, __bermImport) {${bytes.toString('utf8')}\n})`;
   // V8 refuses a code cache made under other flags (it checks a hash of them), and the engine sets
-  // two when it loads (src/engine/v8-flags.ts), after the bundle is compiled but before a writing
-  // run makes the cache at exit: set them now, so the cache is made and read under the same flags
-  engineFlags();
+  // one when it loads (src/engine/v8-flags.ts), after the bundle is compiled but before a writing
+  // run makes the cache at exit: set it now, so the cache is made and read under the same flags
+  branchHintsFlag();
   const script = new vm.Script(source, { filename: file, cachedData });
   if (process.env.BERM_CODE_CACHE === 'write') {
     // at exit, so the functions the run compiled lazily are in the cache too

@@ -23,12 +23,10 @@ import {
 import { Slot } from './instance.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
-import { compileFresh, enableBranchHints, enableLazyValidation } from './v8-flags.js';
+import { enableBranchHints } from './v8-flags.js';
 
-// before any module is compiled: the optimising tier's branch hints, and lazy validation of
-// function bodies for cached modules (see v8-flags.ts)
+// before any module is compiled: the optimising tier's branch hints (see v8-flags.ts)
 enableBranchHints();
-enableLazyValidation();
 
 export { Instance, type InstantiateOptions } from './instance.js';
 export { basicHostFunctions, Linker } from './linker.js';
@@ -228,11 +226,10 @@ export class Engine {
   private keyOf(elfDigest: string, tier: 'baseline' | 'optimized'): string {
     const o = this.options;
     const how = tier === 'baseline' ? 'baseline' : `optimized-O${o.optimizeLevel}`;
-    // the V8 version: an entry is cached only once this V8 validated it (see enableLazyValidation)
     return cacheKey([
       elfDigest,
       `berm-translator-${TRANSLATOR_VERSION}-${translatorDigest()}`,
-      `${o.memorySize}/${o.stackSize}/${how}/v8-${process.versions.v8}`,
+      `${o.memorySize}/${o.stackSize}/${how}`,
     ]);
   }
 
@@ -340,7 +337,7 @@ export class Engine {
     const c0 = performance.now();
     let compiled: WebAssembly.Module;
     try {
-      compiled = compileFresh(wasm);
+      compiled = new WebAssembly.Module(wasm);
     } catch (e) {
       this.cache?.delete(key);
       throw refusedByV8(image, e);
@@ -379,9 +376,9 @@ export class Engine {
             : Promise.reject(new Error('the engine was closed')),
         )
         .then(
-          // cached only once V8 validated it whole (lazy validation of cached modules relies on it)
+          // cached only once V8 accepted it: a refused module cached would be read, refused and
+          // deleted by every later warm compile before it translated the baseline tier again
           async ({ wasm }) => {
-            if (!WebAssembly.validate(wasm)) return null;
             const compiled = await WebAssembly.compile(wasm);
             this.cache?.put(key, this.withSummary(bytes, mod.image, wasm));
             return { compiled, bytes: wasm.length };

@@ -22,10 +22,7 @@ export function optimizeAhead(engine: Engine, elf: string | Uint8Array): Promise
   return optimizer.hold(
     optimizer.optimize(bytes, engine.options).then(
       ({ wasm }) => {
-        // cached only once V8 validated it, as the engine does (a cached module's function bodies
-        // are validated lazily: src/engine/v8-flags.ts); a refused one is left for the
-        // foreground compile to report
-        if (WebAssembly.validate(wasm)) engine.cache!.put(key, wasm);
+        engine.cache!.put(key, wasm);
       },
       () => undefined,
     ),
