@@ -353,25 +353,29 @@ function parse(r: Reader): ElfImage {
     charge(sec.size, `relocation section ${sec.name}`);
     const target = sec.info < shnum ? raw[sec.info].name : '';
     const n = Math.floor(sec.size / 24);
-    // (the fields read through the DataView here, not through Reader's methods: a harness has
-    // thousands of relocations, and this loop runs before V8 has optimised anything)
+    // (the fields, and the symbol's value and type, read through the DataView and the bytes here,
+    // not through Reader's or SymbolTable's methods: a harness has thousands of relocations, and
+    // this loop runs before V8 has optimised anything)
     const view = r.view;
-    for (let i = 0; i < n; i++) {
-      const o = sec.offset + i * 24;
+    const bytes = r.bytes;
+    const symCount = syms.count;
+    const symAt = syms.at;
+    for (let i = 0, o = sec.offset; i < n; i++, o += 24) {
       const symIndex = view.getUint32(o + 12, true);
-      const type = view.getUint32(o + 8, true);
-      if (symIndex >= syms.count && symIndex !== 0) {
+      if (symIndex >= symCount && symIndex !== 0) {
         throw new ElfError(
           'bad-relocation',
           `relocation ${i} of ${sec.name} names symbol ${symIndex}, out of range`,
         );
       }
+      // entry symIndex of the symbol table (st_info at +4, st_value at +8)
+      const so = symAt + symIndex * 24;
       relocations.push(
         new Rela(
           view.getUint32(o + 4, true) * FOUR_GIB + view.getUint32(o, true),
-          type,
-          symIndex === 0 ? 0 : syms.value(symIndex),
-          symIndex === 0 || syms.type(symIndex) === STT_SECTION ? null : syms,
+          view.getUint32(o + 8, true),
+          symIndex === 0 ? 0 : view.getUint32(so + 12, true) * FOUR_GIB + view.getUint32(so + 8, true),
+          symIndex === 0 || (bytes[so + 4] & 15) === STT_SECTION ? null : syms,
           symIndex,
           view.getInt32(o + 20, true) * FOUR_GIB + view.getUint32(o + 16, true),
           target,
@@ -466,9 +470,6 @@ class SymbolTable {
   }
   size(i: number): number {
     return this.r.u64(this.at + i * 24 + 16);
-  }
-  type(i: number): number {
-    return this.r.bytes[this.at + i * 24 + 4] & 15;
   }
   name(i: number): string {
     return str(this.r, this.strtab, this.r.u32(this.at + i * 24), utf8);
