@@ -1,6 +1,8 @@
 // ELF reader: every refusal on hand-built ELFs, the real toolchain ELFs in test/data, and fuzzing.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { ElfError, readElf, relocationTypeName } from '../src/elf/reader.js';
 import { relocationTargets } from '../src/elf/targets.js';
@@ -273,5 +275,56 @@ t.test('symbols read on demand are what readelf lists', async (t) => {
     const got = img.symbols.map((s) => [s.name, s.value, s.size, TYPES[s.type], BINDS[s.bind]]);
     t.same(got, want, `${f}: every symbol, in order`);
     t.equal(img.symbols, img.symbols, 'made once');
+  }
+});
+
+// __global_pointer$ is found by searching the string table and the st_name fields in native code,
+// with an entry-by-entry search when the string table names it more than a few times: both must
+// give the value of the first symbol of that name, as binutils' readelf lists them.
+t.test('__global_pointer$ is the first symbol of that name, as readelf lists', async (t) => {
+  const src = 'fixtures/build/text-clang-O0.elf';
+  const bytes = new Uint8Array(readFileSync(src));
+  const img = readElf(bytes);
+  const symtab = img.sections.find((s) => s.name === '.symtab')!;
+  const strtab = img.sections[symtab.link];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  // entries (other than the real one) whose names are long enough to be rewritten in place
+  const long: number[] = [];
+  for (let i = 1; i < symtab.size / 24; i++) {
+    const at = strtab.offset + view.getUint32(symtab.offset + i * 24, true);
+    let n = 0;
+    while (bytes[at + n] !== 0) n++;
+    if (n >= 17 && n < 40 && bytes[at] !== 0x5f) long.push(i);
+  }
+  t.ok(long.length > 20, `${long.length} long names`);
+  const gpName = Buffer.from('__global_pointer$\0', 'latin1');
+  // 2 renamed symbols: the native search; 8: the entry-by-entry search
+  for (const renamed of [2, 8]) {
+    const copy = bytes.slice();
+    // rename entries spread through the table (its later half, so some come after the real one)
+    for (let k = 0; k < renamed; k++) {
+      const i = long[Math.floor(((k + 1) * long.length) / (renamed + 1))];
+      copy.set(gpName, strtab.offset + view.getUint32(symtab.offset + i * 24, true));
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'berm-gp-'));
+    const file = join(dir, 'gp.elf');
+    writeFileSync(file, copy);
+    const listing = execFileSync('readelf', ['--symbols', '--wide', file], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 26,
+    });
+    rmSync(dir, { recursive: true });
+    let gp: number | null = null;
+    let named = 0;
+    for (const line of listing.split('\n')) {
+      const m = /^\s*(\d+): ([0-9a-f]+)\s+\S+ \S+\s+\S+\s+\S+\s+\S+ (.*)$/.exec(line);
+      if (!m || m[3] !== '__global_pointer$') continue;
+      named++;
+      if (gp === null) gp = parseInt(m[2], 16);
+    }
+    // (a string may be the name of several symbols)
+    t.ok(named > renamed, `${renamed} renamed: readelf lists ${named}`);
+    t.not(gp, img.globalPointer, `${renamed} renamed: a renamed symbol comes first`);
+    t.equal(readElf(copy).globalPointer, gp, `${renamed} renamed: __global_pointer$`);
   }
 });

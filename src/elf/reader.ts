@@ -391,24 +391,20 @@ function parse(r: Reader): ElfImage {
   }
 
   // Only function symbols become objects here; the full list is made when first read (`symbols`).
+  // (one pass over the entries' st_info bytes: an -O0 harness has thousands of local labels, and a
+  // method call or two per entry was most of this loop's cost before the code is optimised)
   const funcSymbols: ElfSymbol[] = [];
-  let gp: number | null = null;
-  // (one pass over the raw entries: an -O0 harness has thousands of local labels, and a method
-  // call or two per entry was most of this loop's cost before the code is optimised)
   const symBytes = r.bytes;
-  const gpFirst = GP_NAME.charCodeAt(0);
-  const strAt = mainTable.strtab.offset;
-  const strSize = mainTable.strtab.size;
-  for (let i = 1, o = mainTable.at + 24; i < mainTable.count; i++, o += 24) {
-    if ((symBytes[o + 4] & 15) === STT_FUNC && mainTable.size(i) !== 0) funcSymbols.push(mainTable.symbol(i));
-    if (gp !== null) continue;
-    // the name's first byte, read in place, rules out nearly every entry before nameIs is asked
-    const index =
-      (symBytes[o] | (symBytes[o + 1] << 8) | (symBytes[o + 2] << 16) | (symBytes[o + 3] << 24)) >>> 0;
-    if (index !== 0 && index < strSize && symBytes[strAt + index] !== gpFirst) continue;
-    if (mainTable.nameIs(i, GP_NAME)) {
-      const v = mainTable.value(i);
-      if (kept(v, mainTable.size(i))) gp = v;
+  const count = mainTable.count;
+  for (let i = 1, o = mainTable.at + 24 + 4; i < count; i++, o += 24) {
+    if ((symBytes[o] & 15) === STT_FUNC && mainTable.size(i) !== 0) funcSymbols.push(mainTable.symbol(i));
+  }
+  let gp: number | null = null;
+  for (const i of mainTable.entriesNamed(GP_NAME)) {
+    const v = mainTable.value(i);
+    if (kept(v, mainTable.size(i))) {
+      gp = v;
+      break;
     }
   }
   const functions = collectFunctions(funcSymbols, inExec, segments);
@@ -486,6 +482,42 @@ class SymbolTable {
     for (let k = 0; k < n; k++) if (b[from + k] !== ascii.charCodeAt(k)) return false;
     // a name runs to its NUL or to the end of the table
     return index + n === t.size || b[from + n] === 0;
+  }
+  /**
+   * The entries (ascending, from 1) whose name is `ascii` (1 to 255 ASCII characters), as
+   * {@link nameIs} compares. The name is found in the string table and its index in the entries'
+   * st_name fields with Buffer.indexOf (native code): a harness has thousands of symbols, and a
+   * loop over them in JavaScript runs before V8 has optimised anything. A string table naming it
+   * more than a few times (only a crafted file) is searched entry by entry instead.
+   */
+  entriesNamed(ascii: string): number[] {
+    const t = this.strtab;
+    const b = this.r.bytes;
+    const byEntry = (): number[] => {
+      const out: number[] = [];
+      for (let i = 1; i < this.count; i++) if (this.nameIs(i, ascii)) out.push(i);
+      return out;
+    };
+    // (section 0's bounds are not checked when the headers are read)
+    if (!within(t.offset, t.size, b.length) || !within(this.at, this.count * 24, b.length)) return byEntry();
+    const strtab = Buffer.from(b.buffer, b.byteOffset + t.offset, t.size);
+    const indexes: number[] = [];
+    for (let k = strtab.indexOf(ascii, 1, 'latin1'); k > 0; k = strtab.indexOf(ascii, k + 1, 'latin1')) {
+      if (k + ascii.length === t.size || strtab[k + ascii.length] === 0) indexes.push(k);
+      if (indexes.length > 4) return byEntry();
+    }
+    const table = Buffer.from(b.buffer, b.byteOffset + this.at, this.count * 24);
+    const out: number[] = [];
+    const field = Buffer.alloc(4);
+    for (const index of indexes) {
+      field.writeUInt32LE(index);
+      // st_name is the first field of a 24-byte entry; entry 0 is the null symbol. After a match,
+      // the search goes on from the next entry, so it is at most one step per entry.
+      for (let h = table.indexOf(field, 24); h >= 0; h = table.indexOf(field, h - (h % 24) + 24)) {
+        if (h % 24 === 0) out.push(h / 24);
+      }
+    }
+    return out.sort((x, y) => x - y);
   }
   symbol(i: number): ElfSymbol {
     const o = this.at + i * 24;
