@@ -129,8 +129,9 @@ const L_PAIR = FRAME.add('pair');
 const L_FUEL = L_PAIR + 1;
 
 /**
- * Fuel charged for entering the function `cfg` spans: its length in instructions at their smallest
- * (2 bytes), so it may run that far before its first back edge or call charges again.
+ * Fuel charged for the code from `start` to `end`: its length in instructions at their smallest
+ * (2 bytes). A function's entry is charged its whole length, so it may run that far before its
+ * first back edge or call charges again; a back edge is charged the code it spans.
  */
 export function entryCost(start: number, end: number): number {
   return Math.max(1, Math.ceil((end - start) / 2));
@@ -578,7 +579,7 @@ class FunctionEmitter {
     // pollsOnBackEdge)
     const edgeCode = (from: BasicBlock, to: number): Ref => {
       if (to > from.start) return m.nop();
-      const cost = Math.max(1, Math.ceil((from.end - to) / 2));
+      const cost = entryCost(to, from.end);
       return pollsOnBackEdge(cfg, to)
         ? this.fuel(cost, from.pcs[from.pcs.length - 1] ?? from.start)
         : this.fuelNoPoll(cost);
@@ -687,7 +688,7 @@ class FunctionEmitter {
       // across one.
       const from = blocks[k];
       dw.withIndex(Op.global_get, fuel);
-      dw.i32(Math.max(1, Math.ceil((from.end - t.address) / 2)));
+      dw.i32(entryCost(t.address, from.end));
       dw.op(0x6b); // i32.sub
       if (!pollsOnBackEdge(cfg, t.address)) {
         // the target calls a guest function: its call site's charge polls (pollsOnBackEdge)
