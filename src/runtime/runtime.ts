@@ -819,9 +819,11 @@ export class BermRuntime extends EventEmitter {
    * wake may start at all (the concurrency limit or no idle worker), and the per-harness limits
    * holding wakes back, each harness named with its limit (`h (harnessRate)`,
    * `h (harnessConcurrency)`): those blocked in this drain, else every harness at a limit now.
+   * `now` is the drain's instant, the one its decisions were made at: a rate token that came due
+   * while the drain ran (a slow store, a timer that fired a millisecond early) does not erase
+   * the limit that held the wakes back.
    */
-  private spillReason(blocked: ReadonlySet<string>): string {
-    const now = Date.now();
+  private spillReason(blocked: ReadonlySet<string>, now: number): string {
     const parts: string[] = [];
     if (this.capacity() <= 0)
       parts.push(`pool full: ${this.running.size} running, ${this.pool.idle()} workers idle`);
@@ -971,7 +973,7 @@ export class BermRuntime extends EventEmitter {
       if (now - this.lastSpillLog >= 1000) {
         this.lastSpillLog = now;
         this.log(
-          `spilled ${spilled} due wakes to the next drain (${this.spillReason(blocked)}); the oldest is ${now - oldest} ms late`,
+          `spilled ${spilled} due wakes to the next drain (${this.spillReason(blocked, now)}); the oldest is ${now - oldest} ms late`,
         );
       }
     }
