@@ -20,6 +20,7 @@ import {
   type GuestLayout,
   type TranslateOptions,
 } from '../translate/abi.js';
+import { loadBaseline } from './baseline-script.js';
 import { Slot } from './instance.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
@@ -305,8 +306,8 @@ export class Engine {
     let mod = baseHit === null ? null : this.fromCache(bytes, baseHit, baseKey, 'baseline', t0);
     if (mod === null) {
       mod = await this.translated(bytes, t0, baseKey, 'baseline', async (image) => {
-        const { translateBaseline } = await import('../translate/baseline.js');
-        return translateBaseline(image, this.options);
+        const { translator } = await loadBaseline();
+        return translator.translateBaseline(image, this.options);
       });
     }
     if (this.tier === 'auto' && this.optimizeInBackground) {
