@@ -24,10 +24,12 @@ import { loadBaseline } from './baseline-script.js';
 import { Slot } from './instance.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
-import { enableBranchHints } from './v8-flags.js';
+import { enableBranchHints, enableWasmInlining } from './v8-flags.js';
 
-// before any module is compiled: the optimising tier's branch hints (see v8-flags.ts)
+// before any module is compiled: the optimising tier's branch hints and V8's Wasm inlining (see
+// v8-flags.ts)
 enableBranchHints();
+enableWasmInlining();
 
 export { Instance, type InstantiateOptions } from './instance.js';
 export { basicHostFunctions, Linker } from './linker.js';
