@@ -108,12 +108,14 @@ function checkBundle(bytes, record) {
 }
 
 /**
- * Set --experimental-wasm-branch-hinting as src/engine/v8-flags.ts does (V8 9 to 12 only; the same
- * rule, which test/cli-bundle.test.ts checks through the code cache being taken).
+ * Set the V8 flags src/engine/v8-flags.ts sets (--experimental-wasm-branch-hinting on V8 9 to 12,
+ * --wasm-inlining on V8 11; the same rules, which test/cli-bundle.test.ts checks through the code
+ * cache being taken).
  */
-function branchHintsFlag() {
+function engineFlags() {
   const major = Number(/^(\d+)\./.exec(process.versions.v8)?.[1] ?? NaN);
   if (major >= 9 && major <= 12) require('node:v8').setFlagsFromString('--experimental-wasm-branch-hinting');
+  if (major === 11) require('node:v8').setFlagsFromString('--wasm-inlining');
 }
 
 /**
@@ -153,9 +155,9 @@ function runBundle(file, record) {
   // in Node 20 (a warning on stderr) and lost when the script comes from a code cache.
   const source = `(function (exports, require, module, __filename, __dirname, __bermImport) {${bytes.toString('utf8')}\n})`;
   // V8 refuses a code cache made under other flags (it checks a hash of them), and the engine sets
-  // one when it loads (src/engine/v8-flags.ts), after the bundle is compiled but before a writing
-  // run makes the cache at exit: set it now, so the cache is made and read under the same flags
-  branchHintsFlag();
+  // flags when it loads (src/engine/v8-flags.ts), after the bundle is compiled but before a writing
+  // run makes the cache at exit: set them now, so the cache is made and read under the same flags
+  engineFlags();
   const script = new vm.Script(source, { filename: file, cachedData });
   if (process.env.BERM_CODE_CACHE === 'write') {
     // at exit, so the functions the run compiled lazily are in the cache too

@@ -209,6 +209,12 @@ function staticGraph(entry) {
 export const BASELINE_MODULE = join('translate', 'baseline.js');
 
 /**
+ * The same translator as one CommonJS script, which the engine runs with a V8 code cache
+ * (src/engine/baseline-script.ts), under dist/.
+ */
+export const BASELINE_SCRIPT = join('translate', 'baseline.cjs');
+
+/**
  * Replace `out`/translate/baseline.js (the baseline tier, which the engine imports on its first
  * cache miss) with one ES module holding it and the modules only it reaches: the ESM loader then
  * resolves, reads and links one file on a cold compile instead of fourteen (about half the cost
@@ -216,6 +222,10 @@ export const BASELINE_MODULE = join('translate', 'baseline.js');
  * (src/translate/abi.ts with TranslateError, say) stay imports of their dist/ files, so the
  * engine and the translator share one instance of each. The other dist/ files stay as they are
  * (the optimising tier and its worker import them).
+ * Also writes the same bundle as one CommonJS script, `out`/translate/baseline.cjs, whose
+ * `require`s of those shared modules the engine answers with its own instances: what the engine
+ * runs when it exists, with the V8 code cache {@link writeCodeCache} makes for it (Node 20 has no
+ * code cache for ES modules); the ES module stays for a build without the script.
  * @throws Error when esbuild fails
  */
 export async function bundleTranslator(out) {
@@ -223,74 +233,96 @@ export async function bundleTranslator(out) {
   const esbuild = require('esbuild');
   const entry = join(out, BASELINE_MODULE);
   const shared = staticGraph(join(out, 'engine', 'engine.js'));
-  const tmp = `${entry}.tmp-${process.pid}.js`;
-  await esbuild.build({
-    entryPoints: [entry],
-    outfile: tmp,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    charset: 'ascii',
-    logLevel: 'error',
-    legalComments: 'none',
-    // no keepNames: it wraps every function and closure a translation creates in a call that sets
-    // its name (about 4 % of a cold translation), and no error class is defined in these modules
-    sourcemap: true,
-    // a third less source for V8 to parse on the import (names stay: stack traces keep them, and
-    // the source map leads to the sources)
-    minifyWhitespace: true,
-    minifySyntax: true,
-    plugins: [
-      {
-        name: 'berm-shared',
-        setup(build) {
-          build.onResolve({ filter: /^\./ }, (args) => {
-            const file = join(args.resolveDir, args.path);
-            if (!shared.has(file)) return undefined;
-            let rel = relative(dirname(entry), file).split(sep).join('/');
-            if (!rel.startsWith('.')) rel = `./${rel}`;
-            return { path: rel, external: true };
-          });
+  const build = (format, outfile) =>
+    esbuild.build({
+      entryPoints: [entry],
+      outfile,
+      bundle: true,
+      platform: 'node',
+      format,
+      target: 'node20',
+      charset: 'ascii',
+      logLevel: 'error',
+      legalComments: 'none',
+      // no keepNames: it wraps every function and closure a translation creates in a call that sets
+      // its name (about 4 % of a cold translation), and no error class is defined in these modules
+      sourcemap: true,
+      // a third less source for V8 to parse on the import (names stay: stack traces keep them, and
+      // the source map leads to the sources)
+      minifyWhitespace: true,
+      minifySyntax: true,
+      plugins: [
+        {
+          name: 'berm-shared',
+          setup(build) {
+            build.onResolve({ filter: /^\./ }, (args) => {
+              const file = join(args.resolveDir, args.path);
+              if (!shared.has(file)) return undefined;
+              let rel = relative(dirname(entry), file).split(sep).join('/');
+              if (!rel.startsWith('.')) rel = `./${rel}`;
+              return { path: rel, external: true };
+            });
+          },
         },
-      },
-    ],
-  });
+      ],
+    });
+  // the script form first, while `entry` is still tsc's module
+  const script = join(out, BASELINE_SCRIPT);
+  await build('cjs', `${script}.tmp-${process.pid}.js`);
+  moveBuilt(`${script}.tmp-${process.pid}.js`, script);
+  const tmp = `${entry}.tmp-${process.pid}.js`;
+  await build('esm', tmp);
+  moveBuilt(tmp, entry);
+}
+
+/** Move esbuild's output `tmp` (and its source map) to `file`, the map's reference renamed. */
+function moveBuilt(tmp, file) {
   const text = readFileSync(tmp, 'utf8').replace(
     /\/\/# sourceMappingURL=.*$/m,
-    `//# sourceMappingURL=${basename(entry)}.map`,
+    `//# sourceMappingURL=${basename(file)}.map`,
   );
-  writeFileSync(entry, text);
-  renameSync(`${tmp}.map`, `${entry}.map`);
+  writeFileSync(file, text);
+  renameSync(`${tmp}.map`, `${file}.map`);
   rmSync(tmp);
 }
 
 /**
- * Write the code cache of the bundle in `root`/dist from a representative run of the built CLI
- * (bin/berm.js with BERM_CODE_CACHE=write): a warm tool call of the echo fixture when the
- * checkout has it (a compile into a scratch cache first), else `berm --help`. Same V8 flags as
- * bin/berm.js's shebang (--stack-size=4000): V8 refuses a cache made under other flags. Never
- * fails the build: without a cache the CLI compiles the bundle as usual.
+ * Write the code caches of the build in `root`/dist from representative runs of the built CLI
+ * (bin/berm.js with BERM_CODE_CACHE=write), when the checkout has the echo fixture: a cold tool
+ * call of it into an empty scratch cache (the baseline translator runs: its script's cache,
+ * src/engine/baseline-script.ts), then a warm one (the bundle's cache: the cold run wrote one too,
+ * deleted before, since a run compiled from a cache puts everything in it into the cache it makes); without the fixture, `berm --help` for the
+ * bundle's. Same V8 flags as bin/berm.js's shebang (--stack-size=4000): V8 refuses a cache made
+ * under other flags. Never fails the build: without a cache the code compiles as usual.
  */
 export function writeCodeCache(root) {
   const berm = join(root, 'bin', 'berm.js');
   const elf = join(root, 'fixtures', 'build', 'echo-gcc-O2.elf');
   const scratch = mkdtempSync(join(tmpdir(), 'berm-build-'));
-  const run = (args, env = {}) =>
-    spawnSync(process.execPath, ['--stack-size=4000', berm, '--cache-dir', scratch, ...args], {
+  const run = (cacheDir, args, env = {}) =>
+    spawnSync(process.execPath, ['--stack-size=4000', berm, '--cache-dir', cacheDir, ...args], {
       encoding: 'utf8',
       env: { ...process.env, BERM_FROM_SOURCE: '', ...env },
       timeout: 120_000,
     });
-  try {
-    const args = existsSync(elf) ? ['call', elf, 'echo', '{"x":1}'] : ['--help'];
-    if (args[0] === 'call') run(['compile', elf]);
-    const r = run(args, { BERM_CODE_CACHE: 'write' });
-    if (r.status !== 0 || !existsSync(join(root, 'dist', `${CLI_BUNDLE}.v8cache`))) {
+  const made = (file, what, r) => {
+    if (r.status !== 0 || !existsSync(join(root, 'dist', file)))
       console.error(
-        `berm build: no code cache for the CLI (berm ${args[0]}: ${r.status ?? r.signal}) ${r.stderr}`,
+        `berm build: no code cache for ${file} (berm ${what}: ${r.status ?? r.signal}) ${r.stderr}`,
       );
+  };
+  try {
+    if (existsSync(elf)) {
+      const call = ['call', elf, 'echo', '{"x":1}'];
+      const cold = join(scratch, 'cold');
+      const r = run(cold, call, { BERM_CODE_CACHE: 'write' });
+      made(`${BASELINE_SCRIPT}.v8cache`, 'call, cold', r);
+      // the bundle's cache of that run would be read by the next one and carried into its cache
+      rmSync(join(root, 'dist', `${CLI_BUNDLE}.v8cache`), { force: true });
+      run(scratch, ['compile', elf]);
     }
+    const args = existsSync(elf) ? ['call', elf, 'echo', '{"x":1}'] : ['--help'];
+    made(`${CLI_BUNDLE}.v8cache`, args[0], run(scratch, args, { BERM_CODE_CACHE: 'write' }));
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }

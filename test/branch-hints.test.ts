@@ -12,7 +12,7 @@ import { readElf } from '../src/elf/reader.js';
 import { DEFAULT_TRANSLATE_OPTIONS } from '../src/translate/abi.js';
 import { translate } from '../src/translate/module.js';
 import { addBranchHints, BRANCH_HINT_SECTION } from '../src/translate/hints.js';
-import { enableBranchHints } from '../src/engine/v8-flags.js';
+import { enableBranchHints, enableWasmInlining } from '../src/engine/v8-flags.js';
 import { Engine, Linker } from '../src/engine/engine.js';
 import { ROOT } from './helpers/fixtures.js';
 
@@ -90,6 +90,10 @@ t.test('the engine turns on V8 branch hints where V8 needs the flag', async (t) 
   t.equal(enableBranchHints('12.4.254.21-node.33'), true, 'V8 12 (Node 22)');
   t.equal(enableBranchHints('13.6.233.10-node.24'), false, 'V8 13.6 reads hints by default');
   t.equal(enableBranchHints('garbage'), false, 'unknown version: left alone');
+  // Wasm inlining: only on the V8 it was measured on
+  t.equal(enableWasmInlining('11.3.244.8-node.38'), true, 'V8 11 (Node 20): inlining on');
+  t.equal(enableWasmInlining('12.4.254.21-node.33'), false, 'V8 12: left at its default');
+  t.equal(enableWasmInlining('garbage'), false, 'unknown version: left alone');
   // the hinted compute fixture returns native gcc's fib(20) = 6765 (fib_rec counts from fib(0) = 0)
   const engine = new Engine({ cacheDir: null, tier: 'optimized' });
   const mod = await engine.compile(join(ROOT, 'fixtures', 'build', 'compute-gcc-O2.elf'));

@@ -5,6 +5,9 @@
 // worker thread loads its dist/ module through a rewritten import.meta.url, files found next to
 // the modules (package.json, scripts/new-harness), a stale or damaged cache (ignored, same
 // output), and a bundle that is not the one the build recorded in dist/.build.json (not run).
+// The baseline translator's script (dist/translate/baseline.cjs, src/engine/baseline-script.ts):
+// a cold call runs it from its code cache, a damaged cache is not offered, and it writes what the
+// sources write.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -67,12 +70,12 @@ function installedCopy(name: string): { root: string; bundle: string } {
 }
 
 let runs = 0;
-function berm(args: string[], root = ROOT): Promise<Run> {
+function berm(args: string[], root = ROOT, cacheDir = CACHE): Promise<Run> {
   const record = join(TMP, `record-${runs++}.json`);
   return new Promise((done, reject) => {
     const child = spawn(
       process.execPath,
-      ['--stack-size=4000', '-r', PRELOAD, join(root, 'bin', 'berm.js'), '--cache-dir', CACHE, ...args],
+      ['--stack-size=4000', '-r', PRELOAD, join(root, 'bin', 'berm.js'), '--cache-dir', cacheDir, ...args],
       {
         cwd: ROOT,
         env: { ...process.env, BERM_FROM_SOURCE: '', BERM_TEST_RECORD: record },
@@ -93,6 +96,8 @@ function berm(args: string[], root = ROOT): Promise<Run> {
 
 const bundleRan = (r: Run, root = ROOT) =>
   r.scripts.filter((s) => s.file === join(root, 'dist', 'berm-cli.cjs'));
+const translatorRan = (r: Run, root = ROOT) =>
+  r.scripts.filter((s) => s.file === join(root, 'dist', 'translate', 'baseline.cjs'));
 
 if (!builtIsCurrent()) {
   t.fail('dist/ is absent or older than the sources: run `npm run build` (make test builds first)');
@@ -218,6 +223,68 @@ if (!builtIsCurrent()) {
     for (const name of ['text-clang-O0.elf', 'echo-gcc-O2.elf', 'control-gcc-O0.elf']) {
       const image = readElf(new Uint8Array(readFileSync(join(ROOT, 'fixtures', 'build', name))));
       const a = built.translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
+      const b = translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
+      t.ok(Buffer.from(a).equals(Buffer.from(b)), `${name}: ${a.length} bytes, byte-identical`);
+    }
+  });
+  // a cold call translates on the baseline tier: the engine runs dist/translate/baseline.cjs, not
+  // the copy of the translator inside the bundle, compiled from the cache the build made for it
+  t.test('a cold tool call runs the baseline script, compiled from its code cache', async (t) => {
+    const r = await berm(['call', ECHO, 'echo', '{"c":1}'], ROOT, mkdtempSync(join(TMP, 'cold-')));
+    t.equal(r.code, 0, r.stderr);
+    t.equal(r.stdout, '{"c":1}\n');
+    const script = join(ROOT, 'dist', 'translate', 'baseline.cjs');
+    t.same(translatorRan(r), [{ file: script, offered: true, rejected: false }]);
+    t.equal(bundleRan(r).length, 1);
+  });
+
+  t.test(
+    "a damaged or stale baseline script cache is not offered; the call's result is the same",
+    async (t) => {
+      const { root } = installedCopy('pkg-translator');
+      const script = join(root, 'dist', 'translate', 'baseline.cjs');
+      const cache = `${script}.v8cache`;
+      const call = ['call', ECHO, 'echo', '{"d":4}'];
+      const cold = () => mkdtempSync(join(TMP, 'cold-'));
+      let r = await berm(call, root, cold());
+      t.equal(r.stdout, '{"d":4}\n', r.stderr);
+      t.same(translatorRan(r, root), [{ file: script, offered: true, rejected: false }], 'the copy takes it');
+
+      const good = readFileSync(cache);
+      const damaged = Buffer.from(good);
+      damaged[damaged.length >> 1] ^= 0x55;
+      writeFileSync(cache, damaged);
+      r = await berm(call, root, cold());
+      t.equal(r.code, 0, r.stderr);
+      t.equal(r.stdout, '{"d":4}\n');
+      t.same(translatorRan(r, root), [{ file: script, offered: false }], 'a damaged cache: not offered');
+
+      // the same length, another byte: V8 would take the cache (it checks the length only)
+      writeFileSync(cache, good);
+      const text = readFileSync(script);
+      const edited = Buffer.from(text);
+      const at = edited.indexOf('translateBaseline');
+      edited[at] = 'T'.charCodeAt(0);
+      writeFileSync(script, edited);
+      r = await berm(call, root, cold());
+      t.not(r.code, 0, 'a script without translateBaseline: the cold call fails');
+      t.match(r.stderr, /does not export translateBaseline/);
+      t.same(translatorRan(r, root), [{ file: script, offered: false }], 'an edited script: not offered');
+    },
+  );
+
+  t.test('the baseline script writes what the sources write', async (t) => {
+    const { loadBaseline } = (await import(
+      join(ROOT, 'dist', 'engine', 'baseline-script.js')
+    )) as typeof import('../src/engine/baseline-script.js');
+    const { translator, source } = await loadBaseline();
+    t.match(source, /^script/, 'the script, not the module');
+    const { translateBaseline } = await import('../src/translate/baseline.js');
+    const { readElf } = await import('../src/elf/reader.js');
+    const { DEFAULT_TRANSLATE_OPTIONS } = await import('../src/translate/abi.js');
+    for (const name of ['text-clang-O0.elf', 'echo-gcc-O2.elf', 'control-gcc-O0.elf']) {
+      const image = readElf(new Uint8Array(readFileSync(join(ROOT, 'fixtures', 'build', name))));
+      const a = translator.translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
       const b = translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
       t.ok(Buffer.from(a).equals(Buffer.from(b)), `${name}: ${a.length} bytes, byte-identical`);
     }

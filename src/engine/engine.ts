@@ -20,13 +20,16 @@ import {
   type GuestLayout,
   type TranslateOptions,
 } from '../translate/abi.js';
+import { loadBaseline } from './baseline-script.js';
 import { Slot } from './instance.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
-import { enableBranchHints } from './v8-flags.js';
+import { enableBranchHints, enableWasmInlining } from './v8-flags.js';
 
-// before any module is compiled: the optimising tier's branch hints (see v8-flags.ts)
+// before any module is compiled: the optimising tier's branch hints and V8's Wasm inlining (see
+// v8-flags.ts)
 enableBranchHints();
+enableWasmInlining();
 
 export { Instance, type InstantiateOptions } from './instance.js';
 export { basicHostFunctions, Linker } from './linker.js';
@@ -303,8 +306,8 @@ export class Engine {
     let mod = baseHit === null ? null : this.fromCache(bytes, baseHit, baseKey, 'baseline', t0);
     if (mod === null) {
       mod = await this.translated(bytes, t0, baseKey, 'baseline', async (image) => {
-        const { translateBaseline } = await import('../translate/baseline.js');
-        return translateBaseline(image, this.options);
+        const { translator } = await loadBaseline();
+        return translator.translateBaseline(image, this.options);
       });
     }
     if (this.tier === 'auto' && this.optimizeInBackground) {
