@@ -153,6 +153,12 @@ t.test(
     t.equal(sext(A0, 0xfff54513) & A0, A0, 'xori a0, a0, -1 (not) of a word value');
     t.equal(sext(A0, 0x02055513) & A0, 0, 'srli a0, a0, 32');
     t.equal(sext(all, 0x00100513) & A0, A0, 'li a0, 1');
+    t.equal(sext(A1, 0x00058513) & A0, A0, 'mv a0, a1 (addi a0, a1, 0) of a word value');
+    t.equal(sext(0, 0x00058513) & A0, 0, 'mv a0, a1 with a1 unknown');
+    t.equal(sext(A1, 0x00158513) & A0, 0, 'addi a0, a1, 1 of a word value (may leave 32 bits)');
+    t.equal(sext(A1, 0x00b00533) & A0, A0, 'add a0, x0, a1 (c.mv) of a word value');
+    t.equal(sext(A1, 0x0000852e) & A0, A0, 'c.mv a0, a1 of a word value');
+    t.equal(sext(0, 0x0000852e) & A0, 0, 'c.mv a0, a1 with a1 unknown');
     t.equal(stepSext(A0 | A1 | (1 << 8), decode(0x008000ef), true), 1 << 8, 'a call clobbers ra, a0, a1');
   },
 );

@@ -420,6 +420,10 @@ class FunctionEmitter {
       (this.sext & (1 << rs2)) !== 0
     );
   }
+  /** Whether xr holds a sign-extended 32-bit value here (optimising tier; see {@link narrow}). */
+  private isWord(r: number): boolean {
+    return this.sext !== null && (this.sext & (1 << r)) !== 0;
+  }
   private c32(v: number): Ref {
     return this.g.c32(v);
   }
@@ -1207,6 +1211,9 @@ class FunctionEmitter {
           m.i64.extend_u(m.i64[low.f](this.get(rs1), low.imm ? this.c64(imm) : this.get(rs2))),
         );
       case 'word-imm':
+        // `sext.w` (addiw rd, rs1, 0) of a word value is a copy: its extension would cost V8 a
+        // `movsxlq` per use on values that never left 32 bits (sha256's loop-carried state words)
+        if (low.f === 'add' && imm === 0 && this.isWord(rs1)) return this.set(rd, this.get(rs1));
         return this.set(
           rd,
           this.sext32(m.i32[low.f](this.w(rs1), this.c32(low.f === 'add' ? imm : imm & 31))),

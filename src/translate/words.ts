@@ -41,7 +41,7 @@ const SEXT_RESULTS = new Set<string>([
  * The sign-extended-32-bit register mask after `ins` (a call when `call`: it writes rd, a0, a1),
  * given `mask` before it (see FunctionEmitter.narrow). Bitwise operations of two such values (an
  * immediate is one) and an arithmetic right shift of one keep the property, `li` (addi from x0)
- * has it; any other write clears it.
+ * has it, a move (`mv`: addi with 0, or `c.mv`: add from x0) copies it; any other write clears it.
  */
 export function stepSext(mask: number, ins: Instr, call: boolean): number {
   const bit = (r: number) => (r === 0 ? 0 : 1 << r);
@@ -51,7 +51,9 @@ export function stepSext(mask: number, ins: Instr, call: boolean): number {
   const has = (r: number) => (mask & (1 << r)) !== 0 || r === 0;
   let keeps = SEXT_RESULTS.has(ins.op);
   if (ins.op === 'andi' || ins.op === 'ori' || ins.op === 'xori' || ins.op === 'srai') keeps = has(ins.rs1);
-  if (ins.op === 'addi') keeps = ins.rs1 === 0;
+  if (ins.op === 'addi') keeps = ins.rs1 === 0 || (ins.imm === 0 && has(ins.rs1));
+  // `c.mv` expands to add rd, x0, rs2
+  if (ins.op === 'add') keeps = (ins.rs1 === 0 && has(ins.rs2)) || (ins.rs2 === 0 && has(ins.rs1));
   if (ins.op === 'and' || ins.op === 'or' || ins.op === 'xor') keeps = has(ins.rs1) && has(ins.rs2);
   if (ins.op === 'sra') keeps = has(ins.rs1);
   return keeps ? mask | bit(ins.rd) : mask & ~bit(ins.rd);
