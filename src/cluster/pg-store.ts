@@ -443,7 +443,15 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       list: (options?: { harness?: string; limit?: number }) =>
         this.call<WakeRecord[]>('list', options ?? {}),
       count: () => {
-        if (Date.now() - counted.at >= 1000) counted = { n: this.call<number>('count'), at: Date.now() };
+        if (Date.now() - counted.at >= 1000) {
+          try {
+            counted = { n: this.call<number>('count'), at: Date.now() };
+          } catch {
+            // the last count (approximate anyway): a rescan runs on a notification that came in
+            // just before the database went away, from an event handler, where a throw would
+            // take the daemon down; asked again at the next call
+          }
+        }
         return counted.n;
       },
       index: (afterSeq: number) => {
