@@ -3,7 +3,9 @@
  * RSS are those of a fresh process). Prints one JSON line on stdout.
  *   child.ts compile <elf> <cacheDir> <memorySize> <first-call JSON> [tier: auto|optimized|baseline]
  *   child.ts memory <elf> <cacheDir> <memorySize> <instances>
+ *   child.ts speed <elf> <cacheDir> <memorySize> <speed JSON> <tier: optimized|baseline>
  * First call JSON: {"raw": symbol, "args": [..]} or {"tool": name, "args": "json text"}.
+ * Speed JSON: {"symbol": name, "args": [..], "warm": calls, "calls": calls}.
  */
 import { readFileSync } from 'node:fs';
 import { builtIsCurrent } from '../bin/launch.js';
@@ -125,6 +127,51 @@ async function memory(elf: string, cacheDir: string, memorySize: number, n: numb
   };
 }
 
+/**
+ * Guest speed in this fresh process: compile `elf` from the cache (the parent put it there) on
+ * `tier`, then `warm` + `calls` calls of `symbol(...args)`, each on a fresh instance and timed in
+ * process CPU time (user + system, every thread: V8's background compiles count against berm).
+ * The first call runs V8's Liftoff code while TurboFan compiles; the warm-up calls are reported,
+ * not compared. Returns each call's result (hex; they must agree), its process CPU ms and its
+ * main thread's CPU ms (threadCpuNs: V8's compiler and GC threads left out), first call first.
+ * @throws Error when the module was not in the cache or two calls' results differ
+ */
+async function speed(
+  elf: string,
+  cacheDir: string,
+  memorySize: number,
+  spec: { symbol: string; args: number[]; warm: number; calls: number },
+  tier: 'optimized' | 'baseline',
+): Promise<object> {
+  const { Engine, Linker, basicHostFunctions } = (await import(
+    `${FROM}/engine/engine.js`
+  )) as typeof import('../src/engine/engine.js');
+  const engine = new Engine({ cacheDir, memorySize, tier });
+  const mod = await engine.compile(elf);
+  if (!mod.info.cached) throw new Error(`speed: ${elf} (${tier} tier) was not in the cache`);
+  const linker = new Linker(engine);
+  for (const [n, f] of basicHostFunctions(mod)) linker.define(n, f);
+  const ms: number[] = [];
+  const threadMs: number[] = [];
+  let result: string | null = null;
+  for (let i = 0; i < spec.warm + spec.calls; i++) {
+    const inst = linker.instantiate(mod); // a fresh instance per call, as for a tool call
+    const c0 = process.cpuUsage();
+    const t0 = threadCpuNs();
+    const r = inst.call(spec.symbol, ...spec.args)[0];
+    const t1 = threadCpuNs();
+    const c = process.cpuUsage(c0);
+    ms.push((c.user + c.system) / 1e3);
+    threadMs.push((t1 - t0) / 1e6);
+    const hex = r.toString(16);
+    if (result !== null && hex !== result)
+      throw new Error(`speed: ${spec.symbol} gave ${hex}, then ${result}`);
+    result = hex;
+    inst.dispose();
+  }
+  return { result, ms, threadMs, tier: mod.info.tier, from: FROM };
+}
+
 const [mode, elf, cacheDir, memorySize, extra, tier] = process.argv.slice(2);
 const out =
   mode === 'compile'
@@ -137,6 +184,14 @@ const out =
       )
     : mode === 'memory'
       ? await memory(elf, cacheDir, Number(memorySize), Number(extra))
-      : null;
+      : mode === 'speed'
+        ? await speed(
+            elf,
+            cacheDir,
+            Number(memorySize),
+            JSON.parse(extra) as { symbol: string; args: number[]; warm: number; calls: number },
+            tier as 'optimized' | 'baseline',
+          )
+        : null;
 if (out === null) throw new Error(`unknown mode ${mode}`);
 process.stdout.write(JSON.stringify(out) + '\n');

@@ -513,14 +513,6 @@ function runDriver(cmd: string[], p: Program, calls: number): { result: string; 
   return { result: BigInt('0x' + hex).toString(16), ms: ns.map((n) => Number(n) / 1e6) };
 }
 
-/** CPU ms (user + system, every thread of this process) spent in `f`. */
-function cpuMs(f: () => void): number {
-  const c0 = process.cpuUsage();
-  f();
-  const c = process.cpuUsage(c0);
-  return (c.user + c.system) / 1e3;
-}
-
 /** Interleaved rounds of the guest-speed figures, and calls per side in each (see benchSpeed). */
 const SPEED_ROUNDS = QUICK ? 1 : 5;
 const SPEED_CALLS = QUICK ? 1 : 3;
@@ -528,13 +520,15 @@ const SPEED_CALLS = QUICK ? 1 : 3;
 /**
  * Guest speed, per program and tier, in {@link SPEED_ROUNDS} interleaved rounds: each round runs
  * the native driver (a fresh process: one warm-up call, then {@link SPEED_CALLS} timed calls) and
- * then SPEED_CALLS berm calls (a fresh instance each), so a burst of load from neighbours on a
- * shared machine hits both sides rather than one. Figures: the minimum over every timed call per
- * side (berm_ms, native_ms, vs_native = their ratio), the median of the per-round ratios
- * (vs_native_median: each round's best berm call over its best native call) and each side's
- * spread (median over minimum of the per-round bests, minus 1, in %): a spread of several percent
- * says the run was disturbed and a difference of that size between two runs is noise. qemu runs
- * once per program (1 warm-up + 7 calls): it is a reference, not a target.
+ * then a fresh berm process (bench/child.ts speed: the module from the cache, one warm-up call,
+ * then SPEED_CALLS timed calls, a fresh instance each), so both sides are measured the same way, a
+ * burst of load from neighbours hits both sides rather than one, and berm's figure is not that of
+ * one process's code placement. Figures: the minimum over every timed call per side (berm_ms,
+ * native_ms, vs_native = their ratio), the median of the per-round ratios (vs_native_median: each
+ * round's best berm call over its best native call) and each side's spread (median over minimum
+ * of the per-round bests, minus 1, in %): a spread of several percent says the run was disturbed
+ * and a difference of that size between two runs is noise. qemu runs once per program (1 warm-up
+ * + 7 calls): it is a reference, not a target.
  */
 async function benchSpeed(): Promise<void> {
   const { native, rv } = buildDrivers();
@@ -555,50 +549,52 @@ async function benchSpeed(): Promise<void> {
   }
   const spread = (bests: number[]): number => (median(bests) / Math.min(...bests) - 1) * 100;
   for (const { tier, prefix } of tiers) {
-    const engine = new Engine({ cacheDir: CACHE, tier });
-    const mod = await engine.compile(join(FIX, 'compute-gcc-O2.elf'));
-    const linker = new Linker(engine);
-    for (const [n, f] of basicHostFunctions(mod)) linker.define(n, f);
+    // translated here once, into the cache each round's process compiles from
+    const elf = join(FIX, 'compute-gcc-O2.elf');
+    await new Engine({ cacheDir: CACHE, tier }).compile(elf);
     const vsNative: number[] = [];
     const vsNativeMedian: number[] = [];
+    const vsNativeThread: number[] = [];
     const vsQemu: number[] = [];
     for (const p of PROGRAMS) {
       progress(
-        `guest speed ${p.name} (${tier} tier): ${SPEED_ROUNDS} rounds of native 1+${SPEED_CALLS}, berm ${SPEED_CALLS}`,
+        `guest speed ${p.name} (${tier} tier): ${SPEED_ROUNDS} rounds of native 1+${SPEED_CALLS}, berm 1+${SPEED_CALLS}, fresh processes`,
       );
-      const berm = (): number => {
-        const inst = linker.instantiate(mod); // a fresh instance per call, as for a tool call
-        let r = 0n;
-        const ms = cpuMs(() => {
-          r = inst.call(p.symbol, ...p.args)[0];
-        });
-        if (r.toString(16) !== want.get(p.name)) {
-          throw new Error(`${p.name} (${tier} tier): berm ${r.toString(16)}, expected ${want.get(p.name)}`);
-        }
-        return ms;
-      };
-      const first = berm(); // V8's Liftoff code while TurboFan compiles: reported, not compared
+      // one fresh process per round, as for the native driver: where V8 places a hot loop, and
+      // so its speed, differs between processes running the same module by up to ~40 % here
+      // (coremark 29-41 ms), which an in-process loop would take as the figure of the whole run
+      let first = NaN;
       const natBest: number[] = [];
       const bermBest: number[] = [];
+      const threadBest: number[] = [];
       for (let round = 0; round < SPEED_ROUNDS; round++) {
         const a = runDriver([native], p, SPEED_CALLS);
         if (a.result !== want.get(p.name))
           throw new Error(`${p.name}: native ${a.result}, qemu ${want.get(p.name)}`);
         natBest.push(Math.min(...a.ms.slice(1)));
-        const ours: number[] = [];
-        for (let i = 0; i < SPEED_CALLS; i++) ours.push(berm());
-        bermBest.push(Math.min(...ours));
+        const spec = { symbol: p.symbol, args: p.args, warm: 1, calls: SPEED_CALLS };
+        const b = nodeChild(['speed', elf, CACHE, String(64 * MiB), JSON.stringify(spec), tier]);
+        if (b.result !== want.get(p.name) || b.tier !== tier) {
+          throw new Error(
+            `${p.name} (${tier} tier): berm ${String(b.result)} on ${String(b.tier)}, expected ${want.get(p.name)}`,
+          );
+        }
+        const ms = b.ms as number[];
+        if (round === 0) first = ms[0];
+        bermBest.push(Math.min(...ms.slice(1)));
+        threadBest.push(Math.min(...(b.threadMs as number[]).slice(1)));
       }
       const [o, n, q] = [Math.min(...bermBest), Math.min(...natBest), qemuMs.get(p.name)!];
       const ratioMedian = median(bermBest.map((b, i) => b / natBest[i]));
       vsNative.push(o / n);
+      vsNativeThread.push(Math.min(...threadBest) / n);
       vsNativeMedian.push(ratioMedian);
       vsQemu.push(o / q);
       fig(
         `${prefix}.${p.name}.first_call_ms`,
         first,
         'ms',
-        `${p.what}: first call of the process, CPU (${tier} tier; V8 Liftoff code, tier-up compiles count)`,
+        `${p.what}: first call of the first round's process, CPU (${tier} tier; V8 Liftoff code, tier-up compiles count)`,
       );
       fig(
         `${prefix}.${p.name}.berm_ms`,
@@ -613,6 +609,12 @@ async function benchSpeed(): Promise<void> {
         `berm: median over best of the rounds' bests, minus 1 (${tier} tier)`,
       );
       fig(`${prefix}.${p.name}.vs_native`, o / n, 'x', `berm CPU / native CPU, best calls (${tier} tier)`);
+      fig(
+        `${prefix}.${p.name}.vs_native_thread`,
+        Math.min(...threadBest) / n,
+        'x',
+        `berm main-thread CPU (V8's compiler and GC threads left out) / native CPU, best calls (${tier} tier)`,
+      );
       fig(
         `${prefix}.${p.name}.vs_native_median`,
         ratioMedian,
@@ -641,6 +643,12 @@ async function benchSpeed(): Promise<void> {
       geomean(vsNativeMedian),
       'x',
       `geometric mean of the programs' median round ratios berm/native (${tier} tier)`,
+    );
+    fig(
+      `${prefix}.geomean.vs_native_thread`,
+      geomean(vsNativeThread),
+      'x',
+      `geometric mean of berm main-thread CPU / native CPU, best calls (${tier} tier)`,
     );
     fig(`${prefix}.geomean.vs_qemu`, geomean(vsQemu), 'x', `geometric mean of berm/qemu (${tier} tier)`);
   }

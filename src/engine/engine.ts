@@ -25,11 +25,14 @@ import { Slot } from './instance.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
 import { enableBranchHints, enableWasmInlining } from './v8-flags.js';
+import { warmWrapperCompiler } from './warmup.js';
 
 // before any module is compiled: the optimising tier's branch hints and V8's Wasm inlining (see
 // v8-flags.ts)
 enableBranchHints();
 enableWasmInlining();
+// V8's wrapper compiler started on a background thread while the process goes on (warmup.ts)
+warmWrapperCompiler();
 
 export { Instance, type InstantiateOptions } from './instance.js';
 export { basicHostFunctions, Linker } from './linker.js';
