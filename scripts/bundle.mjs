@@ -34,6 +34,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, sep } from 'node:path';
@@ -270,9 +271,26 @@ export async function bundleTranslator(out) {
   const script = join(out, BASELINE_SCRIPT);
   await build('cjs', `${script}.tmp-${process.pid}.js`);
   moveBuilt(`${script}.tmp-${process.pid}.js`, script);
+  fixScriptDigest(out, readFileSync(script));
   const tmp = `${entry}.tmp-${process.pid}.js`;
   await build('esm', tmp);
   moveBuilt(tmp, entry);
+}
+
+/**
+ * Fix the SHA-256 of the baseline script's `bytes` into `out`/engine/baseline-script.js (its line
+ * `const SCRIPT_SHA256 = null;`), which runs the script only when its bytes have that digest.
+ * Before the CLI is bundled, so the bundle carries the fixed line too.
+ * @throws Error when the compiled module has no such line
+ */
+function fixScriptDigest(out, bytes) {
+  const file = join(out, 'engine', 'baseline-script.js');
+  const text = readFileSync(file, 'utf8');
+  const marker = /^const SCRIPT_SHA256 = null;$/m;
+  if (!marker.test(text))
+    throw new Error(`${file} has no line "const SCRIPT_SHA256 = null;" to fix the digest in`);
+  const digest = createHash('sha256').update(bytes).digest('hex');
+  writeFileSync(file, text.replace(marker, `const SCRIPT_SHA256 = ${JSON.stringify(digest)};`));
 }
 
 /** Move esbuild's output `tmp` (and its source map) to `file`, the map's reference renamed. */

@@ -6,8 +6,9 @@
 // the modules (package.json, scripts/new-harness), a stale or damaged cache (ignored, same
 // output), and a bundle that is not the one the build recorded in dist/.build.json (not run).
 // The baseline translator's script (dist/translate/baseline.cjs, src/engine/baseline-script.ts):
-// a cold call runs it from its code cache, a damaged cache is not offered, and it writes what the
-// sources write.
+// a cold call runs it from its code cache, a damaged cache is not offered, a script that is not
+// the one the build wrote is not run (the ES module translates), and it writes what the sources
+// write.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -238,40 +239,56 @@ if (!builtIsCurrent()) {
     t.equal(bundleRan(r).length, 1);
   });
 
-  t.test(
-    "a damaged or stale baseline script cache is not offered; the call's result is the same",
-    async (t) => {
-      const { root } = installedCopy('pkg-translator');
-      const script = join(root, 'dist', 'translate', 'baseline.cjs');
-      const cache = `${script}.v8cache`;
-      const call = ['call', ECHO, 'echo', '{"d":4}'];
-      const cold = () => mkdtempSync(join(TMP, 'cold-'));
-      let r = await berm(call, root, cold());
-      t.equal(r.stdout, '{"d":4}\n', r.stderr);
-      t.same(translatorRan(r, root), [{ file: script, offered: true, rejected: false }], 'the copy takes it');
+  t.test("a damaged baseline script or cache is not used; the call's result is the same", async (t) => {
+    const { root } = installedCopy('pkg-translator');
+    const script = join(root, 'dist', 'translate', 'baseline.cjs');
+    const cache = `${script}.v8cache`;
+    const call = ['call', ECHO, 'echo', '{"d":4}'];
+    const cold = () => mkdtempSync(join(TMP, 'cold-'));
+    let r = await berm(call, root, cold());
+    t.equal(r.stdout, '{"d":4}\n', r.stderr);
+    t.same(translatorRan(r, root), [{ file: script, offered: true, rejected: false }], 'the copy takes it');
 
-      const good = readFileSync(cache);
-      const damaged = Buffer.from(good);
-      damaged[damaged.length >> 1] ^= 0x55;
-      writeFileSync(cache, damaged);
-      r = await berm(call, root, cold());
-      t.equal(r.code, 0, r.stderr);
-      t.equal(r.stdout, '{"d":4}\n');
-      t.same(translatorRan(r, root), [{ file: script, offered: false }], 'a damaged cache: not offered');
+    const good = readFileSync(cache);
+    const damaged = Buffer.from(good);
+    damaged[damaged.length >> 1] ^= 0x55;
+    writeFileSync(cache, damaged);
+    r = await berm(call, root, cold());
+    t.equal(r.code, 0, r.stderr);
+    t.equal(r.stdout, '{"d":4}\n');
+    t.same(translatorRan(r, root), [{ file: script, offered: false }], 'a damaged cache: not offered');
 
-      // the same length, another byte: V8 would take the cache (it checks the length only)
-      writeFileSync(cache, good);
-      const text = readFileSync(script);
-      const edited = Buffer.from(text);
-      const at = edited.indexOf('translateBaseline');
-      edited[at] = 'T'.charCodeAt(0);
-      writeFileSync(script, edited);
+    // a script that is not the one the build wrote is not run at all (a cut between its modules
+    // is still valid JavaScript; an edit that keeps its exports would translate differently
+    // under the current cache key): the translator's ES module translates, and stderr says why
+    writeFileSync(cache, good);
+    const text = readFileSync(script);
+    const sameLength = Buffer.from(text);
+    const at = sameLength.indexOf('sourceMappingURL=baseline.cjs.map');
+    t.ok(at > 0, 'the script names its source map');
+    sameLength.write('x', at + 'sourceMappingURL=baseline.cj'.length);
+    const renamed = Buffer.from(text);
+    renamed[renamed.indexOf('translateBaseline')] = 'T'.charCodeAt(0);
+    const variants: [string, Buffer][] = [
+      ['empty', Buffer.alloc(0)],
+      ['truncated mid-file', text.subarray(0, text.length >> 1)],
+      ['an edit that keeps its exports, the same length', sameLength],
+      ['an edit that loses translateBaseline', renamed],
+    ];
+    for (const [what, bytes] of variants) {
+      writeFileSync(script, bytes);
       r = await berm(call, root, cold());
-      t.not(r.code, 0, 'a script without translateBaseline: the cold call fails');
-      t.match(r.stderr, /does not export translateBaseline/);
-      t.same(translatorRan(r, root), [{ file: script, offered: false }], 'an edited script: not offered');
-    },
-  );
+      t.equal(r.code, 0, `${what}: the call succeeds (${r.stderr})`);
+      t.equal(r.stdout, '{"d":4}\n', `${what}: the same result`);
+      t.same(translatorRan(r, root), [], `${what}: not run`);
+      t.match(
+        r.stderr,
+        `berm: not running ${script}: it is not the script the build wrote (${bytes.length} bytes`,
+        `${what}: stderr says why`,
+      );
+    }
+    writeFileSync(script, text);
+  });
 
   t.test('the baseline script writes what the sources write', async (t) => {
     const { loadBaseline } = (await import(

@@ -14,16 +14,22 @@
  * TranslateError are the engine's. The CLI bundle, the daemon and bench/ all reach the translator
  * through here, so they load it the same way.
  *
+ * The build fixes the script's SHA-256 into this module's compiled copy (SCRIPT_SHA256 below,
+ * scripts/bundle.mjs bundleTranslator), and the script runs only when its bytes have that digest:
+ * a truncated, emptied or edited script (a cut between two of its modules is still valid
+ * JavaScript, and an edit that keeps its exports would translate differently under the current
+ * cache key) is not run; the engine imports the ES module (dist/translate/baseline.js) instead
+ * and says why in one line on stderr. A script that throws while it loads is treated the same way.
  * The cache file (baseline.cjs.v8cache) starts with a SHA-256 over the Node version, the
- * architecture, the script's bytes and the cache data: a cache that does not match (a rebuilt or
- * edited script, another Node, a damaged file) is not offered to V8 at all (V8 checks only the
- * source's length, so a same-length edit would run stale bytecode). V8 itself refuses one made by
- * another V8 or under other V8 flags; the script then compiles as usual: same behaviour, slower.
+ * architecture, the script's digest and the cache data: a cache that does not match (a rebuilt
+ * script, another Node, a damaged file) is not offered to V8 at all (V8 checks only the source's
+ * length). V8 itself refuses one made by another V8 or under other V8 flags; the script then
+ * compiles as usual: same behaviour, slower.
  * With BERM_CODE_CACHE=write in the environment (scripts/bundle.mjs writeCodeCache sets it) the
  * process writes the cache when it exits, so the functions its translation ran are in it.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Script } from 'node:vm';
 import * as abi from '../translate/abi.js';
@@ -40,11 +46,18 @@ const SHARED: Record<string, unknown> = { './abi.js': abi, '../util/leb.js': leb
 let loaded: Promise<{ translator: Baseline; source: BaselineSource }> | undefined;
 
 /**
+ * The SHA-256 (hex) of the script the build wrote: scripts/bundle.mjs rewrites this line of the
+ * compiled module. null when running from the TypeScript sources (there is no script then).
+ */
+const SCRIPT_SHA256: string | null = null;
+
+/**
  * The baseline translator (src/translate/baseline.ts's exports), loaded once per process: the
- * built script dist/translate/baseline.cjs next to this module's folder when there is one
- * (compiled with its code cache when that matches, see above), else the ES module.
+ * built script dist/translate/baseline.cjs next to this module's folder when there is one and it
+ * is the script the build wrote (compiled with its code cache when that matches, see above), else
+ * the ES module (saying why in one line on stderr when a script is there but not run).
  * @returns the exports and how they were loaded
- * @throws Error when the built script exists but fails to run (a damaged build)
+ * @throws whatever importing the ES module throws (a build without it)
  */
 export function loadBaseline(): Promise<{ translator: Baseline; source: BaselineSource }> {
   return (loaded ??= load());
@@ -57,30 +70,60 @@ async function load(): Promise<{ translator: Baseline; source: BaselineSource }>
     bytes = readFileSync(file);
   } catch {
     // the sources (no build), or a build without the script
-    return { translator: await import('../translate/baseline.js'), source: 'module' };
+    return esModule();
   }
-  return runScript(file, bytes);
+  const digest = createHash('sha256').update(bytes).digest();
+  let why: string;
+  if (SCRIPT_SHA256 === null) why = 'the build recorded no SHA-256 for it';
+  else if (digest.toString('hex') !== SCRIPT_SHA256)
+    why = `it is not the script the build wrote (${bytes.length} bytes, another SHA-256)`;
+  else {
+    try {
+      return runScript(file, bytes, digest);
+    } catch (e) {
+      why = `it failed to load: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  }
+  // one line on stderr, written now (as bin/launch.js does for the CLI bundle): a warning event
+  // would wait for the next tick, which a CLI call that exits from a promise chain never reaches
+  console.error(
+    `berm: not running ${file}: ${why}; the translator's ES module runs instead (rebuild: npm run build)`,
+  );
+  return esModule();
+}
+
+/** The ES module form of the translator. */
+async function esModule(): Promise<{ translator: Baseline; source: BaselineSource }> {
+  return { translator: await import('../translate/baseline.js'), source: 'module' };
 }
 
 /**
- * The key of a code cache for the script `bytes`: SHA-256 over the Node version, the
- * architecture, the script and the cache data.
+ * The key of a code cache for the script whose SHA-256 is `digest`: SHA-256 over the Node
+ * version, the architecture, that digest and the cache data.
  */
-function cacheKey(bytes: Buffer, data: Buffer): Buffer {
+function cacheKey(digest: Buffer, data: Buffer): Buffer {
   return createHash('sha256')
     .update(`${process.version}\0${process.arch}\0`)
-    .update(bytes)
+    .update(digest)
     .update(data)
     .digest();
 }
 
-/** Run the script `bytes` (read from `file`) with its code cache when that matches. */
-function runScript(file: string, bytes: Buffer): { translator: Baseline; source: BaselineSource } {
+/**
+ * Run the script `bytes` (read from `file`, SHA-256 `digest`) with its code cache when that
+ * matches.
+ * @throws whatever the script throws while it loads, or Error when it exports no translator
+ */
+function runScript(
+  file: string,
+  bytes: Buffer,
+  digest: Buffer,
+): { translator: Baseline; source: BaselineSource } {
   let cachedData: Buffer | undefined;
   try {
     const stored = readFileSync(`${file}.v8cache`);
     const data = stored.subarray(32);
-    if (cacheKey(bytes, data).equals(stored.subarray(0, 32))) cachedData = data;
+    if (cacheKey(digest, data).equals(stored.subarray(0, 32))) cachedData = data;
   } catch {
     // no cache: compile as usual
   }
@@ -92,8 +135,16 @@ function runScript(file: string, bytes: Buffer): { translator: Baseline; source:
     process.once('exit', () => {
       const data = script.createCachedData();
       const tmp = `${file}.v8cache.${process.pid}`;
-      writeFileSync(tmp, Buffer.concat([cacheKey(bytes, data), data]));
-      renameSync(tmp, `${file}.v8cache`);
+      try {
+        writeFileSync(tmp, Buffer.concat([cacheKey(digest, data), data]));
+        renameSync(tmp, `${file}.v8cache`);
+      } catch (e) {
+        // a read-only installation: no cache, the script compiles as usual
+        rmSync(tmp, { force: true });
+        console.error(
+          `berm: no code cache written for ${file}: ${e instanceof Error ? e.message : String(e)}`,
+        );
+      }
     });
   }
   const mod = { exports: {} as Baseline };
