@@ -371,8 +371,12 @@ export class PgStore extends EventEmitter implements RuntimeStore {
     this.leaseBusy = true;
     try {
       if (this.unwrittenJournal.length > 0 || this.unwrittenFinish.length > 0) {
-        const recs = this.unwrittenJournal;
-        const done = this.unwrittenFinish;
+        // copies: a wake that finishes while these writes are awaited appends its record and
+        // claim to the live lists (the database still counts as away until markUp), and must
+        // stay there for the next tick, neither cut off by the slices below nor its claim
+        // finished before its record is written
+        const recs = this.unwrittenJournal.slice();
+        const done = this.unwrittenFinish.slice();
         await sql.appendJournal(this.pool, this.owner, recs);
         this.unwrittenJournal = this.unwrittenJournal.slice(recs.length);
         await sql.finish(this.pool, done);
@@ -439,7 +443,15 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       list: (options?: { harness?: string; limit?: number }) =>
         this.call<WakeRecord[]>('list', options ?? {}),
       count: () => {
-        if (Date.now() - counted.at >= 1000) counted = { n: this.call<number>('count'), at: Date.now() };
+        if (Date.now() - counted.at >= 1000) {
+          try {
+            counted = { n: this.call<number>('count'), at: Date.now() };
+          } catch {
+            // the last count (approximate anyway): a rescan runs on a notification that came in
+            // just before the database went away, from an event handler, where a throw would
+            // take the daemon down; asked again at the next call
+          }
+        }
         return counted.n;
       },
       index: (afterSeq: number) => {

@@ -228,6 +228,13 @@ export class BermRuntime extends EventEmitter {
   private pendingCount = 0;
   /** due wakes up to this instant have been counted as spilled once */
   private spillMark = -Infinity;
+  /**
+   * When the last spill count was taken (counts come at most every 50 ms). Kept apart from
+   * `spillMark`: a drain that finds nothing due moves the mark but counts nothing, so it must not
+   * hold back the count of the drain right after it (a timer that fires a millisecond before its
+   * instant, as Date.now() judges it, runs exactly such a drain).
+   */
+  private spillCountedAt = -Infinity;
   private redeliver: WakeRecord[] = [];
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
@@ -957,9 +964,10 @@ export class BermRuntime extends EventEmitter {
     // most every 50 ms: the count walks the due part of the heap
     let spilled = 0;
     if (this.heap.peekWhen() > now) this.spillMark = now;
-    else if (now - this.spillMark >= 50) {
+    else if (now - this.spillCountedAt >= 50) {
       spilled = this.heap.countDue(now, this.spillMark);
       this.spillMark = now;
+      this.spillCountedAt = now;
     }
     this.notBefore =
       this.wakesStarted === startedBefore && (this.redeliver.length > 0 || this.heap.peekWhen() <= now)
