@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO, elf } from './helpers/daemon.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
+import { until } from './helpers/wait.js';
 
 const BERMD = join(REPO, 'bin/bermd.js');
 
@@ -58,13 +59,19 @@ for (const sig of ['SIGTERM', 'SIGINT'] as const) {
 
 t.test('SIGTERM while a call runs: the call gets its reply, then exit 0', { timeout: 120_000 }, async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'bermd-sig-'));
-  const b = await start(root, ['--limit', 'timeoutMs=1500']);
+  const b = await start(root, ['--limit', 'timeoutMs=5000']);
   t.equal(
     (await fetch(`${b.url}/harnesses/qg`, { method: 'PUT', body: elf('test/data/queue-guest.elf') })).status,
     200,
   );
   const inFlight = fetch(`${b.url}/harnesses/qg/tools/spin`, { method: 'POST', body: '{}' });
-  await new Promise((r) => setTimeout(r, 300));
+  // the signal comes once the call runs on a worker (a fixed pause may end before bermd has even
+  // read the request on a loaded machine); its 5 s deadline leaves that poll room, and ends the
+  // call well within the drain's 10 s
+  await until('the spin call to run', async () => {
+    const m = await (await fetch(`${b.url}/metrics`)).text();
+    return /^berm_in_flight 1$/m.test(m);
+  });
   b.proc.kill('SIGTERM');
   const r = await inFlight;
   t.equal(r.status, 500, 'the spinning call ended at its deadline and was answered');
