@@ -109,13 +109,16 @@ function checkBundle(bytes, record) {
 
 /**
  * Set the V8 flags src/engine/v8-flags.ts sets (--experimental-wasm-branch-hinting on V8 9 to 12,
- * --wasm-inlining on V8 11; the same rules, which test/cli-bundle.test.ts checks through the code
- * cache being taken).
+ * --wasm-inlining on V8 11 unless the process refuses it with node's --no-wasm-inlining or with
+ * BERM_WASM_INLINING=0; the same rules, which test/cli-bundle.test.ts checks through the code
+ * cache being taken, or refused when inlining is refused).
  */
 function engineFlags() {
   const major = Number(/^(\d+)\./.exec(process.versions.v8)?.[1] ?? NaN);
   if (major >= 9 && major <= 12) require('node:v8').setFlagsFromString('--experimental-wasm-branch-hinting');
-  if (major === 11) require('node:v8').setFlagsFromString('--wasm-inlining');
+  const refused =
+    process.env.BERM_WASM_INLINING === '0' || process.execArgv.some((a) => /^--no-wasm[-_]inlining$/.test(a));
+  if (major === 11 && !refused) require('node:v8').setFlagsFromString('--wasm-inlining');
 }
 
 /**

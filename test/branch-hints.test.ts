@@ -12,7 +12,7 @@ import { readElf } from '../src/elf/reader.js';
 import { DEFAULT_TRANSLATE_OPTIONS } from '../src/translate/abi.js';
 import { translate } from '../src/translate/module.js';
 import { addBranchHints, BRANCH_HINT_SECTION } from '../src/translate/hints.js';
-import { enableBranchHints, enableWasmInlining } from '../src/engine/v8-flags.js';
+import { enableBranchHints, enableWasmInlining, wasmInliningRefused } from '../src/engine/v8-flags.js';
 import { Engine, Linker } from '../src/engine/engine.js';
 import { ROOT } from './helpers/fixtures.js';
 
@@ -94,6 +94,16 @@ t.test('the engine turns on V8 branch hints where V8 needs the flag', async (t) 
   t.equal(enableWasmInlining('11.3.244.8-node.38'), true, 'V8 11 (Node 20): inlining on');
   t.equal(enableWasmInlining('12.4.254.21-node.33'), false, 'V8 12: left at its default');
   t.equal(enableWasmInlining('garbage'), false, 'unknown version: left alone');
+  t.equal(enableWasmInlining('11.3.244.8-node.38', true), false, 'V8 11, refused: left alone');
+  t.equal(wasmInliningRefused([], {}), false, 'nothing said: not refused');
+  t.equal(wasmInliningRefused(['--no-wasm-inlining'], {}), true, "node's --no-wasm-inlining");
+  t.equal(
+    wasmInliningRefused(['--stack-size=4000', '--no-wasm_inlining'], {}),
+    true,
+    'the underscore spelling',
+  );
+  t.equal(wasmInliningRefused([], { BERM_WASM_INLINING: '0' }), true, 'BERM_WASM_INLINING=0');
+  t.equal(wasmInliningRefused(['--wasm-inlining'], { BERM_WASM_INLINING: '1' }), false, 'asked for');
   // the hinted compute fixture returns native gcc's fib(20) = 6765 (fib_rec counts from fib(0) = 0)
   const engine = new Engine({ cacheDir: null, tier: 'optimized' });
   const mod = await engine.compile(join(ROOT, 'fixtures', 'build', 'compute-gcc-O2.elf'));

@@ -112,6 +112,25 @@ if (!builtIsCurrent()) {
     t.same(bundleRan(r), [{ file: join(ROOT, 'dist', 'berm-cli.cjs'), offered: true, rejected: false }]);
   });
 
+  // the build's code cache was made with V8's Wasm inlining on (Node 20): V8 refuses a cache made
+  // under other flags, so a process that refuses inlining is seen to run without it
+  t.test('BERM_WASM_INLINING=0 leaves V8 Wasm inlining off; the call is the same', async (t) => {
+    if (!process.versions.v8.startsWith('11.')) {
+      t.pass('inlining is set on V8 11 only');
+      return;
+    }
+    process.env.BERM_WASM_INLINING = '0';
+    let r: Run;
+    try {
+      r = await berm(['call', ECHO, 'echo', '{"x":2}']);
+    } finally {
+      delete process.env.BERM_WASM_INLINING;
+    }
+    t.equal(r.code, 0, r.stderr);
+    t.equal(r.stdout, '{"x":2}\n');
+    t.same(bundleRan(r), [{ file: join(ROOT, 'dist', 'berm-cli.cjs'), offered: true, rejected: true }]);
+  });
+
   t.test('a capability worker started from the bundle loads its dist/ module', async (t) => {
     const r = await berm([
       'call',

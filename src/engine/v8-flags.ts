@@ -20,7 +20,11 @@
  * those of the module (the poll and trap imports are never inlined), and V8's stack check stays at
  * the entry of every real frame, so deep recursion still ends in a RangeError (StackOverflow).
  * Set for V8 11 only, the V8 of Node 20, where it was measured (bench/README.md); other versions
- * are left at their default.
+ * are left at their default. V8 11.3 still calls the flag experimental (`node --v8-options`:
+ * "enable inlining of wasm functions into wasm functions (experimental)"; it is on by default only
+ * from V8 12), so a process can refuse it: `--no-wasm-inlining` on node's command line (which the
+ * engine would otherwise override, setting the flag after start-up) or BERM_WASM_INLINING=0 in
+ * the environment (bin/launch.js follows the same rule).
  */
 import { setFlagsFromString } from 'node:v8';
 
@@ -43,13 +47,28 @@ export function enableBranchHints(v8Version = process.versions.v8): boolean {
 }
 
 /**
+ * Whether this process refuses Wasm inlining (see the module comment): `execArgv` (node's own
+ * options) holds `--no-wasm-inlining` or `--no-wasm_inlining`, or `env.BERM_WASM_INLINING` is "0".
+ */
+export function wasmInliningRefused(
+  execArgv: readonly string[] = process.execArgv,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
+  return env.BERM_WASM_INLINING === '0' || execArgv.some((a) => /^--no-wasm[-_]inlining$/.test(a));
+}
+
+/**
  * Turn on V8's Wasm-into-Wasm inlining in this process (idempotent; see the module comment for
- * which V8 versions and why it keeps every guarantee).
+ * which V8 versions and why it keeps every guarantee), unless the process refuses it
+ * ({@link wasmInliningRefused}).
  * @returns whether the flag was set now or before.
  */
-export function enableWasmInlining(v8Version = process.versions.v8): boolean {
+export function enableWasmInlining(
+  v8Version = process.versions.v8,
+  refused = wasmInliningRefused(),
+): boolean {
   const major = Number(/^(\d+)\./.exec(v8Version)?.[1] ?? NaN);
-  if (major !== 11) return false;
+  if (major !== 11 || refused) return false;
   if (!inlining) {
     setFlagsFromString('--wasm-inlining');
     inlining = true;
