@@ -309,8 +309,8 @@ function moveBuilt(tmp, file) {
  * (bin/berm.js with BERM_CODE_CACHE=write), when the checkout has the echo fixture: a cold tool
  * call of it into an empty scratch cache (the baseline translator runs: its script's cache,
  * src/engine/baseline-script.ts), then a warm one (the bundle's cache: the cold run wrote one too,
- * deleted before, since a run compiled from a cache puts everything in it into the cache it makes); without the fixture, `berm --help` for the
- * bundle's. Same V8 flags as bin/berm.js's shebang (--stack-size=4000): V8 refuses a cache made
+ * deleted before, since a run compiled from a cache puts everything in it into the cache it
+ * makes); without the fixture, `berm --help` for the bundle's. Same V8 flags as bin/berm.js's shebang (--stack-size=4000): V8 refuses a cache made
  * under other flags. Never fails the build: without a cache the code compiles as usual.
  */
 export function writeCodeCache(root) {
@@ -329,17 +329,15 @@ export function writeCodeCache(root) {
         `berm build: no code cache for ${file} (berm ${what}: ${r.status ?? r.signal}) ${r.stderr}`,
       );
   };
+  const args = existsSync(elf) ? ['call', elf, 'echo', '{"x":1}'] : ['--help'];
   try {
-    if (existsSync(elf)) {
-      const call = ['call', elf, 'echo', '{"x":1}'];
-      const cold = join(scratch, 'cold');
-      const r = run(cold, call, { BERM_CODE_CACHE: 'write' });
+    if (args[0] === 'call') {
+      const r = run(join(scratch, 'cold'), args, { BERM_CODE_CACHE: 'write' });
       made(`${BASELINE_SCRIPT}.v8cache`, 'call, cold', r);
       // the bundle's cache of that run would be read by the next one and carried into its cache
       rmSync(join(root, 'dist', `${CLI_BUNDLE}.v8cache`), { force: true });
       run(scratch, ['compile', elf]);
     }
-    const args = existsSync(elf) ? ['call', elf, 'echo', '{"x":1}'] : ['--help'];
     made(`${CLI_BUNDLE}.v8cache`, args[0], run(scratch, args, { BERM_CODE_CACHE: 'write' }));
   } finally {
     rmSync(scratch, { recursive: true, force: true });

@@ -24,7 +24,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { builtIsCurrent } from '../bin/launch.js';
 import { ROOT } from './helpers/fixtures.js';
 
@@ -99,6 +99,25 @@ const bundleRan = (r: Run, root = ROOT) =>
   r.scripts.filter((s) => s.file === join(root, 'dist', 'berm-cli.cjs'));
 const translatorRan = (r: Run, root = ROOT) =>
   r.scripts.filter((s) => s.file === join(root, 'dist', 'translate', 'baseline.cjs'));
+
+/**
+ * Check that `translator` writes, byte for byte, what the TypeScript sources' baseline translator
+ * writes for three fixtures (two compilers, -O0 and -O2).
+ */
+async function sameOutputAsSources(
+  t: Test,
+  translator: typeof import('../src/translate/baseline.js'),
+): Promise<void> {
+  const { translateBaseline } = await import('../src/translate/baseline.js');
+  const { readElf } = await import('../src/elf/reader.js');
+  const { DEFAULT_TRANSLATE_OPTIONS } = await import('../src/translate/abi.js');
+  for (const name of ['text-clang-O0.elf', 'echo-gcc-O2.elf', 'control-gcc-O0.elf']) {
+    const image = readElf(new Uint8Array(readFileSync(join(ROOT, 'fixtures', 'build', name))));
+    const a = translator.translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
+    const b = translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
+    t.ok(Buffer.from(a).equals(Buffer.from(b)), `${name}: ${a.length} bytes, byte-identical`);
+  }
+}
 
 if (!builtIsCurrent()) {
   t.fail('dist/ is absent or older than the sources: run `npm run build` (make test builds first)');
@@ -236,16 +255,7 @@ if (!builtIsCurrent()) {
     ].map((m) => m[1]);
     t.notOk(/\bimport\(/.test(text), 'no dynamic import');
     t.same([...new Set(imports)].sort(), ['../util/leb.js', './abi.js']);
-    const built = (await import(file)) as typeof import('../src/translate/baseline.js');
-    const { translateBaseline } = await import('../src/translate/baseline.js');
-    const { readElf } = await import('../src/elf/reader.js');
-    const { DEFAULT_TRANSLATE_OPTIONS } = await import('../src/translate/abi.js');
-    for (const name of ['text-clang-O0.elf', 'echo-gcc-O2.elf', 'control-gcc-O0.elf']) {
-      const image = readElf(new Uint8Array(readFileSync(join(ROOT, 'fixtures', 'build', name))));
-      const a = built.translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
-      const b = translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
-      t.ok(Buffer.from(a).equals(Buffer.from(b)), `${name}: ${a.length} bytes, byte-identical`);
-    }
+    await sameOutputAsSources(t, (await import(file)) as typeof import('../src/translate/baseline.js'));
   });
   // a cold call translates on the baseline tier: the engine runs dist/translate/baseline.cjs, not
   // the copy of the translator inside the bundle, compiled from the cache the build made for it
@@ -315,14 +325,6 @@ if (!builtIsCurrent()) {
     )) as typeof import('../src/engine/baseline-script.js');
     const { translator, source } = await loadBaseline();
     t.match(source, /^script/, 'the script, not the module');
-    const { translateBaseline } = await import('../src/translate/baseline.js');
-    const { readElf } = await import('../src/elf/reader.js');
-    const { DEFAULT_TRANSLATE_OPTIONS } = await import('../src/translate/abi.js');
-    for (const name of ['text-clang-O0.elf', 'echo-gcc-O2.elf', 'control-gcc-O0.elf']) {
-      const image = readElf(new Uint8Array(readFileSync(join(ROOT, 'fixtures', 'build', name))));
-      const a = translator.translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
-      const b = translateBaseline(image, DEFAULT_TRANSLATE_OPTIONS).wasm;
-      t.ok(Buffer.from(a).equals(Buffer.from(b)), `${name}: ${a.length} bytes, byte-identical`);
-    }
+    await sameOutputAsSources(t, translator);
   });
 }

@@ -3,7 +3,7 @@
  * exit codes. `buildProgram` is exported so that later features can extend a subcommand (for
  * example `call --config`, through {@link ProgramOptions.callExtensions}).
  */
-import { readFileSync } from 'node:fs';
+import { packageVersion } from '../util/package-version.js';
 import { Command, CommanderError, Option } from './commander.js';
 import type { CallExtension } from './commands/call.js';
 import {
@@ -47,15 +47,6 @@ export interface BuiltProgram {
   ctx: CliContext;
   /** exit code set by the action that ran (0 when none ran) */
   exitCode(): ExitCodeValue;
-}
-
-function version(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-    return String(pkg.version);
-  } catch {
-    return '0.0.0';
-  }
 }
 
 type Register = (program: Command, ctx: CliContext, options: ProgramOptions) => void;
@@ -135,7 +126,7 @@ export async function buildProgram(options: ProgramOptions = {}, word?: string):
     .description(
       'Run statically linked RV64IMAC harness ELFs in a WebAssembly sandbox (each tool call in a fresh instance).',
     )
-    .version(version(), '-V, --version')
+    .version(packageVersion(), '-V, --version')
     .option(
       '--cache-dir <dir>',
       'Wasm cache directory (default: $BERM_CACHE_DIR, else $XDG_CACHE_HOME/berm, else ~/.cache/berm)',

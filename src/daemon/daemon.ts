@@ -7,11 +7,11 @@
  * file that cannot be read, a declaration file with refused entries or an fs/exec root that does
  * not exist (each with its fix), a damaged deployment index.
  */
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import type { LimitSource, RuntimeLimits } from '../runtime/index.js';
 import { LimitsError, limitsFromFile, limitsFromFlags, mergeLimits } from '../runtime/settings.js';
+import { packageVersion } from '../util/package-version.js';
 import { isLoopback, loadToken } from './auth.js';
 import type { Backend } from './backend.js';
 import { Deployments } from './deployments.js';
@@ -60,17 +60,6 @@ export interface RunningDaemon {
   backend: Backend;
   /** graceful stop; resolves when everything is persisted and released */
   stop(): Promise<void>;
-}
-
-function version(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      version: string;
-    };
-    return pkg.version;
-  } catch {
-    return '0.0.0';
-  }
 }
 
 /**
@@ -129,7 +118,7 @@ export async function startDaemon(
     throw new BootError(`deployment store: ${(e as Error).message}`);
   }
 
-  log(`bermd ${version()} (node ${process.version}, pid ${process.pid})`);
+  log(`bermd ${packageVersion()} (node ${process.version}, pid ${process.pid})`);
   const show = (label: string, s: { value: unknown; source: string }, v = String(s.value)): void =>
     log(`  ${label.padEnd(16)} ${v}  (${s.source})`);
   show('addr', settings.addr, `${host}:${port}`);
@@ -209,7 +198,7 @@ export async function startDaemon(
       writeTimeoutMs: settings.writeTimeoutMs.value,
       maxConnections: conns.value,
     },
-    version: version(),
+    version: packageVersion(),
     log,
   });
   let address: AddressInfo;

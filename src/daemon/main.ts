@@ -3,22 +3,13 @@
  * stderr, and stop gracefully on SIGTERM or SIGINT (exit 0). Exit 2 for a refused boot (bad flag,
  * missing token, bad declaration, missing fs/exec root), 1 for anything else that stops the boot.
  */
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { packageVersion } from '../util/package-version.js';
 import { SettingsError, resolveSettings, type Flags } from './settings.js';
-
-/** The package's version (package.json two folders up, from src/ and dist/ alike). */
-function version(): string {
-  try {
-    return String(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
-  } catch {
-    return '0.0.0';
-  }
-}
 
 const program = new Command('bermd')
   .description('berm daemon: deploy harnesses and serve their tools over HTTP and MCP')
-  .version(version(), '-V, --version')
+  .version(packageVersion(), '-V, --version')
   .option('--addr <host:port>', 'listen address (default 127.0.0.1:7777; env BERMD_ADDR)')
   .option('--root <dir>', 'state: deployments, due-set, journal, cache (env BERMD_ROOT)')
   .option('--cache-dir <dir>', 'Wasm cache (default <root>/cache; env BERM_CACHE_DIR)')

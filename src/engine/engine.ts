@@ -389,8 +389,8 @@ export class Engine {
             this.cache?.put(key, this.withSummary(bytes, mod.image, wasm));
             return { compiled, bytes: wasm.length };
           },
-          () => null,
         )
+        // the optimiser failed, the engine was closed, or V8 refused the module: no upgrade
         .catch(() => null)
         .finally(() => this.inFlight.delete(key));
       this.inFlight.set(key, job);

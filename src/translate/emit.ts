@@ -413,12 +413,7 @@ class FunctionEmitter {
    * rotations: sllw/srlw, or, xor, addw) in 32-bit registers without re-extending every step.
    */
   private narrow(f: string, rs1: number, rs2: number): boolean {
-    return (
-      (f === 'and' || f === 'or' || f === 'xor') &&
-      this.sext !== null &&
-      (this.sext & (1 << rs1)) !== 0 &&
-      (this.sext & (1 << rs2)) !== 0
-    );
+    return (f === 'and' || f === 'or' || f === 'xor') && this.isWord(rs1) && this.isWord(rs2);
   }
   /** Whether xr holds a sign-extended 32-bit value here (optimising tier; see {@link narrow}). */
   private isWord(r: number): boolean {
