@@ -44,6 +44,8 @@ export interface PoolJob {
   entry: string;
   args: string | Uint8Array;
   chain: Extract<ToWorker, { type: 'run' }>['chain'];
+  /** the invocation's instant, ms since the epoch (see ToWorker 'run') */
+  now: number;
   interrupt: SharedArrayBuffer;
   onLog?: (line: string) => void;
 }
@@ -291,6 +293,7 @@ export class WorkerPool {
         entry: job.entry,
         args: job.args,
         chain: job.chain,
+        now: job.now,
         interrupt: job.interrupt,
         streamLogs: job.onLog !== undefined,
       } satisfies ToWorker);
