@@ -20,14 +20,7 @@ import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSyn
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import {
-  bundleCli,
-  bundleTranslator,
-  bundleWarmPath,
-  CLI_BUNDLE,
-  walk,
-  writeCodeCache,
-} from './bundle.mjs';
+import { bundleCli, bundleTranslator, bundleWarmPath, CLI_BUNDLE, walk, writeCodeCache } from './bundle.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const SRC = join(ROOT, 'src');

@@ -54,6 +54,8 @@ function load(): { warm: WarmPath; source: WarmPathSource } {
   if (ran !== null && 'exports' in ran) return { warm: ran.exports, source: ran.source };
   // one line on stderr, written now: a warning event would wait for the next tick
   if (ran !== null)
-    console.error(`berm: not running ${file}: ${ran.why}; the ES module runs instead (rebuild: npm run build)`);
+    console.error(
+      `berm: not running ${file}: ${ran.why}; the ES module runs instead (rebuild: npm run build)`,
+    );
   return { warm: esm, source: 'module' };
 }
