@@ -230,6 +230,50 @@ t.test(
   },
 );
 
+t.test("delays count from the invocation's now: a berm_every schedule keeps its phase exactly", async (t) => {
+  // docs/wakes.md: a wake armed by an invocation is due at that invocation's now + delay_ms (the
+  // record's now for on_wake, the start for a tool call), not at the arm call's arrival. So the
+  // SDK's berm_every (delay = period - ((now - scheduled_at) mod period)) lands every occurrence
+  // on first + k * period. Before, each occurrence slipped by the time the guest took to reach
+  // its arm call (gaps of 401-459 ms for a 400 ms period).
+  const PERIOD = 300;
+  const rt = await runtime();
+  t.teardown(() => rt.close());
+  const TICKER = new Uint8Array(fs.readFileSync(path.join(ROOT, 'examples/ticker.elf')));
+  await rt.deploy('ticker', TICKER, { capabilities: ['schedule', 'storage'] });
+  const calls = records(rt, 3, (r) => r.trigger === 'call');
+  const ticks = records(rt, 6, (r) => r.trigger === 'wake' && r.harness === 'ticker');
+  t.equal(text(await rt.invoke('ticker', 'start', JSON.stringify({ period_ms: PERIOD }))), 'ticker');
+
+  // a tool call's delays count from its start (the journal's start)
+  t.match(text(await rt.invoke('qg', 'arm', '{"delay":"60000","id":"from-start"}')), 'ok: from-start');
+  t.match(
+    text(await rt.invoke('qg', 'after', '{"delay":"70000","harness":"qg","tool":"echo","args":"{}"}')),
+    /^ok: after:qg$/,
+  );
+  const [start, arm, after] = await calls;
+  const pending = new Map(rt.list().map((w) => [w.id, w.when]));
+  t.equal(pending.get('from-start'), arm!.start + 60_000, 'berm.wake.arm: due at the call start + delay');
+  t.equal(pending.get('after:qg'), after!.start + 70_000, 'berm.call.after: due at the call start + delay');
+
+  const got = await ticks;
+  t.equal(text(await rt.invoke('ticker', 'stop', '{}')), '1', 'the schedule was still armed');
+  t.equal(got[0]!.scheduledAt, start!.start + PERIOD, 'the first tick: the start call + one period');
+  for (let i = 0; i < got.length; i++) {
+    const r = got[i]!;
+    t.equal(r.outcome, 'ok');
+    // a wake's journal start is the now its record carried
+    t.ok(r.start >= r.scheduledAt!, `occurrence ${i + 1} not early`);
+    if (i === 0) continue;
+    const gap = r.scheduledAt! - got[i - 1]!.scheduledAt!;
+    // exactly one period, or k periods when an occurrence started more than a period late
+    // (a loaded machine): never a drift
+    t.ok(gap > 0 && gap % PERIOD === 0, `occurrence ${i + 1} due ${gap} ms after the previous`);
+    const late = got[i - 1]!.start - got[i - 1]!.scheduledAt!;
+    t.equal(gap, PERIOD * (Math.floor(late / PERIOD) + 1), 'the first phase instant after the previous now');
+  }
+});
+
 t.test('berm.call.after runs the tool later, one level deeper in the chain', async (t) => {
   const rt = await runtime();
   t.teardown(() => rt.close());
