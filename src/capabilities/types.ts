@@ -261,6 +261,16 @@ export function boundedTimeout(ctx: CapabilityContext, ownMs: number): number {
   return Math.max(1, Math.min(ownMs, Math.floor(deadline - Date.now())));
 }
 
+/**
+ * The call's deadline ({@link CALL_DEADLINE}), ms since the Unix epoch, or undefined when it has
+ * none: what a capability hands the synchronous bridge so that the whole host call, the bridge's
+ * worker start-up included, ends by it (common/sync.ts runSync).
+ */
+export function callDeadline(ctx: CapabilityContext): number | undefined {
+  const deadline = ctx.limits?.[CALL_DEADLINE];
+  return deadline !== undefined && Number.isFinite(deadline) ? deadline : undefined;
+}
+
 /** A success reply of text fields. */
 export function ok(...fields: (string | Uint8Array)[]): CapabilityReply {
   return { fields: fields.map((f) => (typeof f === 'string' ? textField(f) : f)) };
