@@ -280,6 +280,8 @@ for (const e of INSTRUCTIONS) {
   );
 }
 OP_FLAGS.set('illegal', F_STOP);
+/** OP_FLAGS by Instr.code (the ISA table's index; 'illegal' last): an array read per instruction */
+const FLAGS_BY_CODE = Uint8Array.from([...INSTRUCTIONS.map((e) => OP_FLAGS.get(e.name)!), F_STOP]);
 
 /**
  * Scratch arrays of {@link analyseFunction}, reused by every call and grown as needed (none of them
@@ -328,7 +330,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     }
     const ins = decode(bits);
     if ((off & 1) === 0) slots[off >> 1] = instrs.length;
-    const f = OP_FLAGS.get(ins.op) ?? 0;
+    const f = FLAGS_BY_CODE[ins.code];
     flags[instrs.length] = f;
     if ((f & F_VALUE) !== 0) valueRegs |= 1 << ins.rd;
     else if ((f & F_JALR) !== 0) jalrRegs |= 1 << ins.rs1;

@@ -126,12 +126,15 @@ export class DirectWriter {
   /** whether the open run holds no function reference (ByteModule.rawClose) */
   private pure = true;
   private buf: Int32Array;
+  /** buf.length (a typed array's length is a call in a cold process) */
+  private cap: number;
   private u = 0;
   constructor(
     private readonly bm: ByteModule,
     private readonly f: DirectFrame,
   ) {
     this.buf = bm.rawBuffer(0);
+    this.cap = this.buf.length;
     let seg = SEGMENTS.get(f);
     if (seg === undefined) {
       seg = this.segments();
@@ -248,9 +251,11 @@ export class DirectWriter {
       this.u = this.from;
       // the module may have grown its buffer since the last run
       this.buf = this.bm.rawBuffer(n);
-    } else if (this.u + n > this.buf.length) {
+      this.cap = this.buf.length;
+    } else if (this.u + n > this.cap) {
       this.bm.rawCommit(this.u);
       this.buf = this.bm.rawBuffer(n);
+      this.cap = this.buf.length;
     }
     return this.buf;
   }
