@@ -192,10 +192,21 @@ function runBundle(file, record) {
 /**
  * Run the entry module `entry` (a path under src/ without extension, e.g. 'cli/main'), built or
  * from the sources. With `bundle` (a file name under dist/), a current build runs that bundle
- * when it exists, else the entry's dist/ module.
+ * when it exists, else the entry's dist/ module. Without a WebAssembly global (`node --jitless`) it
+ * runs nothing, says why on stderr and sets exit code 2 (bad usage, as the CLI's table has it).
  * @returns a promise settled once the entry module has been evaluated
  */
 async function launch(entry, bundle) {
+  if (typeof WebAssembly !== 'object') {
+    // `node --jitless` (or --no-expose-wasm) removes the WebAssembly global, and every guest runs
+    // as a WebAssembly module: say so once instead of failing inside the first module load
+    process.stderr.write(
+      `berm: this Node process has no WebAssembly (started with --jitless or --no-expose-wasm?); ` +
+        `berm runs guests as WebAssembly and needs it\n`,
+    );
+    process.exitCode = 2;
+    return undefined;
+  }
   const url = (path) => pathToFileURL(`${ROOT}/${path}`).href;
   const build = currentBuild();
   if (build !== null) {

@@ -147,24 +147,36 @@ t.test('wakes: arm, list, cancel, fire, refusals', async (t) => {
 });
 
 t.test('a spinning guest runs on a worker: the daemon keeps answering', async (t) => {
-  const d = await testDaemon({ limit: ['timeoutMs=3000'], workers: '2' });
+  // The spin runs until its deadline (timeoutMs from admission). Everything below must happen
+  // before that deadline; 8 s leaves a loaded machine room for the health check, the echo call on
+  // the second worker and a metrics read (a few hundred ms when quiet).
+  const d = await testDaemon({ limit: ['timeoutMs=8000'], workers: '2' });
   t.teardown(() => d.stop());
   t.equal((await d.req('/harnesses/qg', { method: 'PUT', body: QG })).status, 200);
+  const inFlight = async (): Promise<string | undefined> =>
+    /^berm_in_flight (\d+)$/m.exec(await (await d.req('/metrics')).text())?.[1];
   const spinning = d.req('/harnesses/qg/tools/spin', { method: 'POST', body: '{}' });
-  await new Promise((r) => setTimeout(r, 200));
+  let spinEnded = false;
+  void spinning.then(
+    () => (spinEnded = true),
+    () => (spinEnded = true),
+  );
+  await until(async () => ((await inFlight()) === '1' ? true : undefined), 'the spin call to run');
   const t0 = Date.now();
   const health = await d.req('/health');
   t.equal(health.status, 200);
   const echo = await d.req('/harnesses/qg/tools/echo', { method: 'POST', body: '{"during":"spin"}' });
   t.same(await echo.json(), { done: '{"during":"spin"}' }, 'another call ran meanwhile (2 workers)');
   const answered = Date.now() - t0;
+  // Were the guest on the serving thread, nothing would be answered until the spin's deadline
+  // ended it: the spin would be over (not in flight, its answer sent first) by now.
+  t.equal(await inFlight(), '1', `the spin still runs on its worker after ${answered} ms of answers`);
+  t.notOk(spinEnded, 'the spin call was still unanswered when the echo came back');
   const r = await spinning;
-  const spun = Date.now() - t0;
-  t.ok(answered < spun, `answered in ${answered} ms while the spin ran ${spun} ms more`);
   t.equal(r.status, 500);
-  t.match(await r.json(), { trap: 'Interrupted' });
+  t.match(await r.json(), { trap: 'Interrupted' }, 'the spin ended at its deadline');
   t.ok(
-    d.logs.some((l) => /timeoutMs +3000 +\(flag --limit\)/.test(l)),
+    d.logs.some((l) => /timeoutMs +8000 +\(flag --limit\)/.test(l)),
     'boot log names the limit and its source',
   );
 });

@@ -118,3 +118,18 @@ t.test('an installed package with a missing or damaged build record runs dist/, 
   t.match(r.stderr, /BERM_FROM_SOURCE=1, but this installation has no src\//);
   stamp(Date.now());
 });
+
+t.test('a process without WebAssembly (node --jitless) is refused with one clear line', async (t) => {
+  stamp(Date.now());
+  for (const flag of ['--jitless', '--no-expose-wasm']) {
+    const r = spawnSync(process.execPath, [flag, join(dir, 'bin', 'berm.js'), 'call'], { encoding: 'utf8' });
+    t.equal(r.status, 2, `${flag}: exit code 2 (bad usage)`);
+    t.equal(r.stdout, '', `${flag}: the entry module did not run`);
+    t.match(r.stderr, /berm: this Node process has no WebAssembly/, `${flag}: says why`);
+    t.notMatch(r.stderr, /at .*\(.*:\d+:\d+\)/, `${flag}: no stack trace`);
+  }
+  const v = spawnSync(process.execPath, ['--jitless', join(dir, 'bin', 'berm.js'), '--version'], {
+    encoding: 'utf8',
+  });
+  t.equal(v.stdout, '9.8.7\n', '--version still answers (it loads nothing)');
+});

@@ -45,11 +45,15 @@ let started = false;
 
 /**
  * Start the background compile once per process (later calls do nothing).
- * @returns false when it had been started already
+ * @returns false when it had been started already, or when this process has no WebAssembly
  */
 export function warmWrapperCompiler(): boolean {
   if (started) return false;
   started = true;
+  // `node --jitless` has no WebAssembly global: loading the engine must not throw for that; the
+  // launchers refuse such a process with a clear message, and a library user gets V8's own error
+  // at the first compile
+  if (typeof WebAssembly !== 'object') return false;
   WebAssembly.compile(WARMUP_MODULE).catch(() => undefined);
   return true;
 }
