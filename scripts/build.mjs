@@ -20,7 +20,7 @@ import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSyn
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { bundleCli, bundleTranslator, bundleWarmPath, CLI_BUNDLE, walk, writeCodeCache } from './bundle.mjs';
+import { bundleCli, bundleTranslator, CLI_BUNDLE, walk, writeCodeCache } from './bundle.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const SRC = join(ROOT, 'src');
@@ -73,7 +73,6 @@ writeFileSync(abiJs, text.replace(marker, `const BUILT_DIGEST = ${JSON.stringify
 // the baseline translator as one ES module for the daemon and the other dist/ users.
 try {
   await bundleTranslator(OUT);
-  await bundleWarmPath(OUT);
   await bundleCli(OUT);
 } catch (e) {
   rmSync(OUT, { recursive: true, force: true });

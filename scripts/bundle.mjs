@@ -38,7 +38,6 @@ import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, sep } from 'node:path';
-import { pathToFileURL } from 'node:url';
 
 /** The bundle's file name under dist/ (bin/berm.js names it too). */
 export const CLI_BUNDLE = 'berm-cli.cjs';
@@ -150,9 +149,7 @@ export async function bundleCli(out) {
         setup(build) {
           build.onLoad({ filter: /\.js$/ }, (args) => {
             if (!inDist(args.path)) return undefined;
-            let text = readFileSync(args.path, 'utf8');
-            if (args.path === join(out, WARM_LOADER)) text = markBundled(text, args.path);
-            text = text
+            const text = readFileSync(args.path, 'utf8')
               .replace(/\bcreateRequire\(import\.meta\.url\)\(/g, 'require(')
               .replace(/\bimport\((['"])(\.[^'"]+)\1\)/g, (call, _q, spec) => {
                 if (!needBinaryen.has(join(dirname(args.path), spec))) return call;
@@ -280,70 +277,6 @@ export async function bundleTranslator(out) {
   moveBuilt(tmp, entry);
 }
 
-/** The engine's warm path (src/engine/warm-path.ts) and its loader, under dist/. */
-export const WARM_MODULE = join('engine', 'warm-path.js');
-export const WARM_SCRIPT = join('engine', 'warm-path.cjs');
-const WARM_LOADER = join('engine', 'warm-script.js');
-/** The modules with classes the warm script requires (the loader hands it the engine's). */
-const WARM_SHARED = [join('translate', 'abi.js'), join('elf', 'reader.js')];
-
-/**
- * Write the engine's warm path `out`/engine/warm-path.js and the stateless helpers it imports as one
- * CommonJS script, `out`/engine/warm-path.cjs, which src/engine/warm-script.ts runs with the V8
- * code cache {@link writeCodeCache} makes for it; its `require`s of the modules with classes
- * (WARM_SHARED) stay, answered by the loader with the engine's instances. Fixes the script's
- * SHA-256 into the loader. Before the CLI is bundled (the bundle carries the loader, marked).
- * @throws Error when esbuild fails, or the script requires a module of dist/ other than those
- */
-export async function bundleWarmPath(out) {
-  const require = createRequire(join(dirname(out), 'package.json'));
-  const esbuild = require('esbuild');
-  const entry = join(out, WARM_MODULE);
-  const shared = new Set(WARM_SHARED.map((f) => join(out, f)));
-  const script = join(out, WARM_SCRIPT);
-  const tmp = `${script}.tmp-${process.pid}.js`;
-  await esbuild.build({
-    entryPoints: [entry],
-    outfile: tmp,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    charset: 'ascii',
-    logLevel: 'error',
-    legalComments: 'none',
-    sourcemap: true,
-    plugins: [
-      {
-        name: 'berm-warm-shared',
-        setup(build) {
-          build.onResolve({ filter: /^\./ }, (args) => {
-            const file = join(args.resolveDir, args.path);
-            if (!shared.has(file)) return undefined;
-            let rel = relative(dirname(entry), file).split(sep).join('/');
-            if (!rel.startsWith('.')) rel = `./${rel}`;
-            return { path: rel, external: true };
-          });
-        },
-      },
-    ],
-  });
-  moveBuilt(tmp, script);
-  const bytes = readFileSync(script);
-  const required = [...bytes.toString('utf8').matchAll(/\brequire\("([^"]+)"\)/g)].map((m) => m[1]);
-  const allowed = WARM_SHARED.map((f) => relative(dirname(entry), join(out, f)).split(sep).join('/'));
-  const stray = required.filter((r) => !r.startsWith('node:') && !allowed.includes(r));
-  if (stray.length > 0) throw new Error(`${script} requires ${stray.join(', ')}: not handed by its loader`);
-  fixScriptDigest(join(out, WARM_LOADER), bytes);
-}
-
-/** `text` of the warm path's loader with its line `const IN_CLI_BUNDLE = false;` set to true. */
-function markBundled(text, file) {
-  const marker = /^const IN_CLI_BUNDLE = false;$/m;
-  if (!marker.test(text)) throw new Error(`${file} has no line "const IN_CLI_BUNDLE = false;" to mark`);
-  return text.replace(marker, 'const IN_CLI_BUNDLE = true;');
-}
-
 /**
  * Fix the SHA-256 of a script's `bytes` into its loader `file` (a compiled module of dist/ with the
  * line `const SCRIPT_SHA256 = null;`), which runs the script only when its bytes have that digest.
@@ -405,20 +338,6 @@ export function writeCodeCache(root) {
       run(scratch, ['compile', elf]);
     }
     made(`${CLI_BUNDLE}.v8cache`, args[0], run(scratch, args, { BERM_CODE_CACHE: 'write' }));
-    if (args[0] === 'call') {
-      // the warm path's script: a warm compile by the ES module engine (the CLI bundle does not
-      // load the script), the flag the readers (bin/bermd.js, bench/child.ts) run with
-      const engine = pathToFileURL(join(root, 'dist', 'engine', 'engine.js')).href;
-      const code = `const { Engine } = await import(${JSON.stringify(engine)});
-const m = await new Engine({ cacheDir: ${JSON.stringify(scratch)} }).compile(${JSON.stringify(elf)});
-if (!m.info.cached) { console.error('not from the cache'); process.exitCode = 3; }`;
-      const r = spawnSync(process.execPath, ['--stack-size=4000', '--input-type=module', '-e', code], {
-        encoding: 'utf8',
-        env: { ...process.env, BERM_CODE_CACHE: 'write' },
-        timeout: 120_000,
-      });
-      made(`${WARM_SCRIPT}.v8cache`, 'warm compile', r);
-    }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }

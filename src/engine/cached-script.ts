@@ -1,8 +1,8 @@
 /**
  * Run a CommonJS script the build wrote next to an ES module of the engine, with a V8 code cache,
- * instead of that module: how the engine loads the baseline translator (baseline-script.ts) and
- * its warm path (warm-script.ts). Node 20 offers code caches for scripts only (`vm.Script`'s
- * `cachedData`), not for ES modules, whose functions V8 compiles one by one on their first call.
+ * instead of that module: how the engine loads the baseline translator (baseline-script.ts).
+ * Node 20 offers code caches for scripts only (`vm.Script`'s `cachedData`), not for ES modules,
+ * whose functions V8 compiles one by one on their first call.
  *
  * The build fixes the script's SHA-256 into the loading module's compiled copy, and the script runs
  * only when its bytes have that digest: a truncated, emptied or edited script (a cut between two
@@ -14,32 +14,31 @@
  * With BERM_CODE_CACHE=write in the environment (scripts/bundle.mjs writeCodeCache sets it) the
  * process writes the cache when it exits, so the functions its run compiled lazily are in it.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { Script } from 'node:vm';
 
 /** How a script ran: with its code cache accepted by V8, or compiled from source. */
 export type ScriptSource = 'script+cache' | 'script';
 
 /**
- * The key of a code cache for the script whose SHA-256 is `digest`: SHA-256 over the Node
- * version, the architecture, that digest and the cache data.
+ * The key of a code cache for the script whose SHA-256 is `digest` (hex): SHA-256 over the Node
+ * version, the architecture, that digest and the SHA-256 of the cache data, 32 bytes.
+ * One-shot digests (crypto.hash), not createHash: the first use of createHash in a process
+ * costs ~0.3 ms more (bench/README.md).
  */
-function cacheKey(digest: Buffer, data: Buffer): Buffer {
-  return createHash('sha256')
-    .update(`${process.version}\0${process.arch}\0`)
-    .update(digest)
-    .update(data)
-    .digest();
+function cacheKey(digest: string, data: Uint8Array): Buffer {
+  const text = `${process.version}\0${process.arch}\0${digest}\0${hash('sha256', data, 'hex')}`;
+  return hash('sha256', text, 'buffer');
 }
 
 /**
  * Run the script `file` when it is the one the build wrote (SHA-256 `sha256`, hex; null: the
  * build recorded none, i.e. running from the sources), with its code cache when that matches.
- * The script is a CommonJS body; its `require` of a specifier in `shared` returns that value (the
- * engine's own instance of a module, so classes are the engine's), of a `node:` builtin the
- * builtin, of anything else throws.
+ * The script is a CommonJS body of ASCII text (esbuild's `charset: 'ascii'`: its SHA-256 is that of
+ * the text read as UTF-8, Node's fast path for a file's text); its `require` of a specifier in
+ * `shared` returns that value (the engine's own instance of a module, so classes are the engine's;
+ * the `node:` builtins it uses, as the loading module imported them), of anything else throws.
  * @param exported a name the script must export (a function): checks the script is whole
  * @returns the script's exports and how it ran, or null when there is no such file (the sources);
  *   `why` instead when the file is there but was not run: not the build's script, or it threw
@@ -51,18 +50,20 @@ export function runCachedScript<T>(
   shared: Record<string, unknown>,
   exported: string,
 ): { exports: T; source: ScriptSource } | { why: string } | null {
-  let bytes: Buffer;
+  let text: string;
   try {
-    bytes = readFileSync(file);
+    text = readFileSync(file, 'utf8');
   } catch {
     return null;
   }
-  const digest = createHash('sha256').update(bytes).digest();
+  const digest = hash('sha256', text, 'hex');
   if (sha256 === null) return { why: 'the build recorded no SHA-256 for it' };
-  if (digest.toString('hex') !== sha256)
-    return { why: `it is not the script the build wrote (${bytes.length} bytes, another SHA-256)` };
+  if (digest !== sha256) {
+    const bytes = Buffer.byteLength(text);
+    return { why: `it is not the script the build wrote (${bytes} bytes, another SHA-256)` };
+  }
   try {
-    return run<T>(file, bytes, digest, shared, exported);
+    return run<T>(file, text, digest, shared, exported);
   } catch (e) {
     return { why: `it failed to load: ${e instanceof Error ? e.message : String(e)}` };
   }
@@ -70,8 +71,8 @@ export function runCachedScript<T>(
 
 function run<T>(
   file: string,
-  bytes: Buffer,
-  digest: Buffer,
+  text: string,
+  digest: string,
   shared: Record<string, unknown>,
   exported: string,
 ): { exports: T; source: ScriptSource } {
@@ -84,7 +85,7 @@ function run<T>(
     // no cache: compile as usual
   }
   // on the first line, so that line numbers in stack traces are the script's
-  const source = `(function (exports, require, module) {${bytes.toString('utf8')}\n})`;
+  const source = `(function (exports, require, module) {${text}\n})`;
   const script = new Script(source, { filename: file, cachedData });
   if (process.env.BERM_CODE_CACHE === 'write') {
     // at exit, so the functions the run compiled lazily are in the cache too
@@ -104,10 +105,8 @@ function run<T>(
     });
   }
   const mod = { exports: {} as Record<string, unknown> };
-  let builtins: NodeJS.Require | undefined;
   const require = (spec: string): unknown => {
     if (spec in shared) return shared[spec];
-    if (spec.startsWith('node:')) return (builtins ??= createRequire(file))(spec);
     throw new Error(`${file} requires ${spec}, which the engine does not hand it`);
   };
   (script.runInThisContext() as (e: object, r: typeof require, m: object) => void)(mod.exports, require, mod);

@@ -23,7 +23,7 @@ import { Slot } from './instance.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary } from './summary-section.js';
 import { enableBranchHints, enableWasmInlining } from './v8-flags.js';
-import { loadWarmPath } from './warm-script.js';
+import * as warm from './warm-path.js';
 import { warmWrapperCompiler } from './warmup.js';
 
 // before any module is compiled: the optimising tier's branch hints and V8's Wasm inlining (see
@@ -32,9 +32,6 @@ enableBranchHints();
 enableWasmInlining();
 // V8's wrapper compiler started on a background thread while the process goes on (warmup.ts)
 warmWrapperCompiler();
-// the warm path's functions, from their code-cached script when the build wrote one (after the
-// flags above: V8 refuses a code cache made under other flags)
-const warm = loadWarmPath().warm;
 
 export { Instance, type InstantiateOptions } from './instance.js';
 export { basicHostFunctions, Linker } from './linker.js';

@@ -1,18 +1,13 @@
 /**
  * The warm path of `Engine.compile`: read the ELF, hash it, make the cache key, read and check the
  * cached module, find and restore the image summary inside it, lay the image out and compile the
- * module with V8. The engine calls these functions; src/engine/warm-script.ts loads them.
+ * module with V8, apart from the engine's state (the engine keeps digests and images per byte
+ * array, and removes entries). Stateless functions only.
  *
- * Why a module of its own: a warm compile in a fresh process runs each of these functions once, and
- * in an ES module V8 first compiles each to bytecode on that first call (Node 20 offers code
- * caches for scripts only, not for ES modules). The build writes this module and the helpers it
- * holds (the cache's entry format, the summary section, the summary's restore, LEB128, UTF-8) a
- * second time as one CommonJS script (scripts/bundle.mjs bundleWarmPath), with a V8 code cache
- * made by a process that compiled from the cache, so the functions arrive compiled. The script's
- * only `require`s besides Node's builtins are the engine's own modules with classes or state
- * (src/translate/abi.ts: LayoutError; src/elf/reader.ts: ElfError), which the loader answers
- * with the engine's instances. Everything here is stateless: two copies (the script's and this
- * module's) behave the same.
+ * Measured and dropped (bench/README.md, "Warm compile: the warm path as a code-cached script"):
+ * running these functions from a CommonJS script with a V8 code cache, as the baseline translator
+ * runs, so that a fresh process does not compile each on its first call. The compile got ~1 ms
+ * faster, but loading the script and its checked cache when the engine loads cost more than that.
  */
 import { hash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
