@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
 import { CAPABILITIES, CAPABILITY_NAMES, stageReply } from '../src/capabilities/index.js';
-import { shutdownBridge } from '../src/capabilities/common/sync.js';
+import { runSync, shutdownBridge } from '../src/capabilities/common/sync.js';
 import { closeStores } from '../src/capabilities/storage/index.js';
 import { hostAllowed } from '../src/capabilities/http/policy.js';
 import { decodeFields, parseStagedLength } from '../src/wire/fields.js';
@@ -135,6 +135,32 @@ t.test('exec timeout kills the whole process group, grandchildren included', asy
   const pid2 = path.join(s.root, 'pid2');
   okText(execc['berm.exec.run']!(F(`(sleep 1000 & echo $! > ${pid2})`, '', 'PATH', '/usr/bin:/bin'), c));
   t.ok(await goneSoon(Number(fs.readFileSync(pid2, 'utf8'))), 'background job is gone');
+});
+
+t.test('the call deadline bounds a host call whose bridge worker is still starting', async (t) => {
+  // The job module's first import takes 6 s (test/helpers/slow-import-job.ts): the bridge's
+  // start-up, which may take up to BRIDGE_STARTUP_MS (30 s) on a loaded machine. A call whose
+  // deadline is 500 ms away ends at that deadline with an error naming the start-up, not when the
+  // worker is ready.
+  const SLOW = new URL('./helpers/slow-import-job.ts', import.meta.url);
+  const t0 = Date.now();
+  const r = runSync<number>(SLOW, 'count', null, 60_000, Date.now() + 500);
+  const waited = Date.now() - t0;
+  t.match(r, {
+    ok: false,
+    timedOut: true,
+    error:
+      /^the call's deadline passed while the host worker was starting \(waited \d+ ms; nothing was done\)$/,
+  });
+  t.ok(waited >= 490 && waited < 4000, `ended at the deadline (${waited} ms), not after the 6 s start-up`);
+  // the worker went on starting: the next call runs once it is ready, and the job given up never ran
+  t.same(runSync<number>(SLOW, 'count', null, 60_000), { ok: true, value: 1 });
+  // a deadline already past: nothing starts
+  t.match(runSync<number>(SLOW, 'count', null, 60_000, Date.now() - 1), {
+    ok: false,
+    error: /deadline had passed before the host call started/,
+  });
+  t.same(runSync<number>(SLOW, 'count', null, 60_000, Date.now() + 30_000), { ok: true, value: 2 });
 });
 
 t.test('http positive', async (t) => {

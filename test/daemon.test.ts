@@ -7,7 +7,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startDaemon } from '../src/daemon/daemon.js';
+import { createRuntimeBackend } from '../src/daemon/runtime-backend.js';
+import { resolveSettings } from '../src/daemon/settings.js';
 import { REPO, elf, testDaemon } from './helpers/daemon.js';
+import { TEST_CACHE } from './helpers/fixtures.js';
 
 const ECHO = elf('fixtures/build/echo-gcc-O2.elf');
 const HOSTCALLS = elf('fixtures/build/hostcalls-gcc-O2.elf');
@@ -348,6 +352,80 @@ t.test('deployments survive a restart; re-deploying the same bytes is free', asy
   const r = await d2.req('/harnesses/echo/tools/echo', { method: 'POST', body: '{"k":1}' });
   t.same(await r.json(), { done: '{"k":1}' });
 });
+
+t.test(
+  'a restart restores deployments a few at a time; a damaged image is reported, the rest come back',
+  async (t) => {
+    const d = await testDaemon({ workers: '2' });
+    const images: [string, Buffer, string, string][] = [
+      ['echo', ECHO, '/tools/echo', '{"k":1}'],
+      ['text', TEXT, '/tools/stats', '{"values":[2,1]}'],
+      ['hc', HOSTCALLS, '/tools/hc_checksum', '{"pad":"x"}'],
+    ];
+    const names: string[] = [];
+    for (let i = 0; i < 4; i++)
+      for (const [base, bytes] of images) {
+        const r = await d.req(`/harnesses/${base}${i}`, { method: 'PUT', body: bytes });
+        t.equal(r.status, 200, `${base}${i} deployed`);
+        names.push(`${base}${i}`);
+      }
+    t.equal((await d.req('/harnesses/misbehave', { method: 'PUT', body: MISBEHAVE })).status, 200);
+    await d.stop();
+    // damage the one image only 'misbehave' uses
+    const damaged = join(d.root, 'deployments', 'images', `${sha(MISBEHAVE)}.elf`);
+    writeFileSync(damaged, Buffer.concat([MISBEHAVE.subarray(0, 1000), Buffer.from('torn')]));
+
+    // the real backend, with the deploys it is given counted as they overlap
+    let inFlight = 0;
+    let most = 0;
+    const logs: string[] = [];
+    const settings = {
+      ...resolveSettings({ addr: '127.0.0.1:0', root: d.root, workers: '2', cacheDir: TEST_CACHE }, {}),
+      limit: [],
+    };
+    const d2 = await startDaemon(
+      settings,
+      async (ctx) => {
+        const b = await createRuntimeBackend(ctx);
+        const deploy = b.deploy.bind(b);
+        b.deploy = async (...a) => {
+          most = Math.max(most, ++inFlight);
+          try {
+            return await deploy(...a);
+          } finally {
+            inFlight--;
+          }
+        };
+        return b;
+      },
+      {},
+      (l) => logs.push(l),
+    );
+    t.teardown(() => d2.stop());
+    // two workers: four deployments in flight at once (daemon.ts), never one at a time
+    t.equal(most, 4, 'deployments restored concurrently, bounded');
+    t.ok(
+      logs.some((l) => /restored 12 of 13 deployments in \d+ ms/.test(l)),
+      'the restore is logged',
+    );
+    t.ok(
+      logs.some((l) => /warning: harness misbehave \(sha256 [0-9a-f]{64}\) not restored: .*damaged/.test(l)),
+      'the damaged image is reported',
+    );
+    const listed = ((await (await fetch(`${d2.url}/harnesses`)).json()) as { harnesses: { name: string }[] })
+      .harnesses;
+    t.same(
+      listed.map((h) => h.name),
+      [...names].sort(),
+      'every other deployment came back',
+    );
+    for (const [base, , path, body] of images)
+      for (const i of [0, 3]) {
+        const r = await fetch(`${d2.url}/harnesses/${base}${i}${path}`, { method: 'POST', body });
+        t.equal(r.status, 200, `${base}${i} answers`);
+      }
+  },
+);
 
 t.test('metrics in Prometheus text', async (t) => {
   const d = await testDaemon();

@@ -55,13 +55,21 @@ function records(
   rt: BermRuntime,
   count: number,
   filter: (r: JournalRecord) => boolean = () => true,
+  withinMs = 120_000,
 ): Promise<JournalRecord[]> {
   const out: JournalRecord[] = [];
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
+    // a record that never comes fails the test with what did come, instead of hanging until
+    // tap's file timeout (or, with nothing else keeping the loop alive, ending the test unfinished)
+    const timer = setTimeout(() => {
+      rt.off('invocation', on);
+      reject(new Error(`only ${out.length} of ${count} journal records within ${withinMs} ms`));
+    }, withinMs);
     const on = (r: JournalRecord) => {
       if (!filter(r)) return;
       out.push(r);
       if (out.length === count) {
+        clearTimeout(timer);
         rt.off('invocation', on);
         resolve(out);
       }
@@ -230,6 +238,50 @@ t.test(
   },
 );
 
+t.test("delays count from the invocation's now: a berm_every schedule keeps its phase exactly", async (t) => {
+  // docs/wakes.md: a wake armed by an invocation is due at that invocation's now + delay_ms (the
+  // record's now for on_wake, the start for a tool call), not at the arm call's arrival. So the
+  // SDK's berm_every (delay = period - ((now - scheduled_at) mod period)) lands every occurrence
+  // on first + k * period. Before, each occurrence slipped by the time the guest took to reach
+  // its arm call (gaps of 401-459 ms for a 400 ms period).
+  const PERIOD = 300;
+  const rt = await runtime();
+  t.teardown(() => rt.close());
+  const TICKER = new Uint8Array(fs.readFileSync(path.join(ROOT, 'examples/ticker.elf')));
+  await rt.deploy('ticker', TICKER, { capabilities: ['schedule', 'storage'] });
+  const calls = records(rt, 3, (r) => r.trigger === 'call');
+  const ticks = records(rt, 6, (r) => r.trigger === 'wake' && r.harness === 'ticker');
+  t.equal(text(await rt.invoke('ticker', 'start', JSON.stringify({ period_ms: PERIOD }))), 'ticker');
+
+  // a tool call's delays count from its start (the journal's start)
+  t.match(text(await rt.invoke('qg', 'arm', '{"delay":"60000","id":"from-start"}')), 'ok: from-start');
+  t.match(
+    text(await rt.invoke('qg', 'after', '{"delay":"70000","harness":"qg","tool":"echo","args":"{}"}')),
+    /^ok: after:qg$/,
+  );
+  const [start, arm, after] = await calls;
+  const pending = new Map(rt.list().map((w) => [w.id, w.when]));
+  t.equal(pending.get('from-start'), arm!.start + 60_000, 'berm.wake.arm: due at the call start + delay');
+  t.equal(pending.get('after:qg'), after!.start + 70_000, 'berm.call.after: due at the call start + delay');
+
+  const got = await ticks;
+  t.equal(text(await rt.invoke('ticker', 'stop', '{}')), '1', 'the schedule was still armed');
+  t.equal(got[0]!.scheduledAt, start!.start + PERIOD, 'the first tick: the start call + one period');
+  for (let i = 0; i < got.length; i++) {
+    const r = got[i]!;
+    t.equal(r.outcome, 'ok');
+    // a wake's journal start is the now its record carried
+    t.ok(r.start >= r.scheduledAt!, `occurrence ${i + 1} not early`);
+    if (i === 0) continue;
+    const gap = r.scheduledAt! - got[i - 1]!.scheduledAt!;
+    // exactly one period, or k periods when an occurrence started more than a period late
+    // (a loaded machine): never a drift
+    t.ok(gap > 0 && gap % PERIOD === 0, `occurrence ${i + 1} due ${gap} ms after the previous`);
+    const late = got[i - 1]!.start - got[i - 1]!.scheduledAt!;
+    t.equal(gap, PERIOD * (Math.floor(late / PERIOD) + 1), 'the first phase instant after the previous now');
+  }
+});
+
 t.test('berm.call.after runs the tool later, one level deeper in the chain', async (t) => {
   const rt = await runtime();
   t.teardown(() => rt.close());
@@ -339,14 +391,18 @@ t.test('a host call that never returns costs one worker, which is replaced', asy
 t.test('host calls are bounded by the chain deadline', async (t) => {
   const server = await startServer();
   t.teardown(server.stop);
-  // The bridge that runs the fetch (src/capabilities/common/sync.ts) does not charge its worker's
-  // start-up to the job: the call may wait up to BRIDGE_STARTUP_MS for it, then the job's own
-  // time (what is left of the chain's 800 ms) and BRIDGE_GRACE_MS. Under load the start-up is
-  // long (20 s at a load average of 28 on 2 cores), so the queue's grace covers all of it: a
-  // worker terminated here would be the bridge failing to bound the call.
-  const bound = 800 + BRIDGE_STARTUP_MS + BRIDGE_GRACE_MS;
+  // The bridge that runs the fetch (src/capabilities/common/sync.ts) is bounded by the chain's
+  // deadline, its worker's start-up included (that start-up took 20 s at a load average of 28 on
+  // 2 cores, and BRIDGE_STARTUP_MS is 30 s): the fetch ends by the deadline, or BRIDGE_GRACE_MS
+  // after it for a job that had started. The queue's grace covers BRIDGE_STARTUP_MS all the same:
+  // a worker terminated here would be the bridge failing to bound the call. The bound leaves 10 s
+  // for the rest of the invocation (an instance, the guest) on a loaded machine.
+  const bound = 800 + BRIDGE_GRACE_MS + 10_000;
   const rt = await runtime(
-    { limits: { timeoutMs: 800, graceMs: bound + 10_000 }, capabilityLimits: { httpTimeoutMs: 600_000 } },
+    {
+      limits: { timeoutMs: 800, graceMs: 800 + BRIDGE_STARTUP_MS + BRIDGE_GRACE_MS + 10_000 },
+      capabilityLimits: { httpTimeoutMs: 600_000 },
+    },
     ['http'],
   );
   t.teardown(() => rt.close());

@@ -71,6 +71,13 @@ export interface CapabilityContext {
    * and shape-checked, made on behalf of `harness`. Absent when the runtime has no due-set.
    */
   schedule?: ScheduleHost;
+  /**
+   * The invocation's instant, ms since the Unix epoch, as the runtime fixed it when it started the
+   * invocation: the `now` it wrote into the record for on_wake / on_notify, the start of a tool
+   * call. The schedule capability counts delays from it (docs/wakes.md "Which now a delay counts
+   * from"), so a guest's arithmetic on its record's `now` is exact. Absent outside a runtime.
+   */
+  now?: number;
   /** the capability names the declaration grants this harness (sorted) */
   granted?: readonly string[];
   /**
@@ -96,8 +103,17 @@ export interface ScheduleHost {
   arm(req: { delayMs: number; at?: number; payload: string; id: string | null }): CapabilityReply;
   /** cancel a wake of the calling harness; reply ok("1") or ok("0") */
   cancel(id: string): CapabilityReply;
-  /** call harness.tool(args) at now + delayMs, replacing the caller's pending one; reply ok(id) */
-  callAfter(req: { delayMs: number; harness: string; tool: string; args: string }): CapabilityReply;
+  /**
+   * call harness.tool(args) at now + delayMs, or at `at` (ms since the Unix epoch) when given, as
+   * for {@link arm}; replaces the caller's pending one; reply ok(id)
+   */
+  callAfter(req: {
+    delayMs: number;
+    at?: number;
+    harness: string;
+    tool: string;
+    args: string;
+  }): CapabilityReply;
 }
 
 /** A handler: synchronous, never throws for bad guest input (returns error or refused instead). */
@@ -243,6 +259,16 @@ export function boundedTimeout(ctx: CapabilityContext, ownMs: number): number {
   const deadline = ctx.limits?.[CALL_DEADLINE];
   if (deadline === undefined || !Number.isFinite(deadline)) return ownMs;
   return Math.max(1, Math.min(ownMs, Math.floor(deadline - Date.now())));
+}
+
+/**
+ * The call's deadline ({@link CALL_DEADLINE}), ms since the Unix epoch, or undefined when it has
+ * none: what a capability hands the synchronous bridge so that the whole host call, the bridge's
+ * worker start-up included, ends by it (common/sync.ts runSync).
+ */
+export function callDeadline(ctx: CapabilityContext): number | undefined {
+  const deadline = ctx.limits?.[CALL_DEADLINE];
+  return deadline !== undefined && Number.isFinite(deadline) ? deadline : undefined;
 }
 
 /** A success reply of text fields. */

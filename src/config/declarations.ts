@@ -418,6 +418,8 @@ export interface LinkOptions {
   limits?: Partial<CapabilityLimits>;
   callTool?: CapabilityContext['callTool'];
   schedule?: CapabilityContext['schedule'];
+  /** the invocation's instant, ms since the epoch (see CapabilityContext.now) */
+  now?: number;
   /** who the invocation acts for (see CapabilityContext.authority) */
   authority?: CapabilityContext['authority'];
   /** services on the queue's thread (see CapabilityContext.service) */
@@ -441,6 +443,7 @@ export function linkerEntries(
     ...(options.limits ? { limits: options.limits } : {}),
     ...(options.callTool ? { callTool: options.callTool } : {}),
     ...(options.schedule ? { schedule: options.schedule } : {}),
+    ...(options.now !== undefined ? { now: options.now } : {}),
     ...(options.authority ? { authority: options.authority } : {}),
     ...(options.service ? { service: options.service } : {}),
     granted: [...decl.capabilities],

@@ -169,7 +169,13 @@ export async function startDaemon(
   });
   for (const [k, v, source] of backend.limits?.() ?? []) log(`  ${k.padEnd(16)} ${v}  (${source})`);
   const deployments = new Deployments(store, backend, grants);
-  const problems = await deployments.restore();
+  // a few deployments in flight per worker keep every worker (and this thread's reading and
+  // checking of the images) busy; more would only queue on the workers
+  const restoring = deployments.store.entries().length;
+  const t0 = Date.now();
+  const problems = await deployments.restore(Math.min(16, 2 * settings.workers.value));
+  if (restoring > 0)
+    log(`  restored ${restoring - problems.length} of ${restoring} deployments in ${Date.now() - t0} ms`);
   // with a shared store: deployments follow the database before any wake may fire
   if (backend.join) problems.push(...(await backend.join(deployments)));
   backend.start?.();

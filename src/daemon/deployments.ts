@@ -93,28 +93,45 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   /**
    * Republish every deployment in the store (compiling on workers; no guest runs). An image that
    * is damaged, no longer passes the checks, or whose declaration changed is skipped and reported.
-   * @returns the problems, one line each (empty when everything came back)
+   * Up to `concurrency` deployments are in flight at once: each one's work is mostly on a worker
+   * (a compile, or a load from the Wasm cache, then an instance slot made in every worker), so one
+   * at a time left the other workers and this thread idle, and a restart with many deployments
+   * took a sum of round trips. Distinct names are independent, so the order does not matter; the
+   * store is only read (nothing is lost across a crash during a restore).
+   * @param concurrency deployments in flight at once (>= 1; default 1)
+   * @param onRestored called after each deployment is published (progress), with the count so far
+   * @returns the problems, one line each, in the store's order (empty when everything came back)
    */
-  async restore(): Promise<string[]> {
-    const problems: string[] = [];
-    for (const [name, entry] of this.store.entries()) {
-      try {
-        const bytes = this.store.readImage(entry.digest);
-        const manifest = inspectImage(bytes);
-        const granted = this.grants.grantFor(name, entry.digest);
-        await this.backend.deploy(name, bytes, granted);
-        this.published.set(name, {
-          name,
-          digest: entry.digest,
-          manifest,
-          granted,
-          deployedAt: entry.deployed_at,
-        });
-      } catch (e) {
-        problems.push(`harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}`);
+  async restore(concurrency = 1, onRestored?: (done: number, total: number) => void): Promise<string[]> {
+    const entries = [...this.store.entries()];
+    const problems: (string | null)[] = entries.map(() => null);
+    let next = 0;
+    let done = 0;
+    const lane = async (): Promise<void> => {
+      while (next < entries.length) {
+        const i = next++;
+        const [name, entry] = entries[i]!;
+        try {
+          const bytes = this.store.readImage(entry.digest);
+          const manifest = inspectImage(bytes);
+          const granted = this.grants.grantFor(name, entry.digest);
+          await this.backend.deploy(name, bytes, granted);
+          this.published.set(name, {
+            name,
+            digest: entry.digest,
+            manifest,
+            granted,
+            deployedAt: entry.deployed_at,
+          });
+          onRestored?.(++done, entries.length);
+        } catch (e) {
+          problems[i] = `harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}`;
+        }
       }
-    }
-    return problems;
+    };
+    const lanes = Math.max(1, Math.min(Math.floor(concurrency) || 1, entries.length));
+    await Promise.all(Array.from({ length: lanes }, lane));
+    return problems.filter((p): p is string => p !== null);
   }
 
   /** Published harnesses, sorted by name. */

@@ -26,9 +26,13 @@ import {
 } from './isa.js';
 import type { Instr } from './instr.js';
 
+/** {@link Instr.code} of 'illegal': one past the ISA table's last index. */
+export const ILLEGAL_CODE = INSTRUCTIONS.length;
+
 // One object literal shape for every result keeps property access monomorphic in the translator.
 function mk(
   op: Op | 'illegal',
+  code: number,
   rd: number,
   rs1: number,
   rs2: number,
@@ -39,11 +43,11 @@ function mk(
   aq?: boolean,
   rl?: boolean,
 ): Instr {
-  return { op, rd, rs1, rs2, imm, size, bits, compressed, aq, rl };
+  return { op, code, rd, rs1, rs2, imm, size, bits, compressed, aq, rl };
 }
 
 function illegal(bits: number, size: 2 | 4): Instr {
-  return mk('illegal', 0, 0, 0, 0, size, bits, undefined);
+  return mk('illegal', ILLEGAL_CODE, 0, 0, 0, 0, size, bits, undefined);
 }
 
 // Formats and layouts as small integers, so the field extraction is a dense switch. The switches
@@ -101,13 +105,21 @@ interface Slot {
   match: number;
   format: number;
   op: Op;
+  /** Instr.code */
+  code: number;
 }
 
 /** Buckets indexed by opcode[6:2] | funct3 << 5; entries in table order (first match wins). */
 const BUCKETS: Slot[][] = (() => {
   const buckets: Slot[][] = Array.from({ length: 256 }, () => []);
-  for (const e of INSTRUCTIONS) {
-    const slot: Slot = { mask: e.mask | 0, match: e.match | 0, format: FORMAT_CODE[e.format], op: e.name };
+  for (const [code, e] of INSTRUCTIONS.entries()) {
+    const slot: Slot = {
+      mask: e.mask | 0,
+      match: e.match | 0,
+      format: FORMAT_CODE[e.format],
+      op: e.name,
+      code,
+    };
     const f3Fixed = (e.mask & 0x7000) === 0x7000;
     for (let f3 = 0; f3 < 8; f3++) {
       if (!f3Fixed || ((e.match >>> 12) & 7) === f3) buckets[((e.match >>> 2) & 31) | (f3 << 5)].push(slot);
@@ -120,6 +132,8 @@ interface CSlot {
   mask: number;
   match: number;
   op: Op;
+  /** Instr.code of the expansion */
+  code: number;
   name: CName;
   layout: number;
   reserved: number;
@@ -129,6 +143,7 @@ const CSLOTS: CSlot[] = COMPRESSED.map((e: CEntry<CName>) => ({
   mask: e.mask,
   match: e.match,
   op: e.expands,
+  code: INSTRUCTIONS.findIndex((x) => x.name === e.expands),
   name: e.name,
   layout: LAYOUT_CODE[e.layout],
   reserved: RESERVED_CODE[e.reservedIfZero ?? 'none'],
@@ -168,41 +183,53 @@ function fields32(s: Slot, w: number): Instr {
   const rs2 = (w >>> 20) & 31;
   switch (s.format) {
     case 0 /* R */:
-      return mk(s.op, rd, rs1, rs2, 0, 4, w, undefined);
+      return mk(s.op, s.code, rd, rs1, rs2, 0, 4, w, undefined);
     case 1 /* I */:
-      return mk(s.op, rd, rs1, 0, w >> 20, 4, w, undefined);
+      return mk(s.op, s.code, rd, rs1, 0, w >> 20, 4, w, undefined);
     case 2 /* S */:
-      return mk(s.op, 0, rs1, rs2, ((w >> 20) & ~31) | rd, 4, w, undefined);
+      return mk(s.op, s.code, 0, rs1, rs2, ((w >> 20) & ~31) | rd, 4, w, undefined);
     case 3 /* B */: {
       const imm =
         ((w >> 19) & 0xfffff000) | // imm[12] sign
         ((w << 4) & 0x800) | // imm[11]
         ((w >>> 20) & 0x7e0) | // imm[10:5]
         ((w >>> 7) & 0x1e); // imm[4:1]
-      return mk(s.op, 0, rs1, rs2, imm, 4, w, undefined);
+      return mk(s.op, s.code, 0, rs1, rs2, imm, 4, w, undefined);
     }
     case 4 /* U */:
-      return mk(s.op, rd, 0, 0, (w & 0xfffff000) | 0, 4, w, undefined);
+      return mk(s.op, s.code, rd, 0, 0, (w & 0xfffff000) | 0, 4, w, undefined);
     case 5 /* J */: {
       const imm =
         ((w >> 11) & 0xfff00000) | // imm[20] sign
         (w & 0xff000) | // imm[19:12]
         ((w >>> 9) & 0x800) | // imm[11]
         ((w >>> 20) & 0x7fe); // imm[10:1]
-      return mk(s.op, rd, 0, 0, imm, 4, w, undefined);
+      return mk(s.op, s.code, rd, 0, 0, imm, 4, w, undefined);
     }
     case 6 /* SH6 */:
-      return mk(s.op, rd, rs1, 0, (w >>> 20) & 63, 4, w, undefined);
+      return mk(s.op, s.code, rd, rs1, 0, (w >>> 20) & 63, 4, w, undefined);
     case 7 /* SH5 */:
-      return mk(s.op, rd, rs1, 0, rs2, 4, w, undefined);
+      return mk(s.op, s.code, rd, rs1, 0, rs2, 4, w, undefined);
     case 8 /* CSR */:
     case 9 /* FENCE */:
-      return mk(s.op, rd, rs1, 0, w >>> 20, 4, w, undefined);
+      return mk(s.op, s.code, rd, rs1, 0, w >>> 20, 4, w, undefined);
     case 10 /* SYS */:
-      return mk(s.op, 0, 0, 0, 0, 4, w, undefined);
+      return mk(s.op, s.code, 0, 0, 0, 0, 4, w, undefined);
     default: {
       // FORMAT_CODE.AMO
-      return mk(s.op, rd, rs1, rs2, 0, 4, w, undefined, ((w >>> 26) & 1) === 1, ((w >>> 25) & 1) === 1);
+      return mk(
+        s.op,
+        s.code,
+        rd,
+        rs1,
+        rs2,
+        0,
+        4,
+        w,
+        undefined,
+        ((w >>> 26) & 1) === 1,
+        ((w >>> 25) & 1) === 1,
+      );
     }
   }
 }
@@ -386,7 +413,7 @@ function expandCompressed(h: number): Instr {
       if (imm === 0) return illegal(h, 2);
       break;
   }
-  return mk(s.op, rd, rs1, rs2, imm, 2, h, s.name);
+  return mk(s.op, s.code, rd, rs1, rs2, imm, 2, h, s.name);
 }
 
 // c.lw/c.sw: uimm[5:3] at bits 12:10, uimm[2|6] at bits 6:5

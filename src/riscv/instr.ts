@@ -13,6 +13,12 @@ export interface Instr {
    * (they trap only when executed). The mnemonics are those of the ISA table (isa.ts).
    */
   readonly op: Op | 'illegal';
+  /**
+   * `op` as a number: its index in the ISA table (INSTRUCTIONS, isa.ts), or ILLEGAL_CODE
+   * (decode.ts, the table's length) for 'illegal'. Tables indexed by it replace a lookup by
+   * mnemonic where every instruction of an image passes (the translator's passes).
+   */
+  readonly code: number;
   readonly rd: number;
   readonly rs1: number;
   readonly rs2: number;

@@ -152,6 +152,9 @@ export class Executor {
    * Run one top-level invocation of a chain. Never throws.
    * @param kind 'tool' for a declared tool (text arguments checked against its schema), 'export'
    *   for on_wake / on_notify
+   * @param now the invocation's instant, ms since the epoch (its record's `now`, or its start):
+   *   the schedule capability counts this invocation's delays from it; a callee it calls
+   *   (berm.call) counts from its own start
    */
   run(
     chain: ChainState,
@@ -160,10 +163,11 @@ export class Executor {
     entry: string,
     args: string | Uint8Array,
     onLog: ((line: string) => void) | undefined,
+    now: number = Date.now(),
   ): { result: RunResult; logs: string[] } {
     const logs: string[] = [];
     try {
-      const r = this.invoke(chain, harness, kind, entry, args, chain.spec.depth, onLog);
+      const r = this.invoke(chain, harness, kind, entry, args, chain.spec.depth, onLog, now);
       logs.push(...r.logs);
       if (chain.abort) return { result: { status: 'trapped', trap: trapInfo(chain.abort) }, logs };
       return {
@@ -199,6 +203,7 @@ export class Executor {
     args: string | Uint8Array,
     depth: number,
     onLog: ((line: string) => void) | undefined,
+    now: number,
   ): ToolResult {
     const d = this.harnesses.get(name);
     if (!d) throw new UnknownHarness(`no harness named ${name} is deployed`);
@@ -216,6 +221,7 @@ export class Executor {
       callTool: (callee, tool, argsJson, calleeDepth) =>
         this.callTool(chain, callee, tool, argsJson, calleeDepth, onLog),
       schedule: this.bridge.scheduleFor(name, here),
+      now,
       service: this.bridge.serviceFor(name, here),
       ...(chain.spec.authority ? { authority: chain.spec.authority } : {}),
     });
@@ -260,7 +266,7 @@ export class Executor {
       return { refused: `berm.call: call chain depth ${depth} exceeds the limit of ${chain.spec.maxDepth}` };
     }
     try {
-      const r = this.invoke(chain, callee, 'tool', tool, argsJson, depth, onLog);
+      const r = this.invoke(chain, callee, 'tool', tool, argsJson, depth, onLog, Date.now());
       return r.status === 'ok' ? ok(r.result) : { error: r.message };
     } catch (e) {
       if (e instanceof Trap) return { error: `${where} trapped: ${e.name}: ${e.message} at ${e.where()}` };

@@ -44,6 +44,8 @@ export interface PoolJob {
   entry: string;
   args: string | Uint8Array;
   chain: Extract<ToWorker, { type: 'run' }>['chain'];
+  /** the invocation's instant, ms since the epoch (see ToWorker 'run') */
+  now: number;
   interrupt: SharedArrayBuffer;
   onLog?: (line: string) => void;
 }
@@ -224,8 +226,13 @@ export class WorkerPool {
 
   /** Translate (or load from the disk cache) an ELF in a worker. @throws what compiling threw. */
   compile(elf: Uint8Array): Promise<Compiled> {
+    // an idle worker with the fewest compiles queued (several deploys at once, e.g. a daemon
+    // restoring its deployments, spread over the workers), else the one with the fewest queued
     const live = this.slots.filter((s) => !s.dead);
-    const slot = live.find((s) => s.job === null) ?? live[0]!;
+    const idle = live.filter((s) => s.job === null);
+    const slot = (idle.length > 0 ? idle : live).reduce((a, b) =>
+      b.compiles.size < a.compiles.size ? b : a,
+    );
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       slot.compiles.set(id, { resolve, reject });
@@ -291,6 +298,7 @@ export class WorkerPool {
         entry: job.entry,
         args: job.args,
         chain: job.chain,
+        now: job.now,
         interrupt: job.interrupt,
         streamLogs: job.onLog !== undefined,
       } satisfies ToWorker);

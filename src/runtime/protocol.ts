@@ -85,6 +85,11 @@ export type ToWorker =
       entry: string;
       args: string | Uint8Array;
       chain: ChainSpec;
+      /**
+       * the invocation's instant, ms since the epoch: the `now` of its wake or notify record, the
+       * start of a tool call; the schedule capability counts the invocation's delays from it
+       */
+      now: number;
       /** the invocation's interrupt flag (Int32 at 0), shared by its whole chain */
       interrupt: SharedArrayBuffer;
       /** post each berm.log line as it happens */

@@ -191,6 +191,13 @@ interface Job {
   onLog?: (line: string) => void;
   wake?: WakeRecord;
   scheduleKey?: string;
+  /**
+   * The invocation's instant (ms since the epoch) when it was fixed before the launch: the `now`
+   * of a wake's record. Otherwise the launch takes Date.now(). The guest's delays count from it.
+   */
+  now?: number;
+  /** builds the arguments at launch from the invocation's instant (a notify record's `now`) */
+  argsAt?: (now: number) => string;
 }
 
 /** The largest setTimeout delay (about 24.8 days); longer waits re-arm the timer. */
@@ -489,19 +496,17 @@ export class BermRuntime extends EventEmitter {
       );
     const chain = opts.chain ? this.childChain(opts.chain) : this.freshChain(opts.authority);
     if (chain instanceof LimitError) return Promise.resolve({ status: 'refused', error: chain, info: null });
-    const text = JSON.stringify({
-      id: record.id,
-      source: record.source,
-      payload: record.payload,
-      now: Date.now(),
-      attempt: 1,
-    });
+    // the record's now is the launch instant (a trigger may wait in the queue first), the same
+    // instant the guest's schedule delays count from
+    const argsAt = (now: number) =>
+      JSON.stringify({ id: record.id, source: record.source, payload: record.payload, now, attempt: 1 });
     return this.submit({
       trigger: 'notify',
       harness,
       kind: 'export',
       entry: ON_NOTIFY,
-      args: text,
+      args: '',
+      argsAt,
       chain,
       fresh: true,
       ...(opts.onLog ? { onLog: opts.onLog } : {}),
@@ -615,10 +620,10 @@ export class BermRuntime extends EventEmitter {
 
   private launch(j: Job): void {
     const interrupt = new SharedArrayBuffer(4);
+    const startedAt = j.now ?? Date.now();
     if (j.fresh) j.chain = { ...j.chain, deadline: Date.now() + this.limits.timeoutMs };
     this.running.set(interrupt, j);
     this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 0) + 1);
-    const startedAt = Date.now();
     const t0 = performance.now();
     this.pending++;
     void this.pool
@@ -627,8 +632,9 @@ export class BermRuntime extends EventEmitter {
           harness: j.harness,
           kind: j.kind,
           entry: j.entry,
-          args: j.args,
+          args: j.argsAt ? j.argsAt(startedAt) : j.args,
           chain: j.chain,
+          now: startedAt,
           interrupt,
           ...(j.onLog ? { onLog: j.onLog } : {}),
         },
@@ -1010,6 +1016,7 @@ export class BermRuntime extends EventEmitter {
       fresh: true,
       wake: w,
       scheduleKey: key,
+      now,
     };
     const fail = (code: 'unknown-harness' | 'harness', message: string) => {
       const o: Outcome = { status: 'error', code, message, logs: [], info: this.noRunInfo(job, now) };
@@ -1084,13 +1091,15 @@ export class BermRuntime extends EventEmitter {
   }
 
   /**
-   * Call `harness.tool(args)` after a delay (berm.call.after); at most one pending per arming
+   * Call `harness.tool(args)` after a delay (berm.call.after), or at the instant `at` (ms since
+   * the Unix epoch; a past one is due at once) when given; at most one pending per arming
    * harness: re-arming replaces it. Inherits the arming chain (depth + 1).
    * @throws ArmError / LimitError as {@link arm}; LimitError chainDepth when too deep.
    */
   callAfter(spec: {
     by: string;
     delayMs: number;
+    at?: number;
     harness: string;
     tool: string;
     args: string;
@@ -1100,7 +1109,7 @@ export class BermRuntime extends EventEmitter {
     if (!h) throw new ArmError(`no harness named ${spec.harness} is deployed`);
     if (!h.tools.some((t) => t.name === spec.tool))
       throw new ArmError(`harness ${spec.harness} has no tool named ${spec.tool}`);
-    const when = instant(spec.delayMs, undefined, this.limits);
+    const when = instant(spec.delayMs, spec.at, this.limits);
     checkPayload(spec.args, this.limits);
     const depth = (spec.chain?.depth ?? -1) + 1;
     if (depth > this.limits.chainDepth)
@@ -1166,8 +1175,9 @@ export class BermRuntime extends EventEmitter {
         case 'arm': {
           const w = this.arm({
             harness: req.harness,
-            // an absolute instant stays one: converting it to a delay would move it by the time
-            // between the caller's clock read and this one
+            // an absolute instant stays one (the schedule capability sends the invocation's
+            // instant + delay): converting it back to a delay would move it by the time between
+            // the start of the invocation and this call
             ...(r.at !== undefined ? { at: r.at as number } : { delayMs: r.delayMs as number }),
             payload: r.payload as string,
             ...(typeof r.id === 'string' ? { id: r.id } : {}),
@@ -1182,6 +1192,7 @@ export class BermRuntime extends EventEmitter {
           const w = this.callAfter({
             by: req.harness,
             delayMs: r.delayMs as number,
+            ...(r.at !== undefined ? { at: r.at as number } : {}),
             harness: r.harness as string,
             tool: r.tool as string,
             args: r.args as string,

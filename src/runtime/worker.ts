@@ -109,7 +109,15 @@ async function handle(msg: ToWorker): Promise<void> {
       const chain = Executor.chain(msg.chain, msg.interrupt);
       const fuelBefore = chain.fuel.left;
       const onLog = msg.streamLogs ? (line: string) => post({ type: 'log', id: msg.id, line }) : undefined;
-      const { result, logs } = executor.run(chain, msg.harness, msg.kind, msg.entry, msg.args, onLog);
+      const { result, logs } = executor.run(
+        chain,
+        msg.harness,
+        msg.kind,
+        msg.entry,
+        msg.args,
+        onLog,
+        msg.now,
+      );
       // an unbounded budget is handed over as Number.MAX_SAFE_INTEGER, so this is always finite
       const fuelUsed = fuelBefore - chain.fuel.left;
       post({ type: 'done', id: msg.id, result, logs, fuelUsed, invocations: chain.started });

@@ -280,6 +280,24 @@ for (const e of INSTRUCTIONS) {
   );
 }
 OP_FLAGS.set('illegal', F_STOP);
+/** OP_FLAGS by Instr.code (the ISA table's index; 'illegal' last): an array read per instruction */
+const FLAGS_BY_CODE = Uint8Array.from([...INSTRUCTIONS.map((e) => OP_FLAGS.get(e.name)!), F_STOP]);
+
+/**
+ * Scratch arrays of {@link analyseFunction}, reused by every call and grown as needed (none of them
+ * outlives a call): allocating a typed array costs about a microsecond in a freshly started
+ * process, and a large image has thousands of functions.
+ */
+let scratchFlags = new Uint8Array(0);
+let scratchSlots = new Int32Array(0);
+let scratchLeader = new Uint8Array(0);
+const scratchValue = new Float64Array(32);
+const scratchKnown = new Uint8Array(32);
+
+/** A reused array of at least `n` elements (a new one, twice the size, when it is too short). */
+function atLeast<A extends Uint8Array | Int32Array>(a: A, n: number, make: (n: number) => A): A {
+  return a.length >= n ? a : make(Math.max(n, 2 * a.length));
+}
 
 /**
  * Analyse one function. `code` holds the function's bytes, starting at guest address `start`.
@@ -290,14 +308,16 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   const instrs: Instr[] = [];
   const pcs: number[] = [];
   // the OP_FLAGS of each instruction, by index
-  const flags = new Uint8Array((code.length >> 1) + 1);
+  // (every index below the instruction count is written before it is read)
+  const flags = (scratchFlags = atLeast(scratchFlags, (code.length >> 1) + 1, (n) => new Uint8Array(n)));
   // registers that auipc/lui/addi write, and that jalrs read: when no jalr reads such a register,
   // no jalr target can be resolved (resolveJalrs would find none) and leaders need one pass
   let valueRegs = 0;
   let jalrRegs = 0;
   // instruction index by half-word offset (-1: no instruction starts there); instructions are
   // 2-byte aligned, so the table is dense and replaces a Map lookup per address
-  const slots = new Int32Array((code.length >> 1) + 1).fill(-1);
+  const slots = (scratchSlots = atLeast(scratchSlots, (code.length >> 1) + 1, (n) => new Int32Array(n)));
+  slots.fill(-1, 0, (code.length >> 1) + 1);
   const size = code.length;
   for (let off = 0; off < size;) {
     // instructionBits written out (this loop runs once per instruction of the image, mostly before
@@ -310,7 +330,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     }
     const ins = decode(bits);
     if ((off & 1) === 0) slots[off >> 1] = instrs.length;
-    const f = OP_FLAGS.get(ins.op) ?? 0;
+    const f = FLAGS_BY_CODE[ins.code];
     flags[instrs.length] = f;
     if ((f & F_VALUE) !== 0) valueRegs |= 1 << ins.rd;
     else if ((f & F_JALR) !== 0) jalrRegs |= 1 << ins.rs1;
@@ -340,7 +360,8 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     if (named[i] !== start && inside(named[i])) localTargets.push(named[i]);
   }
   // leaders, by instruction index (every leader is an instruction's address)
-  const leader = new Uint8Array(instrs.length);
+  const leader = (scratchLeader = atLeast(scratchLeader, instrs.length, (n) => new Uint8Array(n)));
+  leader.fill(0, 0, instrs.length);
   let leaderCount = 0;
   const addLeader = (a: number): void => {
     const i = indexAt(a);
@@ -355,8 +376,9 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   // Known register values inside straight-line code resolve auipc+jalr pairs (not by adjacency:
   // any instructions may sit between them as long as they do not clobber the register).
   const jalrTargets = new Map<number, number>(); // instruction index -> resolved target
-  const value = new Float64Array(32);
-  const known = new Uint8Array(32);
+  // (resolveJalrs clears `known` before it reads either)
+  const value = scratchValue;
+  const known = scratchKnown;
   const set = (rd: number, v: number | undefined): void => {
     if (rd === 0) return;
     if (v === undefined) known[rd] = 0;

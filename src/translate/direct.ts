@@ -89,6 +89,34 @@ function uleb(buf: Int32Array, u: number, v: number): number {
 }
 
 /**
+ * The parts of the templates that are the same for every instruction of a module (they depend on
+ * the frame only), written once per frame and copied with one `Int32Array.set` per use: in a
+ * freshly started process the translator runs in V8's interpreter, where each value written costs
+ * a keyed store, and a checked, tracked store writes about ninety.
+ */
+interface Segments {
+  /** address(), between `sleb(imm - base)` and `sleb(pc)`, by access width */
+  checkMid: Int32Array[];
+  /** address()'s rest after `sleb(pc)` (the trap arm's end), then ea(): a load's, an untracked store's */
+  checkEndEa: Int32Array;
+  /** the same with track(width) before ea() (a tracked store's), by access width */
+  checkEndTrackEa: Int32Array[];
+  /** fuel(), up to `sleb(cost)`, between it and `sleb(pc)`, and after it */
+  fuelHead: Int32Array;
+  fuelMid: Int32Array;
+  fuelEnd: Int32Array;
+  /** args() */
+  args: Int32Array;
+  /** takeResults() */
+  takeResults: Int32Array;
+  /** whether a segment holds a function reference (the run is then not pure) */
+  impure: boolean;
+}
+
+/** The segments of each frame, made on its first writer. */
+const SEGMENTS = new WeakMap<DirectFrame, Segments>();
+
+/**
  * Writes runs of straight-line instructions as raw ByteModule nodes. Between {@link open} (implicit
  * in every instruction method) and {@link close} nothing else may add nodes to the module: a
  * node's values are contiguous.
@@ -98,12 +126,122 @@ export class DirectWriter {
   /** whether the open run holds no function reference (ByteModule.rawClose) */
   private pure = true;
   private buf: Int32Array;
+  /** buf.length (a typed array's length is a call in a cold process) */
+  private cap: number;
   private u = 0;
   constructor(
     private readonly bm: ByteModule,
     private readonly f: DirectFrame,
   ) {
     this.buf = bm.rawBuffer(0);
+    this.cap = this.buf.length;
+    let seg = SEGMENTS.get(f);
+    if (seg === undefined) {
+      seg = this.segments();
+      SEGMENTS.set(f, seg);
+    }
+    this.seg = seg;
+  }
+
+  private readonly seg: Segments;
+
+  /** The frame's {@link Segments}, written by the same code as the templates they stand for. */
+  private segments(): Segments {
+    const f = this.f;
+    const e = f.addressLocal;
+    const tmp = new Int32Array(256);
+    let impure = false;
+    const cut = (n: number): Int32Array => {
+      const s = tmp.slice(0, n);
+      for (let i = 0; i < n; i++) if (s[i] < 0) impure = true;
+      return s;
+    };
+    const end = (u: number): number => {
+      tmp[u++] = 0x20;
+      u = uleb(tmp, u, e);
+      tmp[u++] = 0x42;
+      u = sleb(tmp, u, f.base);
+      tmp[u++] = 0x7c;
+      tmp[u++] = 0x10; // call
+      u = this.fn(tmp, u, f.trap);
+      tmp[u++] = 0x00; // unreachable
+      tmp[u++] = 0x0b;
+      return u;
+    };
+    const checkMid: Int32Array[] = [];
+    const checkEndTrackEa: Int32Array[] = [];
+    for (const width of [1, 2, 4, 8]) {
+      let u = 0;
+      tmp[u++] = 0x7c; // i64.add
+      tmp[u++] = 0x21;
+      u = uleb(tmp, u, e);
+      tmp[u++] = 0x20;
+      u = uleb(tmp, u, e);
+      tmp[u++] = 0x42;
+      u = sleb(tmp, u, f.size - width);
+      tmp[u++] = 0x56; // i64.gt_u
+      tmp[u++] = 0x04;
+      tmp[u++] = 0x40;
+      tmp[u++] = 0x41;
+      u = sleb(tmp, u, TrapKind.MemoryFault);
+      tmp[u++] = 0x41;
+      checkMid[width] = cut(u);
+      checkEndTrackEa[width] = cut(this.ea(tmp, this.track(tmp, end(0), width)));
+    }
+    const checkEndEa = cut(this.ea(tmp, end(0)));
+    let u = 0;
+    tmp[u++] = 0x23;
+    u = uleb(tmp, u, f.fuel);
+    tmp[u++] = 0x41;
+    const fuelHead = cut(u);
+    u = 0;
+    tmp[u++] = 0x6b; // i32.sub
+    tmp[u++] = 0x22; // local.tee
+    u = uleb(tmp, u, f.fuelLocal);
+    tmp[u++] = 0x24;
+    u = uleb(tmp, u, f.fuel);
+    tmp[u++] = 0x20;
+    u = uleb(tmp, u, f.fuelLocal);
+    tmp[u++] = 0x41;
+    tmp[u++] = 0;
+    tmp[u++] = 0x48; // i32.lt_s
+    tmp[u++] = 0x04;
+    tmp[u++] = 0x40;
+    tmp[u++] = 0x41;
+    const fuelMid = cut(u);
+    u = 0;
+    tmp[u++] = 0x10;
+    u = this.fn(tmp, u, f.poll);
+    tmp[u++] = 0x24;
+    u = uleb(tmp, u, f.fuel);
+    tmp[u++] = 0x0b;
+    const fuelEnd = cut(u);
+    u = 0;
+    for (const r of f.argumentRegisters) u = this.get(tmp, u, r);
+    const args = cut(u);
+    const p = f.pairLocal;
+    u = 0;
+    tmp[u++] = 0x21;
+    u = uleb(tmp, u, p + 1);
+    tmp[u++] = 0x21;
+    u = uleb(tmp, u, p);
+    tmp[u++] = 0x20;
+    u = uleb(tmp, u, p);
+    u = this.set(tmp, u, 10, false);
+    tmp[u++] = 0x20;
+    u = uleb(tmp, u, p + 1);
+    u = this.set(tmp, u, 11, false);
+    const takeResults = cut(u);
+    // (fn() above cleared `pure` for a reference: the writer's first run starts pure again)
+    this.pure = true;
+    return { checkMid, checkEndEa, checkEndTrackEa, fuelHead, fuelMid, fuelEnd, args, takeResults, impure };
+  }
+
+  /** Copy segment `s` to buf[u]; returns the next index. */
+  private put(buf: Int32Array, u: number, s: Int32Array): number {
+    buf.set(s, u);
+    if (this.seg.impure) this.pure = false;
+    return u + s.length;
   }
 
   /** Begin a template: opens a run if none is open, with room for `n` values (one template). */
@@ -113,9 +251,11 @@ export class DirectWriter {
       this.u = this.from;
       // the module may have grown its buffer since the last run
       this.buf = this.bm.rawBuffer(n);
-    } else if (this.u + n > this.buf.length) {
+      this.cap = this.buf.length;
+    } else if (this.u + n > this.cap) {
       this.bm.rawCommit(this.u);
       this.buf = this.bm.rawBuffer(n);
+      this.cap = this.buf.length;
     }
     return this.buf;
   }
@@ -198,59 +338,28 @@ export class DirectWriter {
 
   /** Charge `cost` of fuel at `pc`; poll when the slice ran out (emit.ts chargeFuel, constants). */
   fuel(cost: number, pc: number): void {
-    const f = this.f;
+    const seg = this.seg;
     const buf = this.begin(40);
-    let u = this.u;
-    buf[u++] = 0x23;
-    u = uleb(buf, u, f.fuel);
-    buf[u++] = 0x41;
+    // global.get fuel; i32.const cost; i32.sub; local.tee F; global.set fuel;
+    // if (local.get F <s 0) global.set fuel (poll(pc))
+    let u = this.put(buf, this.u, seg.fuelHead);
     u = sleb(buf, u, cost | 0);
-    buf[u++] = 0x6b; // i32.sub
-    buf[u++] = 0x22; // local.tee
-    u = uleb(buf, u, f.fuelLocal);
-    buf[u++] = 0x24;
-    u = uleb(buf, u, f.fuel);
-    buf[u++] = 0x20;
-    u = uleb(buf, u, f.fuelLocal);
-    buf[u++] = 0x41;
-    buf[u++] = 0;
-    buf[u++] = 0x48; // i32.lt_s
-    buf[u++] = 0x04;
-    buf[u++] = 0x40;
-    buf[u++] = 0x41;
+    u = this.put(buf, u, seg.fuelMid);
     u = sleb(buf, u, pc | 0);
-    buf[u++] = 0x10;
-    u = this.fn(buf, u, f.poll);
-    buf[u++] = 0x24;
-    u = uleb(buf, u, f.fuel);
-    buf[u++] = 0x0b;
-    this.u = u;
+    this.u = this.put(buf, u, seg.fuelEnd);
   }
 
   /** Push every argument register (a call through the dispatcher, or with no argument facts). */
   args(): void {
-    const regs = this.f.argumentRegisters;
-    const buf = this.begin(8 * regs.length);
-    let u = this.u;
-    for (let i = 0; i < regs.length; i++) u = this.get(buf, u, regs[i]);
-    this.u = u;
+    const a = this.seg.args;
+    this.u = this.put(this.begin(a.length), this.u, a);
   }
 
   /** A call's (i64, i64) results into the pair local, then into a0 and a1 (emit.ts takeResults). */
   takeResults(): void {
-    const buf = this.begin(120);
-    const p = this.f.pairLocal;
-    let u = this.u;
-    buf[u++] = 0x21;
-    u = uleb(buf, u, p + 1);
-    buf[u++] = 0x21;
-    u = uleb(buf, u, p);
-    buf[u++] = 0x20;
-    u = uleb(buf, u, p);
-    u = this.set(buf, u, 10, false);
-    buf[u++] = 0x20;
-    u = uleb(buf, u, p + 1);
-    this.u = this.set(buf, u, 11, false);
+    // local.set P+1; local.set P; local.get P -> a0; local.get P+1 -> a1
+    const t = this.seg.takeResults;
+    this.u = this.put(this.begin(t.length), this.u, t);
   }
 
   /** `local = (rs1 + imm) & ~1` (a jalr's target). */
@@ -427,39 +536,17 @@ export class DirectWriter {
 
   /**
    * L_E = rs1 + imm - base; trap MemoryFault at pc unless width bytes at L_E lie inside memory
-   * (emit.ts address, unchecked forms excluded: the baseline tier has no frame facts).
+   * (emit.ts address, unchecked forms excluded: the baseline tier has no frame facts). Written up to
+   * the trap's pc: the caller continues with Segments.checkEndEa or checkEndTrackEa.
    */
   private address(buf: Int32Array, u: number, rs1: number, imm: number, width: number, pc: number): number {
-    const f = this.f;
-    const e = f.addressLocal;
+    // L_E = rs1 + (imm - base); if (L_E >u size - width) { trap(MemoryFault, pc, L_E + base);
+    // unreachable } up to the pc (Segments.checkMid, then checkEnd* after it)
     u = this.get(buf, u, rs1);
     buf[u++] = 0x42;
-    u = sleb(buf, u, imm - f.base);
-    buf[u++] = 0x7c; // i64.add
-    buf[u++] = 0x21;
-    u = uleb(buf, u, e);
-    buf[u++] = 0x20;
-    u = uleb(buf, u, e);
-    buf[u++] = 0x42;
-    u = sleb(buf, u, f.size - width);
-    buf[u++] = 0x56; // i64.gt_u
-    buf[u++] = 0x04;
-    buf[u++] = 0x40;
-    // trap(MemoryFault, pc, L_E + base); unreachable
-    buf[u++] = 0x41;
-    u = sleb(buf, u, TrapKind.MemoryFault);
-    buf[u++] = 0x41;
-    u = sleb(buf, u, pc | 0);
-    buf[u++] = 0x20;
-    u = uleb(buf, u, e);
-    buf[u++] = 0x42;
-    u = sleb(buf, u, f.base);
-    buf[u++] = 0x7c;
-    buf[u++] = 0x10; // call
-    u = this.fn(buf, u, f.trap);
-    buf[u++] = 0x00; // unreachable
-    buf[u++] = 0x0b;
-    return u;
+    u = sleb(buf, u, imm - this.f.base);
+    u = this.put(buf, u, this.seg.checkMid[width]);
+    return sleb(buf, u, pc | 0);
   }
 
   /**
@@ -500,7 +587,7 @@ export class DirectWriter {
   load(opcode: number, width: number, rd: number, rs1: number, imm: number, pc: number): void {
     const buf = this.begin();
     let u = this.address(buf, this.u, rs1, imm, width, pc);
-    u = this.ea(buf, u);
+    u = this.put(buf, u, this.seg.checkEndEa); // the trap arm's end, i32.wrap(L_E)
     buf[u++] = opcode;
     buf[u++] = 0;
     buf[u++] = 0;
@@ -511,8 +598,9 @@ export class DirectWriter {
   store(opcode: number, width: number, rs1: number, rs2: number, imm: number, pc: number): void {
     const buf = this.begin();
     let u = this.address(buf, this.u, rs1, imm, width, pc);
-    if (!(rs1 === 2 && imm >= 0)) u = this.track(buf, u, width);
-    u = this.ea(buf, u);
+    // the trap arm's end, then track(width) unless sp-relative at imm >= 0, then i32.wrap(L_E)
+    const seg = this.seg;
+    u = this.put(buf, u, rs1 === 2 && imm >= 0 ? seg.checkEndEa : seg.checkEndTrackEa[width]);
     u = this.get(buf, u, rs2);
     buf[u++] = opcode;
     buf[u++] = 0;

@@ -9,7 +9,7 @@ import type binaryen from 'binaryen';
 import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
 import { Op, type ByteModule } from './bytes.js';
 import type { Instr } from '../riscv/instr.js';
-import { ENTRY, type Op as RvOp, type OpOfKind } from '../riscv/isa.js';
+import { ENTRY, INSTRUCTIONS, type Op as RvOp, type OpOfKind } from '../riscv/isa.js';
 import { TrapKind } from './abi.js';
 import type { BasicBlock, CallSite, FunctionCfg, Target } from './cfg.js';
 import { LocalPlan, type Gen } from './gen.js';
@@ -307,63 +307,58 @@ class FunctionEmitter {
    * @returns false when it needs the general lowering ({@link instr})
    */
   private direct(dw: DirectWriter, ins: Instr, pc: number): boolean {
-    const op = ins.op;
-    if (op === 'illegal') {
-      dw.trap(TrapKind.IllegalInstruction, pc, ins.bits);
-      return true;
-    }
-    const low: Lowering = LOWERING[op];
-    const { rd, rs1, rs2, imm } = ins;
-    switch (low.via) {
-      case 'upper':
-        dw.upper(rd, low.pcRelative ? pc + imm : imm);
+    const p = DIRECT_PLANS[ins.code];
+    switch (p.kind) {
+      case D_UPPER:
+        dw.upper(ins.rd, p.flag ? pc + ins.imm : ins.imm);
         return true;
-      case 'reg-imm':
-        dw.regImm(I64_OPCODE[low.f], rd, rs1, imm, low.f === 'add' && rd === 2 && rs1 === 2 && imm >= 0);
-        return true;
-      case 'shift-imm':
-        dw.regImm(I64_OPCODE[low.f], rd, rs1, imm & 63, false);
-        return true;
-      case 'reg-reg':
-        dw.regReg(I64_OPCODE[low.f], rd, rs1, rs2);
-        return true;
-      case 'set-less':
-        dw.setLess(low.f === 'lt_s' ? 0x53 : 0x54, rd, rs1, low.imm ? -1 : rs2, imm);
-        return true;
-      case 'word-imm':
-        dw.wordImm(I32_OPCODE[low.f], rd, rs1, low.f === 'add' ? imm : imm & 31);
-        return true;
-      case 'word-reg':
-        dw.wordReg(I32_OPCODE[low.f], rd, rs1, rs2);
-        return true;
-      case 'load': {
-        const e = ENTRY[op];
-        const width = e.width!;
-        dw.load(LOAD_OPCODE[width][e.signed ? 1 : 0], width, rd, rs1, imm, pc);
+      case D_REG_IMM: {
+        const { rd, rs1, imm } = ins;
+        dw.regImm(p.opcode, rd, rs1, imm, p.flag && rd === 2 && rs1 === 2 && imm >= 0);
         return true;
       }
-      case 'store': {
-        const width = ENTRY[op].width!;
-        dw.store(STORE_OPCODE[width], width, rs1, rs2, imm, pc);
+      case D_SHIFT_IMM:
+        dw.regImm(p.opcode, ins.rd, ins.rs1, ins.imm & 63, false);
         return true;
-      }
-      case 'helper':
+      case D_REG_REG:
+        dw.regReg(p.opcode, ins.rd, ins.rs1, ins.rs2);
+        return true;
+      case D_SET_LESS:
+        dw.setLess(p.opcode, ins.rd, ins.rs1, p.flag ? -1 : ins.rs2, ins.imm);
+        return true;
+      case D_WORD_IMM:
+        dw.wordImm(p.opcode, ins.rd, ins.rs1, p.flag ? ins.imm : ins.imm & 31);
+        return true;
+      case D_WORD_REG:
+        dw.wordReg(p.opcode, ins.rd, ins.rs1, ins.rs2);
+        return true;
+      case D_LOAD:
+        dw.load(p.opcode, p.width, ins.rd, ins.rs1, ins.imm, pc);
+        return true;
+      case D_STORE:
+        dw.store(p.opcode, p.width, ins.rs1, ins.rs2, ins.imm, pc);
+        return true;
+      case D_HELPER: {
         // rd = helper(rs1, rs2) (the helpers precede the guest functions: their index is final)
-        dw.getReg(rs1);
-        dw.getReg(rs2);
+        const low = p.low as Extract<Lowering, { via: 'helper' }>;
+        dw.getReg(ins.rs1);
+        dw.getReg(ins.rs2);
         dw.call(Op.call, this.fnRef(Names[low.name]));
-        dw.setReg(rd);
+        dw.setReg(ins.rd);
         return true;
-      case 'div':
-      case 'div-word':
-        this.directDiv(dw, ins, low.f, low.via === 'div-word');
+      }
+      case D_DIV:
+      case D_DIV_WORD: {
+        const low = p.low as Extract<Lowering, { via: 'div' | 'div-word' }>;
+        this.directDiv(dw, ins, low.f, p.kind === D_DIV_WORD);
         return true;
-      case 'nop':
+      }
+      case D_NOP:
         return true;
-      case 'breakpoint':
+      case D_BREAKPOINT:
         dw.trap(TrapKind.Breakpoint, pc, 0);
         return true;
-      case 'illegal':
+      case D_ILLEGAL:
         dw.trap(TrapKind.IllegalInstruction, pc, ins.bits);
         return true;
       default:
@@ -797,10 +792,8 @@ class FunctionEmitter {
   private blockInto(b: BasicBlock, out: Ref[]): void {
     const m = this.m;
     const dw = this.dw;
-    if (b.start === this.cfg.start && dw !== null) {
-      const { stackLimit, base, size } = this.ctx;
-      dw.stackCheck(TrapKind.StackOverflow, b.start, stackLimit, base + size - stackLimit);
-    } else if (b.start === this.cfg.start) {
+    if (dw !== null) return this.directBlock(dw, b, out);
+    if (b.start === this.cfg.start) {
       // (the entry's fuel was charged by the site that called or jumped here: enterFuel)
       out.push(
         m.if(
@@ -825,21 +818,6 @@ class FunctionEmitter {
       const ins = b.instrs[i];
       const pc = b.pcs[i];
       const call = b.calls.get(i);
-      if (dw !== null) {
-        const last = i === n - 1 && b.term.kind !== 'fall' && b.term.kind !== 'fell-off';
-        if (call === undefined) {
-          if (last ? this.directTerminator(dw, b) : this.direct(dw, ins, pc)) continue;
-        } else if (!call.inline) {
-          this.directCall(dw, ins, pc, call.target);
-          continue;
-        } else {
-          this.directInline(dw, ins, pc, call.inline, out);
-          continue;
-        }
-        // anything else builds nodes: the open run ends first
-        const run = dw.close();
-        if (run !== null) out.push(run);
-      }
       if (liveAfter && !call && LOWERING[ins.op as RvOp]?.via === 'load' && REG_LOCAL[ins.rd] !== null) {
         if ((liveAfter[i] & (1 << ins.rd)) === 0) {
           // Nothing reads rd before it is written again: only the bounds check (and its exact
@@ -877,9 +855,46 @@ class FunctionEmitter {
     }
     if (b.term.kind === 'fell-off') {
       const pc = b.pcs[b.pcs.length - 1] ?? b.start;
-      if (dw !== null) dw.trap(TrapKind.FellOffFunction, pc, b.term.pc);
-      else out.push(this.trap(TrapKind.FellOffFunction, pc, this.c64(b.term.pc)));
+      out.push(this.trap(TrapKind.FellOffFunction, pc, this.c64(b.term.pc)));
     }
+  }
+
+  /**
+   * {@link blockInto} with the one-pass writer (the baseline tier: no liveness, frame or word
+   * facts), the block's fields read once.
+   */
+  private directBlock(dw: DirectWriter, b: BasicBlock, out: Ref[]): void {
+    if (b.start === this.cfg.start) {
+      const { stackLimit, base, size } = this.ctx;
+      dw.stackCheck(TrapKind.StackOverflow, b.start, stackLimit, base + size - stackLimit);
+    }
+    this.sp = null;
+    this.sext = null;
+    const { instrs, pcs, calls, term } = b;
+    const n = instrs.length;
+    // the last instruction is the terminator's own unless the block falls through or off
+    const endsInTerminator = term.kind !== 'fall' && term.kind !== 'fell-off';
+    const hasCalls = calls.size > 0;
+    for (let i = 0; i < n; i++) {
+      const ins = instrs[i];
+      const pc = pcs[i];
+      const call = hasCalls ? calls.get(i) : undefined;
+      const last = endsInTerminator && i === n - 1;
+      if (call === undefined) {
+        if (last ? this.directTerminator(dw, b) : this.direct(dw, ins, pc)) continue;
+      } else if (!call.inline) {
+        this.directCall(dw, ins, pc, call.target);
+        continue;
+      } else {
+        this.directInline(dw, ins, pc, call.inline, out);
+        continue;
+      }
+      // anything else builds nodes: the open run ends first
+      const run = dw.close();
+      if (run !== null) out.push(run);
+      out.push(last ? this.terminator(b) : this.instr(ins, pc));
+    }
+    if (term.kind === 'fell-off') dw.trap(TrapKind.FellOffFunction, pcs[pcs.length - 1] ?? b.start, term.pc);
   }
 
   /**
@@ -1618,6 +1633,94 @@ const LOAD_OPCODE: Record<number, readonly [number, number]> = {
   8: [0x29, 0x29],
 };
 const STORE_OPCODE: Record<number, number> = { 1: 0x3c, 2: 0x3d, 4: 0x3e, 8: 0x37 };
+
+/**
+ * The one-pass writer's form of an instruction (FunctionEmitter.direct), made from its LOWERING
+ * once per process: a numeric kind and the operands the template takes, so that the emitter reads
+ * one array slot per instruction instead of comparing the lowering's strings and looking up
+ * opcodes by name (the first translation in a process runs in V8's interpreter and baseline
+ * compiler, where each string comparison and lookup by name is a call).
+ */
+interface DirectPlan {
+  /** D_* below; D_NONE: the general lowering (FunctionEmitter.instr) */
+  kind: number;
+  /** the template's Wasm opcode */
+  opcode: number;
+  /** bytes accessed (loads and stores) */
+  width: number;
+  /** upper: pc-relative; reg-imm: an add; set-less: the immediate form; word-imm: an add */
+  flag: boolean;
+  low: Lowering | null;
+}
+const D_NONE = 0;
+const D_UPPER = 1;
+const D_REG_IMM = 2;
+const D_SHIFT_IMM = 3;
+const D_REG_REG = 4;
+const D_SET_LESS = 5;
+const D_WORD_IMM = 6;
+const D_WORD_REG = 7;
+const D_LOAD = 8;
+const D_STORE = 9;
+const D_HELPER = 10;
+const D_DIV = 11;
+const D_DIV_WORD = 12;
+const D_NOP = 13;
+const D_BREAKPOINT = 14;
+const D_ILLEGAL = 15;
+
+function directPlan(op: RvOp): DirectPlan {
+  const low: Lowering = LOWERING[op];
+  const plan = (kind: number, opcode = 0, width = 0, flag = false): DirectPlan => ({
+    kind,
+    opcode,
+    width,
+    flag,
+    low,
+  });
+  switch (low.via) {
+    case 'upper':
+      return plan(D_UPPER, 0, 0, low.pcRelative);
+    case 'reg-imm':
+      return plan(D_REG_IMM, I64_OPCODE[low.f], 0, low.f === 'add');
+    case 'shift-imm':
+      return plan(D_SHIFT_IMM, I64_OPCODE[low.f]);
+    case 'reg-reg':
+      return plan(D_REG_REG, I64_OPCODE[low.f]);
+    case 'set-less':
+      return plan(D_SET_LESS, low.f === 'lt_s' ? 0x53 : 0x54, 0, low.imm);
+    case 'word-imm':
+      return plan(D_WORD_IMM, I32_OPCODE[low.f], 0, low.f === 'add');
+    case 'word-reg':
+      return plan(D_WORD_REG, I32_OPCODE[low.f]);
+    case 'load': {
+      const e = ENTRY[op];
+      return plan(D_LOAD, LOAD_OPCODE[e.width!][e.signed ? 1 : 0], e.width!);
+    }
+    case 'store':
+      return plan(D_STORE, STORE_OPCODE[ENTRY[op].width!], ENTRY[op].width!);
+    case 'helper':
+      return plan(D_HELPER);
+    case 'div':
+      return plan(D_DIV);
+    case 'div-word':
+      return plan(D_DIV_WORD);
+    case 'nop':
+      return plan(D_NOP);
+    case 'breakpoint':
+      return plan(D_BREAKPOINT);
+    case 'illegal':
+      return plan(D_ILLEGAL);
+    default:
+      return plan(D_NONE);
+  }
+}
+
+/** DirectPlan by Instr.code: the ISA table's entries in order, then 'illegal' (decode.ts ILLEGAL_CODE). */
+const DIRECT_PLANS: readonly DirectPlan[] = [
+  ...INSTRUCTIONS.map((e) => directPlan(e.name)),
+  { kind: D_ILLEGAL, opcode: 0, width: 0, flag: false, low: null },
+];
 
 /** i32.const and i64.const of the smallest 32- and 64-bit integers (signed LEB128). */
 const MIN32: readonly number[] = [Op.i32_const, 0x80, 0x80, 0x80, 0x80, 0x78];

@@ -64,6 +64,25 @@ export function readImage(image: ElfImage, address: number, length: number): Uin
   return out;
 }
 
+/**
+ * The same bytes as {@link readImage}, as a view into the segment's data (no copy) when exactly one
+ * PT_LOAD segment holds any of them and its file bytes cover them all (a function's code, nearly
+ * always); else a copy from readImage. Read it only: it may share the image's memory.
+ */
+export function imageBytes(image: ElfImage, address: number, length: number): Uint8Array {
+  let only: ElfImage['segments'][number] | null = null;
+  for (const seg of image.segments) {
+    if (Math.max(address, seg.vaddr) < Math.min(address + length, seg.vaddr + seg.filesz)) {
+      if (only !== null) return readImage(image, address, length);
+      only = seg;
+    }
+  }
+  if (only === null || address < only.vaddr || address + length > only.vaddr + only.filesz) {
+    return readImage(image, address, length);
+  }
+  return only.data.subarray(address - only.vaddr, address + length - only.vaddr);
+}
+
 /** What {@link buildImage} leaves for the tier to finish. */
 export interface BuiltImage {
   indirectTargets: number[];
@@ -148,7 +167,7 @@ export function buildImage(
     );
   const analyse = (fn: ElfImage['functions'][number]) => {
     try {
-      return analyseFunction(readImage(image, fn.start, fn.size), fn.start, facts);
+      return analyseFunction(imageBytes(image, fn.start, fn.size), fn.start, facts);
     } catch (e) {
       throw failed(fn, e);
     }

@@ -18,6 +18,7 @@ export type SyncResult<T> = { ok: true; value: T } | { ok: false; error: string;
 
 /** Message from caller to worker. */
 export interface JobRequest {
+  /** positive; the worker claims the job by swapping the caller's word 1 from id to -id */
   id: number;
   /** module URL (file:) exporting the job function */
   module: string;
@@ -26,15 +27,30 @@ export interface JobRequest {
   args: unknown;
   /** the worker aborts the job's signal after this many ms */
   timeoutMs: number;
+  /** the call's deadline, ms since the Unix epoch: the job's signal aborts by then too */
+  deadline?: number;
 }
 
 /** Message from worker to caller. */
 export type JobResponse = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
 
-/** Flag values of the shared word: waiting for the worker, job timer running, reply posted. */
+/**
+ * Flag values of the shared word 0: waiting for the worker, job timer running, reply posted.
+ * Word 1 holds the id of the job the caller waits for; the worker claims a job by swapping it to
+ * -id ({@link claimJob}), and a caller that gives up before the claim swaps it to 0, so the worker
+ * drops that job unrun and untouched (no flag change, no reply).
+ */
 export const IDLE = 0;
 export const STARTED = 2;
 export const DONE = 1;
+
+/**
+ * The worker's claim of job `id` on the caller's flag words: true when the caller still waits for
+ * it (the job may run), false when the caller gave up before it started (drop it: nothing done).
+ */
+export function claimJob(flag: Int32Array, id: number): boolean {
+  return Atomics.compareExchange(flag, 1, id, -id) === id;
+}
 
 /** Longest wait for the worker to start and import a job module before the job's timer starts. */
 export const BRIDGE_STARTUP_MS = 30_000;
@@ -58,7 +74,7 @@ function workerUrl(): URL {
 }
 
 function startBridge(): Bridge {
-  const flag = new Int32Array(new SharedArrayBuffer(4));
+  const flag = new Int32Array(new SharedArrayBuffer(8));
   const { port1, port2 } = new MessageChannel();
   // execArgv is passed explicitly: an entry point may append a module loader to process.execArgv
   // at run time (bin/berm.js does), and a worker only sees such additions when given the array.
@@ -91,35 +107,79 @@ function stopBridge(b: Bridge): void {
  * bridge worker and block until it settles or `timeoutMs + BRIDGE_GRACE_MS` pass. The job's
  * signal aborts at `timeoutMs`; jobs are expected to honour it. Arguments and results cross by
  * structured clone. Never throws: failures come back as `{ ok: false, error }`.
+ *
+ * Worker start-up and the job module's first import (slow under a TypeScript loader, seconds on a
+ * loaded machine) do not count against the job's own `timeoutMs`: the caller waits up to
+ * BRIDGE_STARTUP_MS for them. `deadline` (ms since the Unix epoch; the tool call's deadline,
+ * CALL_DEADLINE) bounds the whole call, start-up included: a job not started by then is given up
+ * with an error naming the start-up, and the worker, which goes on starting for the next call,
+ * drops it unrun ({@link claimJob}); a job started before it has its signal aborted at the
+ * deadline, and the caller waits at most BRIDGE_GRACE_MS past it for the reply.
  */
 export function runSync<T>(
   module: string | URL,
   exportName: string,
   args: unknown,
   timeoutMs: number,
+  deadline?: number,
 ): SyncResult<T> {
+  const t0 = Date.now();
+  const bounded = deadline !== undefined && Number.isFinite(deadline);
+  if (bounded && deadline <= t0)
+    return {
+      ok: false,
+      error: `the call's deadline had passed before the host call started`,
+      timedOut: true,
+    };
   let b: Bridge;
   try {
     b = bridge ??= startBridge();
   } catch (e) {
     return { ok: false, error: `cannot start the host worker: ${(e as Error).message}` };
   }
-  const id = nextId++;
+  nextId = (nextId % 0x3fff_ffff) + 1;
+  const id = nextId;
   Atomics.store(b.flag, 0, IDLE);
-  const req: JobRequest = { id, module: String(module), exportName, args, timeoutMs };
+  Atomics.store(b.flag, 1, id);
+  const req: JobRequest = {
+    id,
+    module: String(module),
+    exportName,
+    args,
+    timeoutMs,
+    ...(bounded ? { deadline } : {}),
+  };
   b.worker.postMessage(req);
-  // Worker start-up and the job module's first import (slow under a TypeScript loader) do not
-  // count against the job's own budget; the worker flips the flag to STARTED when its timer starts.
-  let deadline = Date.now() + BRIDGE_STARTUP_MS;
+  // the worker flips the flag to STARTED when the job's timer starts
+  const startupEnd = t0 + BRIDGE_STARTUP_MS;
+  let end = bounded ? Math.min(startupEnd, deadline) : startupEnd;
   let started = false;
   for (;;) {
-    const left = deadline - Date.now();
-    if (left <= 0) break;
+    const left = end - Date.now();
+    if (left <= 0) {
+      if (started) break;
+      // not started: give the job up unless the worker claimed it at this very moment
+      if (Atomics.compareExchange(b.flag, 1, id, 0) !== id) {
+        started = true;
+        end = Date.now() + BRIDGE_GRACE_MS;
+        continue;
+      }
+      if (bounded && deadline < startupEnd) {
+        // the worker goes on starting (it drops this job): the next call finds it ready
+        return {
+          ok: false,
+          error: `the call's deadline passed while the host worker was starting (waited ${Date.now() - t0} ms; nothing was done)`,
+          timedOut: true,
+        };
+      }
+      break;
+    }
     Atomics.wait(b.flag, 0, started ? STARTED : IDLE, left);
     const state = Atomics.load(b.flag, 0);
     if (state === STARTED && !started) {
       started = true;
-      deadline = Date.now() + timeoutMs + BRIDGE_GRACE_MS;
+      const own = Date.now() + timeoutMs + BRIDGE_GRACE_MS;
+      end = bounded ? Math.min(own, deadline + BRIDGE_GRACE_MS) : own;
       continue;
     }
     if (state === DONE) {
@@ -131,7 +191,13 @@ export function runSync<T>(
     if (bridge !== b) return { ok: false, error: 'the host worker exited' };
   }
   stopBridge(b);
-  return { ok: false, error: `timed out after ${timeoutMs} ms`, timedOut: true };
+  return {
+    ok: false,
+    error: started
+      ? `timed out after ${timeoutMs} ms`
+      : `the host worker did not start within ${BRIDGE_STARTUP_MS} ms`,
+    timedOut: true,
+  };
 }
 
 /** Terminate the bridge worker if one is running (tests; orderly shutdown). */

@@ -3,7 +3,7 @@
  * at the job's timeout, posts the result, then wakes the blocked caller.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { DONE, STARTED, type JobRequest, type JobResponse } from './sync.js';
+import { DONE, STARTED, claimJob, type JobRequest, type JobResponse } from './sync.js';
 
 const { flag, port } = workerData as { flag: Int32Array; port: MessagePort };
 
@@ -22,6 +22,7 @@ parentPort?.on('message', (req: JobRequest) => {
   void (async () => {
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
+    let claimed = false;
     try {
       let loading = modules.get(req.module);
       if (!loading) {
@@ -31,11 +32,24 @@ parentPort?.on('message', (req: JobRequest) => {
       }
       const mod = await loading;
       const fn = mod[req.exportName];
+      // the caller gave up before this job started (its deadline passed during start-up): it is
+      // not waiting, so the job is dropped without running, replying or touching the flag
+      if (!(claimed = claimJob(flag, req.id))) return;
       if (typeof fn !== 'function') throw new Error(`${req.module} has no function ${req.exportName}`);
-      timer = setTimeout(
-        () => controller.abort(new Error(`timed out after ${req.timeoutMs} ms`)),
-        req.timeoutMs,
-      );
+      const toDeadline = req.deadline !== undefined ? Math.max(1, req.deadline - Date.now()) : Infinity;
+      timer =
+        toDeadline < req.timeoutMs
+          ? setTimeout(
+              () =>
+                controller.abort(
+                  new Error(`the call's deadline passed (${toDeadline} ms after the job started)`),
+                ),
+              toDeadline,
+            )
+          : setTimeout(
+              () => controller.abort(new Error(`timed out after ${req.timeoutMs} ms`)),
+              req.timeoutMs,
+            );
       Atomics.store(flag, 0, STARTED);
       Atomics.notify(flag, 0);
       const value: unknown = await (fn as (a: unknown, s: AbortSignal) => Promise<unknown>)(
@@ -44,6 +58,8 @@ parentPort?.on('message', (req: JobRequest) => {
       );
       reply({ id: req.id, ok: true, value });
     } catch (e) {
+      // a failed import: reply only if the caller still waits for this job
+      if (!claimed && !claimJob(flag, req.id)) return;
       reply({ id: req.id, ok: false, error: e instanceof Error ? e.message : String(e) });
     } finally {
       clearTimeout(timer);

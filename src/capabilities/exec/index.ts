@@ -13,6 +13,7 @@ import { runSync } from '../common/sync.js';
 import {
   arity,
   boundedTimeout,
+  callDeadline,
   defineCapability,
   guarded,
   limitsOf,
@@ -76,7 +77,7 @@ function run(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capabi
   const limits = limitsOf(ctx, EXEC_LIMITS);
   const timeout = boundedTimeout(ctx, limits.execTimeoutMs);
   const args: RunArgs = { command, cwd, env, maxOutput: limits.execMaxOutput };
-  const res = runSync<RunResult>(RUN_JOB, 'run', args, timeout);
+  const res = runSync<RunResult>(RUN_JOB, 'run', args, timeout, callDeadline(ctx));
   if (!res.ok) return { error: `${name}: ${res.error}` };
   const r = res.value;
   if (r.timedOut) {

@@ -11,6 +11,7 @@ import { runSync } from '../common/sync.js';
 import {
   arity,
   boundedTimeout,
+  callDeadline,
   defineCapability,
   guarded,
   limitsOf,
@@ -210,6 +211,7 @@ function grep(name: string, fields: Uint8Array[], ctx: CapabilityContext): Capab
     'grep',
     args,
     boundedTimeout(ctx, limits.grepTimeoutMs),
+    callDeadline(ctx),
   );
   if (!res.ok) return { error: `${name}: ${res.error}` };
   const lines = res.value.lines;

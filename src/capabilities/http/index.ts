@@ -10,6 +10,7 @@ import { runSync } from '../common/sync.js';
 import {
   arity,
   boundedTimeout,
+  callDeadline,
   defineCapability,
   guarded,
   limitsOf,
@@ -98,7 +99,7 @@ function fetchCall(name: string, fields: Uint8Array[], ctx: CapabilityContext): 
     timeoutMs: boundedTimeout(ctx, limits.httpTimeoutMs),
     maxResponseBody: limits.httpMaxResponseBody,
   };
-  const res = runSync<FetchResult>(FETCH_JOB, 'fetchOnce', args, args.timeoutMs);
+  const res = runSync<FetchResult>(FETCH_JOB, 'fetchOnce', args, args.timeoutMs, callDeadline(ctx));
   if (!res.ok) return { error: `${name}: ${verdict.url.host}: ${res.error}` };
   const r = res.value;
   return {

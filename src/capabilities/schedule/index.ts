@@ -8,6 +8,13 @@
  * per arming harness (re-arming replaces it). This module checks the request's shape; the due-set
  * (ctx.schedule, provided by the runtime) checks the rest (the target exports `on_wake`, the
  * payload and delay limits) and owns the state. Without ctx.schedule the calls answer an error.
+ *
+ * A delay counts from the invocation's instant (ctx.now: the `now` of the wake or notify record,
+ * the start of a tool call), not from the moment the host call arrives: the wake is due at
+ * ctx.now + delay_ms exactly. So a recurring schedule that computes its next delay from its
+ * record (the SDKs' berm_every: period - ((now - scheduled_at) mod period)) lands on
+ * scheduled_at + k * period, whatever the time spent between the start of the delivery and the
+ * arm call (docs/wakes.md). Without ctx.now (no runtime fixed one) a delay counts from the arrival.
  */
 import { fieldText } from '../../wire/fields.js';
 import {
@@ -32,6 +39,11 @@ function delayOf(name: string, field: Uint8Array): number | CapabilityReply {
   return Number(text);
 }
 
+/** The absolute due instant of a delay counted from the invocation's instant, when there is one. */
+function due(delay: number, ctx: CapabilityContext): { at?: number } {
+  return ctx.now !== undefined ? { at: ctx.now + delay } : {};
+}
+
 function host(
   name: string,
   ctx: CapabilityContext,
@@ -54,7 +66,7 @@ function arm(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
   if (id !== null && id === '') return { refused: `${name}: id is empty` };
   const h = host(name, ctx);
   if (!('arm' in h)) return h;
-  return h.arm({ delayMs: delay, payload, id });
+  return h.arm({ delayMs: delay, ...due(delay, ctx), payload, id });
 }
 
 function cancel(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
@@ -85,7 +97,7 @@ function callAfter(fields: Uint8Array[], ctx: CapabilityContext): CapabilityRepl
   }
   const h = host(name, ctx);
   if (!('callAfter' in h)) return h;
-  return h.callAfter({ delayMs: delay, harness, tool, args });
+  return h.callAfter({ delayMs: delay, ...due(delay, ctx), harness, tool, args });
 }
 
 /** The schedule capability: see the module comment and docs/runtime-queue.md. */
