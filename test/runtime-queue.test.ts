@@ -55,13 +55,21 @@ function records(
   rt: BermRuntime,
   count: number,
   filter: (r: JournalRecord) => boolean = () => true,
+  withinMs = 120_000,
 ): Promise<JournalRecord[]> {
   const out: JournalRecord[] = [];
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
+    // a record that never comes fails the test with what did come, instead of hanging until
+    // tap's file timeout (or, with nothing else keeping the loop alive, ending the test unfinished)
+    const timer = setTimeout(() => {
+      rt.off('invocation', on);
+      reject(new Error(`only ${out.length} of ${count} journal records within ${withinMs} ms`));
+    }, withinMs);
     const on = (r: JournalRecord) => {
       if (!filter(r)) return;
       out.push(r);
       if (out.length === count) {
+        clearTimeout(timer);
         rt.off('invocation', on);
         resolve(out);
       }
