@@ -16,6 +16,17 @@ import { freshDatabase } from './helpers/pg.js';
 import { TcpProxy, http, startBermd, stopBermd, viaPort, type Bermd } from './helpers/cluster.js';
 import { ECHO, LEASE_MS, QG, checkWakes, cluster, journal, sleep, until } from './helpers/scale-out.js';
 
+/** How many harnesses the database at `url` has deployed. */
+async function deployments(url: string): Promise<number> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<{ n: number }>('SELECT count(*)::int AS n FROM berm_deployments')).rows[0]!.n;
+  } finally {
+    await c.end();
+  }
+}
+
 t.test('rolling restart under load: no acknowledged invocation, wake or deploy is lost', async (t) => {
   const url = await freshDatabase(t);
   if (url === null) return;
@@ -33,6 +44,11 @@ t.test('rolling restart under load: no acknowledged invocation, wake or deploy i
   const wakes = new Set<string>();
   const deploys = new Set<string>();
   let stop = false;
+  // a failed check must not leave the loaders running (they would keep the file alive until tap's
+  // timeout)
+  t.teardown(() => {
+    stop = true;
+  });
   let n = 0;
   const pick = () => nodes[n++ % nodes.length]!;
   const load = async (k: number) => {
@@ -63,7 +79,12 @@ t.test('rolling restart under load: no acknowledged invocation, wake or deploy i
     await stopBermd(nodes[i]!, 'SIGTERM');
     const code = await nodes[i]!.exited;
     t.equal(code.code, 0, `daemon ${i} stopped gracefully`);
-    nodes[i] = await startBermd(opts(i));
+    // A restarted daemon deploys every harness in its own store and then those in the database,
+    // one at a time, before it listens, so its boot grows with the deploys acknowledged so far: at
+    // a load average of 22-25 on 2 cores, 33 s with 6 of them, 60 s with 161 (~0.17 s each), and
+    // how many there are by the last restart depends on the machine's speed. The bound is the
+    // usual 90 s plus 1 s for each deployment in the database.
+    nodes[i] = await startBermd(opts(i), 90_000 + 1_000 * (await deployments(url)));
     await sleep(1500);
   }
   stop = true;
