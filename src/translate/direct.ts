@@ -128,6 +128,9 @@ export class DirectWriter {
   private buf: Int32Array;
   /** buf.length (a typed array's length is a call in a cold process) */
   private cap: number;
+  /** the frame's regLocal and base, read by most templates */
+  private readonly regLocal: readonly (number | null)[];
+  private readonly base: number;
   private u = 0;
   constructor(
     private readonly bm: ByteModule,
@@ -135,6 +138,8 @@ export class DirectWriter {
   ) {
     this.buf = bm.rawBuffer(0);
     this.cap = this.buf.length;
+    this.regLocal = f.regLocal;
+    this.base = f.base;
     let seg = SEGMENTS.get(f);
     if (seg === undefined) {
       seg = this.segments();
@@ -413,7 +418,7 @@ export class DirectWriter {
       buf[u + 1] = 0;
       return u + 2;
     }
-    const l = this.f.regLocal[r];
+    const l = this.regLocal[r];
     if (l === null) {
       buf[u++] = 0x23;
       return uleb(buf, u, r === 3 ? this.f.gp : this.f.tp);
@@ -428,7 +433,7 @@ export class DirectWriter {
       buf[u] = 0x1a;
       return u + 1;
     }
-    const l = this.f.regLocal[r];
+    const l = this.regLocal[r];
     if (l === null) {
       buf[u++] = 0x24;
       return uleb(buf, u, r === 3 ? this.f.gp : this.f.tp);
@@ -544,7 +549,7 @@ export class DirectWriter {
     // unreachable } up to the pc (Segments.checkMid, then checkEnd* after it)
     u = this.get(buf, u, rs1);
     buf[u++] = 0x42;
-    u = sleb(buf, u, imm - this.f.base);
+    u = sleb(buf, u, imm - this.base);
     u = this.put(buf, u, this.seg.checkMid[width]);
     return sleb(buf, u, pc | 0);
   }
