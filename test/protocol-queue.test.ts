@@ -236,6 +236,9 @@ t.test('a wake keeps the authority of the call that armed it across a restart', 
       limits: { timeoutMs: 10_000, graceMs: 2_000 },
     });
   const first = await open();
+  // closed below; this is for a failed step before then, whose open worker would keep the file
+  // running until tap's timeout (close is idempotent)
+  t.teardown(() => first.close());
   await first.deploy('remind', new Uint8Array(fs.readFileSync(path.join(ROOT, 'examples/remind.elf'))), {
     capabilities: ['protocol:schedule', 'protocol:send'],
     grant: {},
