@@ -282,6 +282,82 @@ t.test("delays count from the invocation's now: a berm_every schedule keeps its 
   }
 });
 
+t.test('maxDelayMs bounds the delay a guest asks for, not what is left of it when it arrives', async (t) => {
+  // a guest's delay counts from its invocation's instant (docs/wakes.md), so the due instant
+  // reaches the runtime as that instant + delay_ms: the limit still applies to delay_ms itself
+  // (docs/runtime-queue.md: a delay over maxDelayMs is refused), however long the guest ran first
+  const rt = await runtime({ limits: { maxDelayMs: 1000 } });
+  t.teardown(() => rt.close());
+  const ranFor = 400; // an invocation that started 400 ms before its arm call
+  t.throws(() => rt.arm({ harness: 'qg', delayMs: 1001, at: Date.now() - ranFor + 1001 }), {
+    name: 'LimitError',
+    message: /maxDelayMs = 1000.*the delay is 1001 ms/,
+  });
+  t.throws(
+    () =>
+      rt.callAfter({
+        by: 'qg',
+        delayMs: 1300,
+        at: Date.now() - ranFor + 1300,
+        harness: 'qg',
+        tool: 'echo',
+        args: '{}',
+      }),
+    { name: 'LimitError', message: /maxDelayMs = 1000.*the delay is 1300 ms/ },
+  );
+  t.throws(() => rt.arm({ harness: 'qg', delayMs: -1, at: Date.now() }), {
+    name: 'ArmError',
+    message: /negative/,
+  });
+  t.equal(rt.list().length, 0, 'nothing was armed');
+  // through the capability: delay_ms at the limit is armed, one more is refused
+  t.match(text(await rt.invoke('qg', 'arm', '{"delay":"1000","id":"edge"}')), 'ok: edge');
+  t.match(
+    text(await rt.invoke('qg', 'arm', '{"delay":"1001","id":"over"}')),
+    /refused: berm.wake.arm: refused by limit maxDelayMs = 1000/,
+  );
+  t.match(
+    text(await rt.invoke('qg', 'after', '{"delay":"1001","harness":"qg","tool":"echo","args":"{}"}')),
+    /refused: berm.call.after: refused by limit maxDelayMs = 1000/,
+  );
+  t.same(
+    rt.list().map((w) => w.id),
+    ['edge'],
+  );
+  // an absolute instant alone (the API, the protocol's door) is still bounded from now
+  t.throws(() => rt.arm({ harness: 'qg', at: Date.now() + 5000 }), { name: 'LimitError' });
+});
+
+t.test(
+  'overrun skip never drops the occurrence a running one armed for itself: the schedule goes on',
+  async (t) => {
+    // on_wake payload "tick:0" re-arms its own id due at once (its record's now + 0: already past
+    // when the arm arrives), so the next occurrence is due while this one still runs. Dropping it
+    // (overrun = skip) would end the schedule for good: nothing else re-arms it. It runs when the
+    // running one ends instead; an occurrence armed from outside during a run is still skipped.
+    const rt = await runtime();
+    t.teardown(() => rt.close());
+    t.equal(rt.limits.overrun, 'skip');
+    const seen: JournalRecord[] = [];
+    const five = records(rt, 5, (r) => r.wake === 'self' && r.trigger === 'wake', 30_000);
+    rt.on('invocation', (r: JournalRecord) => {
+      if (r.wake === 'self') seen.push(r);
+    });
+    rt.arm({ harness: 'qg', delayMs: 0, payload: 'tick:0', id: 'self' });
+    const got = await five.then(
+      () => 'ran',
+      (e: Error) => e.message,
+    );
+    rt.cancel('self', 'qg');
+    t.equal(got, 'ran', `five occurrences ran (saw ${seen.map((r) => r.trigger).join(', ')})`);
+    t.same(
+      seen.filter((r) => r.trigger !== 'wake'),
+      [],
+      'none skipped',
+    );
+  },
+);
+
 t.test('berm.call.after runs the tool later, one level deeper in the chain', async (t) => {
   const rt = await runtime();
   t.teardown(() => rt.close());

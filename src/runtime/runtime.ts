@@ -219,8 +219,11 @@ export class BermRuntime extends EventEmitter {
   private readonly running = new Map<SharedArrayBuffer, Job>();
   private readonly perHarness = new Map<string, number>();
   private readonly buckets = new Map<string, TokenBucket>();
-  /** schedule keys with an occurrence running, and the occurrence deferred behind each */
-  private readonly schedules = new Map<string, WakeRecord | null>();
+  /**
+   * schedule keys with an occurrence running: the chain id it runs in, and the occurrence deferred
+   * behind it
+   */
+  private readonly schedules = new Map<string, { chain: string; deferred: WakeRecord | null }>();
   private heap = new DueHeap();
   /**
    * Local stores only: due entries set aside because their harness was at its concurrency or rate
@@ -702,7 +705,7 @@ export class BermRuntime extends EventEmitter {
     if (j.wake && !shutdownInterrupt) this.store.dues.finish(j.wake.id, j.wake.seq);
     this.emit('invocation', rec, o);
     if (j.scheduleKey !== undefined) {
-      const deferred = this.schedules.get(j.scheduleKey);
+      const deferred = this.schedules.get(j.scheduleKey)?.deferred;
       this.schedules.delete(j.scheduleKey);
       if (deferred) this.redeliver.push(deferred);
     }
@@ -1025,9 +1028,13 @@ export class BermRuntime extends EventEmitter {
     if (!h) return fail('unknown-harness', `no harness named ${w.harness} is deployed; the wake is dropped`);
     if (w.kind === 'wake' && !h.onWake)
       return fail('harness', `harness ${w.harness} does not export ${ON_WAKE}`);
-    if (this.schedules.has(key)) {
-      if (this.limits.overrun === 'defer') {
-        this.schedules.set(key, w); // runs when the previous occurrence finishes (the latest replaces)
+    const running = this.schedules.get(key);
+    if (running) {
+      // an occurrence the running one armed itself (a recurring schedule re-arms first, and its
+      // next instant may already be due: docs/wakes.md) is the schedule's continuation: dropping
+      // it would end the schedule, so it waits for the running one, whatever overrun says
+      if (this.limits.overrun === 'defer' || w.chain === running.chain) {
+        running.deferred = w; // runs when the previous occurrence finishes (the latest replaces)
         return;
       }
       this.counters.overrunSkips++;
@@ -1051,7 +1058,7 @@ export class BermRuntime extends EventEmitter {
       this.emit('invocation', rec, null);
       return;
     }
-    this.schedules.set(key, null);
+    this.schedules.set(key, { chain: chain.id, deferred: null });
     this.emit('wake', {
       id: w.id,
       harness: w.harness,
@@ -1178,7 +1185,9 @@ export class BermRuntime extends EventEmitter {
             // an absolute instant stays one (the schedule capability sends the invocation's
             // instant + delay): converting it back to a delay would move it by the time between
             // the start of the invocation and this call
-            ...(r.at !== undefined ? { at: r.at as number } : { delayMs: r.delayMs as number }),
+            // ...and its delay is still checked against maxDelayMs (instant)
+            ...(r.at !== undefined ? { at: r.at as number } : {}),
+            delayMs: r.delayMs as number,
             payload: r.payload as string,
             ...(typeof r.id === 'string' ? { id: r.id } : {}),
             armedBy: req.harness,
@@ -1292,9 +1301,12 @@ function fromRun(r: RunResult, logs: string[], info: InvocationInfo): Outcome {
 /** What {@link BermRuntime.arm} takes. */
 export interface ArmSpec {
   harness: string;
-  /** ms from now (default 0); or `at` */
+  /**
+   * ms from now (default 0). With `at` as well: the delay that `at` came from (an instant plus
+   * this delay: the schedule capability's arm), checked against maxDelayMs as a delay
+   */
   delayMs?: number;
-  /** due instant, ms since epoch */
+  /** due instant, ms since epoch (a past one is due at once) */
   at?: number;
   /** UTF-8 text handed to on_wake (default '') */
   payload?: string;
@@ -1349,22 +1361,32 @@ export function wakeSpec(
   };
 }
 
+/**
+ * The due instant (ms since the epoch, rounded) of a wake armed with `delayMs` from now, or at `at`.
+ * Both given: due at `at`, which is an earlier instant plus `delayMs` (the schedule capability
+ * counts a guest's delay from its invocation's instant, docs/wakes.md); the delay itself is then
+ * checked too, so a guest that ran for a while cannot arm further ahead than maxDelayMs.
+ * @throws ArmError for a delay that is not finite or negative, or an instant that is not finite;
+ *   LimitError maxDelayMs for a delay, or a due instant from now, over the limit
+ */
 function instant(
   delayMs: number | undefined,
   at: number | undefined,
   limits: Pick<RuntimeLimits, 'maxDelayMs'>,
 ): number {
   const now = Date.now();
-  let when: number;
+  let when: number | undefined;
   if (at !== undefined) {
     if (typeof at !== 'number' || !Number.isFinite(at))
       throw new ArmError(`the instant ${at} is not a finite number of ms since the epoch`);
     when = at;
-  } else {
+  }
+  if (delayMs !== undefined || when === undefined) {
     const d = delayMs ?? 0;
     if (typeof d !== 'number' || !Number.isFinite(d)) throw new ArmError(`delay ${d} ms is not finite`);
     if (d < 0) throw new ArmError(`delay ${d} ms is negative`);
-    when = now + d;
+    if (d > limits.maxDelayMs) throw new LimitError('maxDelayMs', limits.maxDelayMs, `the delay is ${d} ms`);
+    when ??= now + d;
   }
   if (when - now > limits.maxDelayMs)
     throw new LimitError(

@@ -329,16 +329,19 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
       else if (off + 4 <= size) bits = (low | (code[off + 2] << 16) | (code[off + 3] << 24)) >>> 0;
     }
     const ins = decode(bits);
-    if ((off & 1) === 0) slots[off >> 1] = instrs.length;
+    const k = instrs.length;
+    if ((off & 1) === 0) slots[off >> 1] = k;
     const f = FLAGS_BY_CODE[ins.code];
-    flags[instrs.length] = f;
+    flags[k] = f;
     if ((f & F_VALUE) !== 0) valueRegs |= 1 << ins.rd;
     else if ((f & F_JALR) !== 0) jalrRegs |= 1 << ins.rs1;
-    instrs.push(ins);
-    pcs.push(start + off);
+    instrs[k] = ins;
+    pcs[k] = start + off;
     off += ins.size;
   }
   const resolvable = (valueRegs & jalrRegs) !== 0;
+  // the instruction count, read once (the loops below run over every instruction)
+  const count = instrs.length;
   const indexAt = (a: number): number => {
     const off = a - start;
     return off >= 0 && off < code.length && (off & 1) === 0 ? slots[off >> 1] : -1;
@@ -389,7 +392,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   };
   const resolveJalrs = () => {
     known.fill(0);
-    for (let i = 0; i < instrs.length; i++) {
+    for (let i = 0; i < count; i++) {
       if (leader[i] !== 0) known.fill(0);
       const f = flags[i];
       if ((f & (F_VALUE | F_JALR | F_CONTROL | F_WRITES_RD)) === 0) continue;
@@ -428,7 +431,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     if (previous !== null && sameTargets(previous, jalrTargets)) break;
     previous = new Map(jalrTargets);
     const before = leaderCount;
-    for (let i = 0; i < instrs.length; i++) {
+    for (let i = 0; i < count; i++) {
       const f = flags[i];
       if ((f & (F_BRANCH | F_JAL | F_JALR | F_STOP)) === 0) continue;
       const ins = instrs[i];
@@ -455,7 +458,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   // Blocks as index ranges of the decoded arrays: a block's instructions and pcs are sliced out
   // once its end is known (one copy each, not a push per instruction).
   const sorted: number[] = [];
-  for (let i = 0; i < instrs.length; i++) if (leader[i] !== 0) sorted.push(i);
+  for (let i = 0; i < count; i++) if (leader[i] !== 0) sorted.push(i);
   const blocks = new Map<number, BasicBlock>();
   for (let b = 0; b < sorted.length; b++) {
     const first = sorted[b];
@@ -466,7 +469,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
     let bi: Instr[] | null = null;
     let bp: number[] | null = null;
     let i = first;
-    for (; i < instrs.length && pcs[i] < limit; i++) {
+    for (; i < count && pcs[i] < limit; i++) {
       const f = flags[i];
       if ((f & (F_BRANCH | F_JAL | F_JALR)) === 0) continue;
       const ins = instrs[i];
