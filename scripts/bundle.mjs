@@ -271,19 +271,20 @@ export async function bundleTranslator(out) {
   const script = join(out, BASELINE_SCRIPT);
   await build('cjs', `${script}.tmp-${process.pid}.js`);
   moveBuilt(`${script}.tmp-${process.pid}.js`, script);
-  fixScriptDigest(join(out, 'engine', 'baseline-script.js'), readFileSync(script));
+  fixScriptDigest(out, readFileSync(script));
   const tmp = `${entry}.tmp-${process.pid}.js`;
   await build('esm', tmp);
   moveBuilt(tmp, entry);
 }
 
 /**
- * Fix the SHA-256 of a script's `bytes` into its loader `file` (a compiled module of dist/ with the
- * line `const SCRIPT_SHA256 = null;`), which runs the script only when its bytes have that digest.
+ * Fix the SHA-256 of the baseline script's `bytes` into `out`/engine/baseline-script.js (its line
+ * `const SCRIPT_SHA256 = null;`), which runs the script only when its bytes have that digest.
  * Before the CLI is bundled, so the bundle carries the fixed line too.
  * @throws Error when the compiled module has no such line
  */
-function fixScriptDigest(file, bytes) {
+function fixScriptDigest(out, bytes) {
+  const file = join(out, 'engine', 'baseline-script.js');
   const text = readFileSync(file, 'utf8');
   const marker = /^const SCRIPT_SHA256 = null;$/m;
   if (!marker.test(text))

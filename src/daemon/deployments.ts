@@ -99,14 +99,12 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
    * took a sum of round trips. Distinct names are independent, so the order does not matter; the
    * store is only read (nothing is lost across a crash during a restore).
    * @param concurrency deployments in flight at once (>= 1; default 1)
-   * @param onRestored called after each deployment is published (progress), with the count so far
    * @returns the problems, one line each, in the store's order (empty when everything came back)
    */
-  async restore(concurrency = 1, onRestored?: (done: number, total: number) => void): Promise<string[]> {
+  async restore(concurrency = 1): Promise<string[]> {
     const entries = [...this.store.entries()];
     const problems: (string | null)[] = entries.map(() => null);
     let next = 0;
-    let done = 0;
     const lane = async (): Promise<void> => {
       while (next < entries.length) {
         const i = next++;
@@ -123,7 +121,6 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
             granted,
             deployedAt: entry.deployed_at,
           });
-          onRestored?.(++done, entries.length);
         } catch (e) {
           problems[i] = `harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}`;
         }

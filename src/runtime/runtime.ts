@@ -1184,8 +1184,8 @@ export class BermRuntime extends EventEmitter {
             harness: req.harness,
             // an absolute instant stays one (the schedule capability sends the invocation's
             // instant + delay): converting it back to a delay would move it by the time between
-            // the start of the invocation and this call
-            // ...and its delay is still checked against maxDelayMs (instant)
+            // the start of the invocation and this call; the delay is still checked against
+            // maxDelayMs (instant)
             ...(r.at !== undefined ? { at: r.at as number } : {}),
             delayMs: r.delayMs as number,
             payload: r.payload as string,

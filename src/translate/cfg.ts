@@ -266,22 +266,23 @@ const F_JAL = 16;
 const F_JALR = 32;
 /** auipc, lui, addi: the register values resolveJalrs follows */
 const F_VALUE = 64;
-const OP_FLAGS = new Map<Op | 'illegal', number>();
-for (const e of INSTRUCTIONS) {
-  OP_FLAGS.set(
-    e.name,
-    (BRANCHES.has(e.name) ? F_BRANCH : 0) |
+/**
+ * Each instruction's flags by Instr.code (the ISA table's index; 'illegal', last, stops a basic
+ * block): an array read per instruction.
+ */
+const FLAGS_BY_CODE = Uint8Array.from([
+  ...INSTRUCTIONS.map(
+    (e) =>
+      (BRANCHES.has(e.name) ? F_BRANCH : 0) |
       (CONTROL.has(e.name) ? F_CONTROL : 0) |
       (STOPS.has(e.name) ? F_STOP : 0) |
       (WRITES_RD.has(e.name) ? F_WRITES_RD : 0) |
       (e.name === 'jal' ? F_JAL : 0) |
       (e.name === 'jalr' ? F_JALR : 0) |
       (e.name === 'auipc' || e.name === 'lui' || e.name === 'addi' ? F_VALUE : 0),
-  );
-}
-OP_FLAGS.set('illegal', F_STOP);
-/** OP_FLAGS by Instr.code (the ISA table's index; 'illegal' last): an array read per instruction */
-const FLAGS_BY_CODE = Uint8Array.from([...INSTRUCTIONS.map((e) => OP_FLAGS.get(e.name)!), F_STOP]);
+  ),
+  F_STOP,
+]);
 
 /**
  * Scratch arrays of {@link analyseFunction}, reused by every call and grown as needed (none of them
@@ -307,7 +308,7 @@ export function analyseFunction(code: Uint8Array, start: number, facts: ImageFac
   const end = start + code.length;
   const instrs: Instr[] = [];
   const pcs: number[] = [];
-  // the OP_FLAGS of each instruction, by index
+  // the FLAGS_BY_CODE of each instruction, by index
   // (every index below the instruction count is written before it is read)
   const flags = (scratchFlags = atLeast(scratchFlags, (code.length >> 1) + 1, (n) => new Uint8Array(n)));
   // registers that auipc/lui/addi write, and that jalrs read: when no jalr reads such a register,
