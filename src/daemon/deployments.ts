@@ -7,11 +7,11 @@
  * publish and removal.
  */
 import { EventEmitter } from 'node:events';
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import { ElfError } from '../elf/reader.js';
 import { readElf } from '../elf/reader.js';
 import { ManifestError, parseManifest, type Manifest } from '../harness/manifest.js';
-import { TOOL_PREFIX } from '../harness/harness.js';
+import { Harness, TOOL_PREFIX } from '../harness/harness.js';
 import type { Backend, DeployGrant } from './backend.js';
 import type { Grants } from './grants.js';
 import { HttpError } from './http.js';
@@ -80,7 +80,6 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   /** digests with a deploy in progress, and how many */
   private readonly deploying = new Map<string, number>();
   private readonly busy = (digest: string): boolean => this.deploying.has(digest);
-  private static readonly ajv = new Ajv({ strict: false, allErrors: true });
 
   constructor(
     readonly store: DeploymentStore,
@@ -259,12 +258,11 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     let v = this.validators.get(key);
     if (!v) {
       try {
-        v = Deployments.ajv.compile(decl.parameters);
+        // the harness's own compiler: patterns run on the linear-time engine, so a guest's
+        // schema cannot hang this thread (a plain ajv backtracks on ^(a|a)*$ for ever)
+        v = Harness.compileSchema(decl);
       } catch (e) {
-        throw new HttpError(
-          400,
-          `tool ${tool} declares an invalid parameters schema: ${(e as Error).message}`,
-        );
+        throw new HttpError(400, (e as Error).message);
       }
       this.validators.set(key, v);
     }

@@ -49,11 +49,13 @@ export interface QueueSurface {
     payload?: string;
     id?: string;
     armedBy?: string;
+    /** armed by `harness`'s guest: it may replace only a wake it owns */
+    guest?: boolean;
     authority?: Authority;
     /** the arming invocation's chain */
     chain?: never;
   }): QueueWake;
-  /** cancel a pending wake (of `harness` when given) */
+  /** cancel a pending wake (one `harness` owns when given) */
   cancel(id: string, harness?: string): boolean;
   /** pending wakes, earliest first */
   list(options?: { harness?: string }): QueueWake[];
@@ -181,6 +183,7 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
                   payload: r.payload,
                   ...(r.id !== undefined ? { id: r.id } : {}),
                   armedBy: harness,
+                  guest: true,
                   authority: r.authority,
                   chain: chain as never,
                 }),

@@ -1094,7 +1094,17 @@ export class BermRuntime extends EventEmitter {
    *   Nothing is armed when it throws.
    */
   arm(spec: ArmSpec): WakeRecord {
-    return this.put(wakeSpec(spec, this.registry.get(spec.harness), [...this.registry.keys()], this.limits));
+    const w = wakeSpec(spec, this.registry.get(spec.harness), [...this.registry.keys()], this.limits);
+    if (spec.guest) {
+      // wake ids are one namespace across the due-set's harnesses: a guest's re-arm replaces
+      // only a wake of its own on_wake, never another harness's
+      const held = this.store.dues.get(w.id);
+      if (held && !ownsWake(held, spec.harness))
+        throw new ArmError(
+          `wake id ${JSON.stringify(w.id)} is taken by a wake this harness does not own; choose another id`,
+        );
+    }
+    return this.put(w);
   }
 
   /**
@@ -1118,11 +1128,14 @@ export class BermRuntime extends EventEmitter {
       throw new ArmError(`harness ${spec.harness} has no tool named ${spec.tool}`);
     const when = instant(spec.delayMs, spec.at, this.limits);
     checkPayload(spec.args, this.limits);
+    const held = this.store.dues.get(`${CALL_AFTER_PREFIX}${spec.by}`);
+    if (held && !ownsWake(held, spec.by))
+      throw new ArmError(`the wake id ${held.id} is taken by a wake ${spec.by} did not arm`);
     const depth = (spec.chain?.depth ?? -1) + 1;
     if (depth > this.limits.chainDepth)
       throw new LimitError('chainDepth', this.limits.chainDepth, `berm.call.after at depth ${depth}`);
     return this.put({
-      id: `after:${spec.by}`,
+      id: `${CALL_AFTER_PREFIX}${spec.by}`,
       kind: 'call',
       harness: spec.harness,
       entry: spec.tool,
@@ -1149,9 +1162,19 @@ export class BermRuntime extends EventEmitter {
     return record;
   }
 
-  /** Cancel a pending wake (of `harness` when given). @returns whether one was cancelled. */
+  /**
+   * Cancel a pending wake. Without `harness` (the operator: API, CLI) any wake of that id; with it
+   * (a guest's berm.wake.cancel) only one `harness` owns: a wake of its own on_wake, or the
+   * berm.call.after it armed (stored under the harness it calls).
+   * @returns whether one was cancelled.
+   */
   cancel(id: string, harness?: string): boolean {
-    const done = this.store.dues.cancel(id, harness);
+    let done: boolean;
+    if (harness === undefined) done = this.store.dues.cancel(id);
+    else {
+      const held = this.store.dues.get(id);
+      done = held !== undefined && ownsWake(held, harness) && this.store.dues.cancel(id, held.harness);
+    }
     if (done) this.pendingCount--;
     return done;
   }
@@ -1191,6 +1214,7 @@ export class BermRuntime extends EventEmitter {
             payload: r.payload as string,
             ...(typeof r.id === 'string' ? { id: r.id } : {}),
             armedBy: req.harness,
+            guest: true,
             chain: req.chain,
           });
           return ok(w.id);
@@ -1314,6 +1338,12 @@ export interface ArmSpec {
   id?: string;
   /** 'api', 'cli' or the arming harness (default 'api') */
   armedBy?: string;
+  /**
+   * armed by `harness` itself through a capability (berm.wake.arm, the protocol door): an
+   * existing wake of the same id is replaced only when `harness` owns it (its own on_wake's);
+   * otherwise ArmError. Without it (the operator) any wake of that id is replaced.
+   */
+  guest?: boolean;
   chain?: ChainSpec;
   /** who the wake acts for (default: the arming chain's authority); persisted with the wake */
   authority?: Authority;
@@ -1408,4 +1438,19 @@ function checkId(id: string): void {
     throw new ArmError(
       `wake id ${JSON.stringify(id.slice(0, 40))} must be 1..256 bytes without control characters`,
     );
+  if (id.startsWith(CALL_AFTER_PREFIX))
+    throw new ArmError(
+      `wake id ${JSON.stringify(id.slice(0, 40))} is reserved for berm.call.after (ids ${CALL_AFTER_PREFIX}<harness>)`,
+    );
+}
+
+/** The id of a harness's pending berm.call.after is this prefix and the arming harness's name. */
+const CALL_AFTER_PREFIX = 'after:';
+
+/**
+ * Whether `harness` owns a pending wake, so that its guest may replace or cancel it: a wake of its
+ * own on_wake (whoever armed it), or the berm.call.after it armed (stored under its target).
+ */
+function ownsWake(w: Pick<WakeRecord, 'kind' | 'harness' | 'armedBy'>, harness: string): boolean {
+  return w.kind === 'wake' ? w.harness === harness : w.armedBy === harness;
 }

@@ -1,0 +1,82 @@
+// A hostile guest against the schedule capability: wake ids are one namespace across the
+// harnesses of a due-set, so a guest must not reach another harness's wakes through them (replace
+// or cancel them, or squat the id a berm.call.after uses), and its own berm.call.after stays its
+// own to cancel. The guest is test/data/queue-guest.elf deployed under two names.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import t from 'tap';
+import { BermRuntime, type Outcome } from '../src/runtime/index.js';
+import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
+
+const QG = new Uint8Array(fs.readFileSync(path.join(ROOT, 'test/data/queue-guest.elf')));
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-hostile-sched-'));
+t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+function text(o: Outcome): string {
+  if (o.status === 'ok') return o.result;
+  throw new Error(`expected ok, got ${JSON.stringify(o)}`);
+}
+
+t.test("a guest cannot replace, cancel or squat another harness's wakes through their ids", async (t) => {
+  const rt = await BermRuntime.create({
+    state: path.join(tmp, 'ids'),
+    poolSize: 1,
+    cacheDir: TEST_CACHE,
+    limits: { timeoutMs: 10_000, graceMs: 1000 },
+  });
+  t.teardown(() => rt.close());
+  await rt.deploy('victim', QG, { capabilities: ['schedule'] });
+  await rt.deploy('evil', QG, { capabilities: ['schedule'] });
+  rt.start();
+  const pending = () => rt.list().map((w) => `${w.id} ${w.kind} ${w.harness} by ${w.armedBy} ${w.payload}`);
+
+  // the victim's recurring schedule and its pending delayed call (to the evil harness's tool)
+  t.equal(
+    text(await rt.invoke('victim', 'arm', '{"delay":"600000","payload":"mine","id":"daily"}')),
+    'ok: daily',
+  );
+  t.equal(
+    text(await rt.invoke('victim', 'after', '{"delay":"600000","harness":"evil","tool":"echo","args":"{}"}')),
+    'ok: after:victim',
+  );
+  const before = pending();
+
+  // evil re-arms the victim's id: refused, the victim's wake untouched
+  t.match(
+    text(await rt.invoke('evil', 'arm', '{"delay":"0","payload":"hijacked","id":"daily"}')),
+    /^refused: berm\.wake\.arm: wake id "daily" is taken by a wake this harness does not own/,
+  );
+  // the ids berm.call.after uses are its own: an arm of one is refused whoever it names
+  for (const id of ['after:victim', 'after:evil']) {
+    t.match(
+      text(await rt.invoke('evil', 'arm', JSON.stringify({ delay: '0', payload: 'x', id }))),
+      /^refused: berm\.wake\.arm: wake id "after:[a-z]+" is reserved for berm\.call\.after/,
+      `arm ${id} refused`,
+    );
+  }
+  t.throws(() => rt.arm({ harness: 'evil', id: 'after:victim', delayMs: 1000 }), {
+    name: 'ArmError',
+    message: /reserved for berm\.call\.after/,
+  });
+  // evil cancels them: nothing cancelled (the delayed call is stored under its target, evil)
+  t.equal(text(await rt.invoke('evil', 'cancel', '{"id":"daily"}')), 'ok: 0');
+  t.equal(text(await rt.invoke('evil', 'cancel', '{"id":"after:victim"}')), 'ok: 0');
+  t.same(pending(), before, "the victim's wakes are as it armed them");
+
+  // the victim's own calls still reach them: its delayed call too, whatever its target
+  t.equal(
+    text(await rt.invoke('victim', 'arm', '{"delay":"500000","payload":"moved","id":"daily"}')),
+    'ok: daily',
+  );
+  t.equal(text(await rt.invoke('victim', 'cancel', '{"id":"after:victim"}')), 'ok: 1');
+  t.equal(text(await rt.invoke('victim', 'cancel', '{"id":"daily"}')), 'ok: 1');
+  t.same(pending(), [], 'both cancelled by their owner');
+
+  // a wake the operator armed for a harness is that harness's to re-arm (a recurring schedule
+  // started from outside)
+  rt.arm({ harness: 'victim', id: 'op', delayMs: 600_000, payload: 'p' });
+  t.equal(text(await rt.invoke('victim', 'arm', '{"delay":"1000","payload":"p","id":"op"}')), 'ok: op');
+  t.equal(text(await rt.invoke('evil', 'cancel', '{"id":"op"}')), 'ok: 0');
+  t.equal(rt.cancel('op'), true, 'the operator cancels any wake');
+});
