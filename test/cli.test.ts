@@ -118,6 +118,12 @@ t.test('compile --json warms the cache and reports per-file outcomes', async (t)
   const text = await berm([...C, 'compile', RAW]);
   t.equal(text.code, 0);
   t.match(text.stdout, /raw-gcc-O2\.elf: cache hit/, 'one line per file when stderr is not a terminal');
+
+  const missing = join(TMP, 'no-such.elf');
+  const gone = await berm([...C, 'compile', missing]);
+  t.equal(gone.code, 2);
+  t.match(gone.stderr, `berm: ${missing}: no such file`);
+  t.notMatch(gone.stderr, `${missing}: ${missing}`, 'the file is named once');
 });
 
 t.test('cache ls and cache clear on a temp dir', async (t) => {

@@ -138,17 +138,21 @@ export async function buildProgram(options: ProgramOptions = {}, word?: string):
       ),
     )
     .addOption(
-      new Option('--fuel <n>', 'instruction budget of a call (call, exec)').argParser(parsePositiveInt),
+      new Option('--fuel <n>', 'instruction budget of a call (call, exec; run: the fuel limit)').argParser(
+        parsePositiveInt,
+      ),
     )
     .addOption(
       new Option(
         '--timeout <ms>',
-        `wall-clock limit of a whole call in milliseconds, host calls included (call, exec; default: $BERM_TIMEOUT, else ${DEFAULT_CALL_TIMEOUT_MS})`,
+        `wall-clock limit of a whole call in milliseconds, host calls included (call, exec; default: $BERM_TIMEOUT, else ${DEFAULT_CALL_TIMEOUT_MS}; run: the timeoutMs limit)`,
       ).argParser(parsePositiveInt),
     )
     .option('--verbose', 'show guest log lines and compile timings on stderr')
-    .option('--json', 'machine-readable output (inspect, compile, call, exec, cache ls)')
+    .option('--json', 'one JSON document on stdout (every command but disasm, new and run)')
     .option('--debug', 'print JS stack traces of internal errors')
+    // each verb's --help lists these too: `berm compile --help` must show --json and --cache-dir
+    .configureHelp({ showGlobalOptions: true })
     .showSuggestionAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })

@@ -133,8 +133,8 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
  * Name the capability call behind an UnknownHostCall of a plain `berm call FILE`, which links no
  * capability: the capability modules (which register their wire names) load only now, on this
  * error path, so a plain call still starts without them. Rewrites `e.message` in place, e.g.
- * `unknown host call 0x... (berm.fs.read): it is not linked ...; a plain call grants no
- * capability: declare the harness and use call --config (docs/capabilities.md)`.
+ * `unknown host call 0x... (berm.fs.read): it is not linked into this instance: capability "fs" is
+ * not granted ...; a plain \`berm call FILE\` grants none: declare the harness and use call --config`.
  */
 async function nameUngrantedCall(e: UnknownHostCall): Promise<void> {
   if (hostCallName(e.number) === undefined) {
@@ -144,5 +144,5 @@ async function nameUngrantedCall(e: UnknownHostCall): Promise<void> {
   if (hostCallName(e.number) === undefined) return;
   e.message =
     new UnknownHostCall(e.number).message +
-    '; a plain call grants no capability: declare the harness and use call --config (docs/capabilities.md)';
+    '; a plain `berm call FILE` grants none: declare the harness and use call --config';
 }

@@ -35,8 +35,8 @@ export const HARNESSES_FILE = 'harnesses.json';
 /** File under the state directory holding the pid of the running `berm run`. */
 export const PID_FILE = 'run.pid';
 
-function collect(v: string, prev: string[]): string[] {
-  return [...prev, v];
+function collect(v: string, prev: string[] | undefined): string[] {
+  return [...(prev ?? []), v];
 }
 
 function describeGrant(capabilities: string[], grant: Record<string, unknown>): string {
@@ -77,7 +77,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
     )
     .option('--lease <ms>', 'with --store: lease of a claimed wake (default 10000)', parsePositiveInt)
     .option('--workers <n>', 'worker threads (default: the number of cores)', parsePositiveInt)
-    .option('--limit <key=value>', 'set a limit, e.g. --limit timeoutMs=5000 (repeatable)', collect, [])
+    .option('--limit <key=value>', 'set a limit, e.g. --limit timeoutMs=5000 (repeatable)', collect)
     .action(
       (
         opts: {
@@ -86,7 +86,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
           store?: string;
           lease?: number;
           workers?: number;
-          limit: string[];
+          limit?: string[];
         },
         cmd: Command,
       ) =>
@@ -97,7 +97,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
           let layers;
           try {
             decls = loadDeclarations(opts.config);
-            const flagLimits: Partial<RuntimeLimits> = limitsFromFlags(opts.limit);
+            const flagLimits: Partial<RuntimeLimits> = limitsFromFlags(opts.limit ?? []);
             if (g.timeout !== undefined) flagLimits.timeoutMs = g.timeout;
             if (g.fuel !== undefined) flagLimits.fuel = g.fuel;
             layers = mergeLimits([
