@@ -4,13 +4,15 @@
 // the test file.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO, elf } from './helpers/daemon.js';
+import { REPO, elf, testDaemon } from './helpers/daemon.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 
 const HOSTILE = elf('test/data/hostile.elf');
+const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 const tmp = mkdtempSync(join(tmpdir(), 'berm-hostile-daemon-'));
 t.teardown(() => rmSync(tmp, { recursive: true, force: true }));
 
@@ -94,3 +96,44 @@ t.test("a harness's backtracking parameter pattern cannot hang bermd's serving t
   const ok = await req(`${b.url}/harnesses/h/tools/match`, { method: 'POST', body: '{"s":"aaaa"}' });
   t.same(await ok.json(), { done: 'aaaa' });
 });
+
+t.test(
+  'a deployment whose image was damaged on disk can be removed, and is gone after a restart',
+  async (t) => {
+    // bermd skips (and never serves) a deployment whose stored image no longer hashes to its digest;
+    // the operator then removes it with DELETE, as any other deployment
+    const ECHO = elf('fixtures/build/echo-gcc-O2.elf');
+    const TEXT = elf('fixtures/build/text-gcc-O2.elf');
+    const d = await testDaemon();
+    t.equal((await d.req('/harnesses/good', { method: 'PUT', body: ECHO })).status, 200);
+    t.equal((await d.req('/harnesses/hurt', { method: 'PUT', body: TEXT })).status, 200);
+    await d.stop();
+    writeFileSync(join(d.root, 'deployments', 'images', `${sha256(TEXT)}.elf`), 'not the image any more');
+
+    const d2 = await testDaemon({}, {}, d.root);
+    t.teardown(() => d2.stop());
+    t.ok(
+      d2.logs.some((l) =>
+        /warning: harness hurt .* not restored: .*the image is damaged; deploy it again \(PUT \/harnesses\/hurt\) or remove it \(DELETE \/harnesses\/hurt\)$/.test(
+          l,
+        ),
+      ),
+      'the boot log names it',
+    );
+    t.equal((await d2.req('/harnesses/hurt')).status, 404, 'never served');
+    const del = await d2.req('/harnesses/hurt', { method: 'DELETE' });
+    t.equal(del.status, 204, 'removed');
+    t.equal((await d2.req('/harnesses/hurt', { method: 'DELETE' })).status, 404, 'then unknown');
+    t.equal((await d2.req('/harnesses/nope', { method: 'DELETE' })).status, 404);
+    await d2.stop();
+
+    const d3 = await testDaemon({}, {}, d.root);
+    t.teardown(() => d3.stop());
+    t.notOk(
+      d3.logs.some((l) => l.includes('harness hurt')),
+      'no warning at the next start',
+    );
+    const r = await d3.req('/harnesses/good/tools/echo', { method: 'POST', body: '{"k":1}' });
+    t.same(await r.json(), { done: '{"k":1}' }, 'the other deployment is intact');
+  },
+);

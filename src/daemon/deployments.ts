@@ -121,7 +121,9 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
             deployedAt: entry.deployed_at,
           });
         } catch (e) {
-          problems[i] = `harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}`;
+          problems[i] =
+            `harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}; ` +
+            `deploy it again (PUT /harnesses/${name}) or remove it (DELETE /harnesses/${name})`;
         }
       }
     };
@@ -215,11 +217,16 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     });
   }
 
-  /** Undeploy `name`. @throws HttpError 404 when it is not deployed. */
+  /**
+   * Undeploy `name`: a published deployment, or one in the store that was not restored at boot (its
+   * image damaged, no longer valid): never served, it is removed from the store all the same, else
+   * it could only be cleared by editing the index by hand and would be warned about at every start.
+   * @throws HttpError 404 when it is neither published nor stored.
+   */
   undeploy(name: string): Promise<void> {
     return this.serial(name, async () => {
-      this.require(name);
-      await this.backend.undeploy(name);
+      if (!this.published.has(name) && this.store.get(name) === undefined) this.require(name);
+      if (this.published.has(name)) await this.backend.undeploy(name);
       this.published.delete(name);
       this.store.removeDeployment(name, this.busy);
       for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
