@@ -26,9 +26,10 @@ export interface CliContext {
   globals(cmd: Command): GlobalOptions;
   /**
    * Run an action body: its returned exit code, or the exit code of what it throws (reported on
-   * stderr without a stack trace) becomes the program's exit code.
+   * stderr without a stack trace) becomes the program's exit code. `file`: the ELF the body reads,
+   * named in the report of an error about its contents (see reportError).
    */
-  run(cmd: Command, body: () => Promise<ExitCodeValue> | ExitCodeValue): Promise<void>;
+  run(cmd: Command, body: () => Promise<ExitCodeValue> | ExitCodeValue, file?: string): Promise<void>;
 }
 
 /** Ways to extend the program. */
@@ -113,12 +114,12 @@ export async function buildProgram(options: ProgramOptions = {}, word?: string):
   const ctx: CliContext = {
     io,
     globals: (cmd) => cmd.optsWithGlobals() as GlobalOptions,
-    run: async (cmd, body) => {
+    run: async (cmd, body, file) => {
       const g = ctx.globals(cmd);
       try {
         code = await body();
       } catch (e) {
-        code = reportError(io, e, g);
+        code = reportError(io, e, g, file);
       }
     },
   };

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
 import { isPostgresStore, PgStore } from '../../cluster/pg-store.js';
-import { BermRuntime, type JournalRecord, type RuntimeLimits } from '../../runtime/index.js';
+import { BermRuntime, type JournalRecord, type Outcome, type RuntimeLimits } from '../../runtime/index.js';
 import {
   LIMIT_KEYS,
   LimitsError,
@@ -68,7 +68,9 @@ function invocationLine(r: JournalRecord): string {
 export function registerRun(program: Command, ctx: CliContext): void {
   program
     .command('run')
-    .description('run the queue in the foreground: declared harnesses, timed wakes, one line per invocation')
+    .description(
+      'run the queue in the foreground: declared harnesses, timed wakes, one line per invocation (--verbose: and its log lines)',
+    )
     .requiredOption('--config <file>', 'declaration file (harnesses.toml, with an optional [limits] table)')
     .requiredOption('--state <dir>', 'state directory: due-set, journal, storage keys')
     .option(
@@ -149,7 +151,12 @@ export function registerRun(program: Command, ctx: CliContext): void {
           io.out(`berm run: workers = ${rt.stats().workers} (${poolSource})\n`);
           for (const k of LIMIT_KEYS)
             io.out(`berm run: limit ${k} = ${rt.limits[k]} (${rt.limitSources[k]})\n`);
-          rt.on('invocation', (r: JournalRecord) => io.out(`${invocationLine(r)}\n`));
+          // --verbose: each invocation's log lines (berm.log) under its line, the only place the
+          // logs of a wake or notification (no caller waits for them) can be seen
+          rt.on('invocation', (r: JournalRecord, o: Outcome | null) => {
+            io.out(`${invocationLine(r)}\n`);
+            if (g.verbose && o && 'logs' in o) for (const line of o.logs) io.out(`  [log] ${line}\n`);
+          });
           try {
             for (const d of await rt.loadDeclarations(decls)) {
               const entries = [d.onWake ? 'on_wake' : '', d.onNotify ? 'on_notify' : ''].filter(Boolean);
