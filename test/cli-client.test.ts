@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { MAX_ANSWER_BYTES, SseParser, parseHost, resolveTarget } from '../src/cli/commands/daemon-client.js';
-import { HARNESS_NAME, inspectsDaemon, listText, shortDigest } from '../src/cli/commands/daemon-verbs.js';
+import {
+  HARNESS_NAME,
+  harnessText,
+  inspectsDaemon,
+  listText,
+  shortDigest,
+} from '../src/cli/commands/daemon-verbs.js';
 import { parseAt, parseDelay, wakesText } from '../src/cli/commands/wake-client.js';
 import type { Io } from '../src/cli/context.js';
 import { runCli } from '../src/cli/program.js';
@@ -140,6 +146,23 @@ t.test('delays, due times and listings', async (t) => {
       { name: 'a', digest: 'sha256:0011223344556677', tools: [] },
     ]),
     'NAME  DIGEST        TOOLS\necho  8c9c56f636bb  echo, echo_len\na     001122334455  \n',
+  );
+  // inspect NAME shows the grant's arguments as the daemon reports them (GET /harnesses/{name})
+  t.equal(
+    harnessText({
+      name: 'tally',
+      digest: 'da29',
+      deps: [],
+      granted: { capabilities: ['fs', 'http'], root: '/srv/data', hosts: ['example.org'] },
+      tools: [],
+    }),
+    'name          tally\ndigest        da29\ndeps          none\ngranted       fs, http\n' +
+      'grant args    root = "/srv/data", hosts = ["example.org"]\ntools         0\n',
+  );
+  t.notMatch(
+    harnessText({ name: 'e', digest: 'd', granted: { capabilities: [] }, tools: [] }),
+    'grant args',
+    'no arguments, no row',
   );
   t.equal(wakesText([]), 'no wakes pending\n');
   t.equal(

@@ -121,9 +121,22 @@ t.test(
     const trap = await berm(['call', '--config', readonly, 'ro', 'exec', '{"command":"touch ran"}']);
     t.equal(trap.code, 3);
     t.match(trap.stderr, /guest trap UnknownHostCall/);
+    t.match(
+      trap.stderr,
+      /\(berm\.exec\.run\): it is not linked into this instance: capability "exec" is not granted/,
+    );
     const ok = await berm(['call', '--config', readonly, 'ro', 'write', '{"path":"w.txt","content":"hi"}']);
     t.equal(ok.code, 0, ok.stderr);
     t.equal(readFileSync(join(TMP, 'w.txt'), 'utf8'), 'hi', 'root "." is the folder of the TOML file');
+
+    // the same ELF called as a plain file is granted nothing: the message says how to grant
+    const plain = await berm(['call', OS_ELF, 'read', '{"path":"README.md"}']);
+    t.equal(plain.code, 3);
+    t.match(
+      plain.stderr,
+      '(berm.fs.read): it is not linked into this instance: capability "fs" is not granted to this harness',
+    );
+    t.match(plain.stderr, 'a plain `berm call FILE` grants none: declare the harness and use call --config');
 
     const noTool = await berm(['call', '--config', readonly, 'ro', 'nosuch']);
     t.equal(noTool.code, 2);

@@ -64,6 +64,18 @@ t.test('call extensions add options (the hook --config will use)', async (t) => 
   t.match(io.stdout, /--no-validate/);
 });
 
+t.test("a verb's --help lists the global options it takes (compile --json, --cache-dir)", async (t) => {
+  for (const verb of [['compile'], ['invoke'], ['cache', 'ls']]) {
+    const io = captureIo();
+    t.equal(await runCli([...verb, '--help'], { io }), 0);
+    const [own, global] = io.stdout.split('Global Options:');
+    t.ok(global, `${verb.join(' ')}: a Global Options section`);
+    for (const o of ['--json', '--cache-dir <dir>', '--verbose', '--timeout <ms>'])
+      t.match(global, o, verb.join(' '));
+    t.notMatch(own!.split('\nOptions:')[1], '--json', 'listed once, under Global Options');
+  }
+});
+
 t.test('usage errors exit 2 through the injected streams', async (t) => {
   const io = captureIo();
   t.equal(await runCli(['exec'], { io }), 2);

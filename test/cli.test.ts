@@ -118,6 +118,12 @@ t.test('compile --json warms the cache and reports per-file outcomes', async (t)
   const text = await berm([...C, 'compile', RAW]);
   t.equal(text.code, 0);
   t.match(text.stdout, /raw-gcc-O2\.elf: cache hit/, 'one line per file when stderr is not a terminal');
+
+  const missing = join(TMP, 'no-such.elf');
+  const gone = await berm([...C, 'compile', missing]);
+  t.equal(gone.code, 2);
+  t.match(gone.stderr, `berm: ${missing}: no such file`);
+  t.notMatch(gone.stderr, `${missing}: ${missing}`, 'the file is named once');
 });
 
 t.test('cache ls and cache clear on a temp dir', async (t) => {
@@ -182,9 +188,17 @@ t.test('inspect shows manifest and counts without translating', async (t) => {
 
   const bad = await berm(['inspect', truncated]);
   t.equal(bad.code, 2);
-  t.match(bad.stderr, /^berm: ElfError: /);
+  t.match(bad.stderr, `berm: ${truncated}: the program header table runs past the end of the file`);
+  t.notMatch(bad.stderr, 'ElfError', 'the file is named, not the error class');
   t.ok(noStack(bad.stderr), 'no stack trace');
   t.equal(bad.stdout, '');
+  for (const verb of [['call'], ['exec'], ['disasm']]) {
+    const r = await berm([...verb, truncated, ...(verb[0] === 'disasm' ? [] : ['x'])]);
+    t.equal(r.code, 2, verb[0]);
+    t.match(r.stderr, `berm: ${truncated}: the program header table`, verb[0]);
+  }
+  const badJson = await berm(['inspect', '--json', truncated]);
+  t.match(JSON.parse(badJson.stdout), { status: 'error', error: 'ElfError' }, '--json keeps the class');
 
   const missing = await berm(['inspect', join(TMP, 'nope.elf')]);
   t.equal(missing.code, 2);
@@ -242,7 +256,7 @@ t.test('call: bad input exits 2 without a stack trace', async (t) => {
 
   const elf = await berm([...C, 'call', truncated, 'stats']);
   t.equal(elf.code, 2);
-  t.match(elf.stderr, /ElfError/);
+  t.match(elf.stderr, `berm: ${truncated}: the program header table runs past the end of the file`);
   t.ok(noStack(elf.stderr));
 
   const j = await berm([...C, '--json', 'call', TEXT, 'no_such_tool']);

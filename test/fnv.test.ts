@@ -5,10 +5,12 @@ import { fnv1a64 } from '../src/util/fnv.js';
 import {
   CORE_HOST_CALL_NAMES,
   hostCallName,
+  hostCallOwners,
   knownHostCallNames,
   registerHostCallNames,
 } from '../src/util/host-call-names.js';
 import { capabilityWireNames } from '../src/capabilities/index.js';
+import { UnknownHostCall } from '../src/engine/traps.js';
 // the protocol door registers its crabtalk.protocol.* capabilities when loaded (as bermd loads it)
 import '../src/protocol/index.js';
 
@@ -47,4 +49,41 @@ t.test(
 t.test('registering a name is idempotent; a different name on a taken number would be refused', async (t) => {
   registerHostCallNames(['berm.log']);
   t.equal(hostCallName(fnv1a64('berm.log')), 'berm.log');
+});
+
+t.test('an unlinked call names the capability whose grant would link it', async (t) => {
+  t.same(hostCallOwners(fnv1a64('berm.fs.read')), ['fs']);
+  t.same(
+    hostCallOwners(fnv1a64('crabtalk.fs.read')),
+    ['fs'],
+    'crabtalk.* twins belong to the same capability',
+  );
+  t.same(hostCallOwners(fnv1a64('berm.http.fetch')), ['http']);
+  t.same(hostCallOwners(fnv1a64('berm.wake.arm')), ['schedule']);
+  t.same(hostCallOwners(fnv1a64('berm.args.len')), [], 'the harness ABI belongs to no capability');
+  t.same(hostCallOwners(1n), []);
+  // the door's one handler is linked by each of its groups (docs/protocol-door.md)
+  const door = hostCallOwners(fnv1a64('crabtalk.protocol.call'));
+  t.ok(door.length >= 6 && door.every((g) => g.startsWith('protocol:')), door.join(', '));
+  t.same([...door].sort(), door, 'sorted');
+  t.same(hostCallOwners(fnv1a64('crabtalk.protocol.send')), ['protocol:send']);
+
+  t.equal(
+    new UnknownHostCall(fnv1a64('berm.http.fetch')).message,
+    'unknown host call 0x29dacfd913edc957 (berm.http.fetch): it is not linked into this instance: ' +
+      'capability "http" is not granted to this harness (an operator grants it in the declaration ' +
+      'file: capabilities = ["http"]; docs/capabilities.md)',
+  );
+  t.match(
+    new UnknownHostCall(fnv1a64('crabtalk.protocol.call')).message,
+    /\(crabtalk\.protocol\.call\): it is not linked into this instance: none of the capabilities answering it \(protocol:[a-z:, ]+\) is granted/,
+  );
+  t.equal(
+    new UnknownHostCall(fnv1a64('berm.args.len')).message,
+    'unknown host call 0x6ee73f4eae1c1535 (berm.args.len): it is not linked into this instance (not a tool call)',
+  );
+  t.equal(
+    new UnknownHostCall(1n).message,
+    'unknown host call 0x0000000000000001: nothing is registered under it',
+  );
 });

@@ -1,7 +1,8 @@
 // A hostile guest against the schedule capability: wake ids are one namespace across the
 // harnesses of a due-set, so a guest must not reach another harness's wakes through them (replace
 // or cancel them, or squat the id a berm.call.after uses), and its own berm.call.after stays its
-// own to cancel. The guest is test/data/queue-guest.elf deployed under two names.
+// own to cancel; berm.call.after reaches no harness its declaration's callees do not name. The
+// guest is test/data/queue-guest.elf deployed under several names.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -26,7 +27,7 @@ t.test("a guest cannot replace, cancel or squat another harness's wakes through 
     limits: { timeoutMs: 10_000, graceMs: 1000 },
   });
   t.teardown(() => rt.close());
-  await rt.deploy('victim', QG, { capabilities: ['schedule'] });
+  await rt.deploy('victim', QG, { capabilities: ['schedule', 'call'], grant: { callees: ['evil'] } });
   await rt.deploy('evil', QG, { capabilities: ['schedule'] });
   rt.start();
   const pending = () => rt.list().map((w) => `${w.id} ${w.kind} ${w.harness} by ${w.armedBy} ${w.payload}`);
@@ -79,4 +80,78 @@ t.test("a guest cannot replace, cancel or squat another harness's wakes through 
   t.equal(text(await rt.invoke('victim', 'arm', '{"delay":"1000","payload":"p","id":"op"}')), 'ok: op');
   t.equal(text(await rt.invoke('evil', 'cancel', '{"id":"op"}')), 'ok: 0');
   t.equal(rt.cancel('op'), true, 'the operator cancels any wake');
+});
+
+t.test(
+  'berm.call.after reaches only the callees the declaration names (or the harness itself)',
+  async (t) => {
+    // a harness granted schedule but no callees must not run another harness's tool later: the
+    // callee runs with its own grants (an exec root, hosts), so that would borrow them
+    const rt = await BermRuntime.create({
+      state: path.join(tmp, 'callees'),
+      poolSize: 1,
+      cacheDir: TEST_CACHE,
+      limits: { timeoutMs: 10_000, graceMs: 1000 },
+    });
+    t.teardown(() => rt.close());
+    await rt.deploy('mighty', QG, { capabilities: ['schedule'] });
+    await rt.deploy('evil', QG, { capabilities: ['schedule'] });
+    await rt.deploy('friend', QG, { capabilities: ['schedule', 'call'], grant: { callees: ['mighty'] } });
+    rt.start();
+    const after = (by: string, target: string) =>
+      rt.invoke(by, 'after', JSON.stringify({ delay: '600000', harness: target, tool: 'echo', args: '{}' }));
+    t.match(
+      text(await after('evil', 'mighty')),
+      /^refused: berm\.call\.after: evil may not call "mighty"; declare callees = \["mighty"\]/,
+    );
+    t.same(rt.list(), [], 'nothing armed');
+    t.equal(text(await after('friend', 'mighty')), 'ok: after:friend', 'a declared callee');
+    t.match(text(await after('friend', 'evil')), /^refused: berm\.call\.after: friend may not call "evil"/);
+    t.equal(text(await after('evil', 'evil')), 'ok: after:evil', 'its own tool');
+    t.same(
+      rt
+        .list()
+        .map((w) => `${w.id} -> ${w.harness}`)
+        .sort(),
+      ['after:evil -> evil', 'after:friend -> mighty'],
+    );
+  },
+);
+
+t.test("a host call's late reply is never taken as a later call's answer", async (t) => {
+  // a guest waits hostReplyTimeoutMs for the queue's thread to answer its host call, then gets an
+  // error; the reply still comes when the thread is free again. It must not answer the worker's
+  // next host call (of whatever harness it then runs): the replies would stay one behind for good
+  const rt = await BermRuntime.create({
+    state: path.join(tmp, 'late'),
+    poolSize: 1,
+    cacheDir: TEST_CACHE,
+    hostReplyTimeoutMs: 300,
+    limits: { timeoutMs: 10_000, graceMs: 1000 },
+  });
+  t.teardown(() => rt.close());
+  await rt.deploy('a', QG, { capabilities: ['schedule'] });
+  await rt.deploy('b', QG, { capabilities: ['schedule'] });
+  rt.start();
+  let stalls = 1;
+  rt.on('armed', () => {
+    // the queue's thread blocked (a long synchronous task) while it answers this arm
+    if (stalls-- <= 0) return;
+    const until = Date.now() + 1200;
+    while (Date.now() < until);
+  });
+  t.match(
+    text(await rt.invoke('a', 'arm', '{"delay":"600000","id":"slow"}')),
+    /^error: the queue did not answer arm within 300 ms/,
+  );
+  t.equal(text(await rt.invoke('b', 'cancel', '{"id":"nothing"}')), 'ok: 0', "b's own answer");
+  t.equal(text(await rt.invoke('a', 'arm', '{"delay":"600000","id":"next"}')), 'ok: next');
+  t.same(
+    rt
+      .list()
+      .map((w) => w.id)
+      .sort(),
+    ['next', 'slow'],
+    'the late arm was done all the same',
+  );
 });

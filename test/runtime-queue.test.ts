@@ -196,7 +196,7 @@ t.test(
     for (const [what, args, re] of refusals) t.match(text(await rt.invoke('qg', 'arm', args)), re, what);
     t.match(
       text(await rt.invoke('qg', 'after', '{"delay":"10","harness":"ghost","tool":"echo","args":"{}"}')),
-      /refused: berm.call.after: no harness named ghost/,
+      /refused: berm.call.after: qg may not call "ghost"; declare callees = \["ghost"\]/,
     );
     t.match(
       text(await rt.invoke('qg', 'after', '{"delay":"10","harness":"qg","tool":"echo","args":"nope"}')),

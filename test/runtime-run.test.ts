@@ -37,7 +37,19 @@ t.test(
   async (t) => {
     const child = spawn(
       process.execPath,
-      [BERM, 'run', '--config', config, '--state', state, '--workers', '2', '--limit', 'overrun=defer'],
+      [
+        BERM,
+        'run',
+        '--verbose',
+        '--config',
+        config,
+        '--state',
+        state,
+        '--workers',
+        '2',
+        '--limit',
+        'overrun=defer',
+      ],
       { env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -85,10 +97,17 @@ t.test(
     t.equal(refused.status, 2);
     t.match(refused.stderr, /plain does not export on_wake/);
 
-    await waitFor(/wake=ticker attempt=1[^\n]*\n(.*wake=ticker[^\n]*\n){6}/, 60_000);
+    // seven occurrences (each line followed by its --verbose log lines)
+    await waitFor(/wake=ticker attempt=1[^\n]*\n(( {2}\[log\][^\n]*\n)*.*wake=ticker[^\n]*\n){6}/, 60_000);
     const ls = berm(['wake', 'ls', '--state', state, '--json']);
     t.equal(ls.status, 0, ls.stderr);
     t.match(JSON.parse(ls.stdout), [{ id: 'ticker', harness: 'ticker' }], 'the schedule is still armed');
+    // --verbose: each wake's log lines (guest-sdk/examples/ticker's berm_logf) under its line
+    t.match(
+      out,
+      /wake=ticker attempt=1 late=\d+ms\n {2}\[log\] tick 1 \(occurrence 1, attempt 1, \d+ ms late\)\n/,
+    );
+    t.match(out, /ticker\.on_wake trapped [^\n]*\n {2}\[log\] ticker: occurrence 3 traps as asked\n/);
     child.kill('SIGTERM');
     t.equal(await exited, 0, 'SIGTERM drains and exits 0');
     t.match(out, /SIGTERM: draining in-flight work/);

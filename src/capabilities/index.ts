@@ -52,7 +52,7 @@ export function registerCapability(cap: Capability): void {
       }
     }
   }
-  registerHostCallNames(cap.wireNames);
+  registerHostCallNames(cap.wireNames, cap.name);
   registry[cap.name] = cap;
 }
 

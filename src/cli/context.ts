@@ -324,16 +324,30 @@ export function exitCodeOf(e: unknown): ExitCodeValue {
 /**
  * Report an error on stderr (and as one JSON object on stdout with --json); a JS stack trace only
  * for internal errors with --debug.
+ * @param file the ELF the command was reading: an error about its contents (ElfError,
+ *   ManifestError, LayoutError, TranslateError) names it instead of the error's class, e.g.
+ *   `berm: README.md: not an ELF file (bad magic): ...`
  * @returns the exit code
  */
-export function reportError(io: Io, e: unknown, opts: Pick<GlobalOptions, 'json' | 'debug'>): ExitCodeValue {
+export function reportError(
+  io: Io,
+  e: unknown,
+  opts: Pick<GlobalOptions, 'json' | 'debug'>,
+  file?: string,
+): ExitCodeValue {
   const code = exitCodeOf(e);
   if (e instanceof Trap) {
     io.err(trapText(e));
     if (opts.json) io.out(JSON.stringify(trapJson(e)) + '\n');
   } else {
     const err = e instanceof Error ? e : new Error(String(e));
-    const kind = err instanceof CliError ? '' : `${err.name}: `;
+    const aboutFile =
+      file !== undefined &&
+      (err instanceof ElfError ||
+        err instanceof ManifestError ||
+        err instanceof LayoutError ||
+        err instanceof TranslateError);
+    const kind = err instanceof CliError ? '' : aboutFile ? `${file}: ` : `${err.name}: `;
     const prefix = code === ExitCode.Internal ? 'berm: internal error: ' : 'berm: ';
     io.err(`${prefix}${kind}${err.message}\n`);
     if (code === ExitCode.Internal && !opts.debug) io.err('(run with --debug for a stack trace)\n');

@@ -26,9 +26,10 @@ export interface CliContext {
   globals(cmd: Command): GlobalOptions;
   /**
    * Run an action body: its returned exit code, or the exit code of what it throws (reported on
-   * stderr without a stack trace) becomes the program's exit code.
+   * stderr without a stack trace) becomes the program's exit code. `file`: the ELF the body reads,
+   * named in the report of an error about its contents (see reportError).
    */
-  run(cmd: Command, body: () => Promise<ExitCodeValue> | ExitCodeValue): Promise<void>;
+  run(cmd: Command, body: () => Promise<ExitCodeValue> | ExitCodeValue, file?: string): Promise<void>;
 }
 
 /** Ways to extend the program. */
@@ -113,12 +114,12 @@ export async function buildProgram(options: ProgramOptions = {}, word?: string):
   const ctx: CliContext = {
     io,
     globals: (cmd) => cmd.optsWithGlobals() as GlobalOptions,
-    run: async (cmd, body) => {
+    run: async (cmd, body, file) => {
       const g = ctx.globals(cmd);
       try {
         code = await body();
       } catch (e) {
-        code = reportError(io, e, g);
+        code = reportError(io, e, g, file);
       }
     },
   };
@@ -138,17 +139,21 @@ export async function buildProgram(options: ProgramOptions = {}, word?: string):
       ),
     )
     .addOption(
-      new Option('--fuel <n>', 'instruction budget of a call (call, exec)').argParser(parsePositiveInt),
+      new Option('--fuel <n>', 'instruction budget of a call (call, exec; run: the fuel limit)').argParser(
+        parsePositiveInt,
+      ),
     )
     .addOption(
       new Option(
         '--timeout <ms>',
-        `wall-clock limit of a whole call in milliseconds, host calls included (call, exec; default: $BERM_TIMEOUT, else ${DEFAULT_CALL_TIMEOUT_MS})`,
+        `wall-clock limit of a whole call in milliseconds, host calls included (call, exec; default: $BERM_TIMEOUT, else ${DEFAULT_CALL_TIMEOUT_MS}; run: the timeoutMs limit)`,
       ).argParser(parsePositiveInt),
     )
     .option('--verbose', 'show guest log lines and compile timings on stderr')
-    .option('--json', 'machine-readable output (inspect, compile, call, exec, cache ls)')
+    .option('--json', 'one JSON document on stdout (every command but disasm, new and run)')
     .option('--debug', 'print JS stack traces of internal errors')
+    // each verb's --help lists these too: `berm compile --help` must show --json and --cache-dir
+    .configureHelp({ showGlobalOptions: true })
     .showSuggestionAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })

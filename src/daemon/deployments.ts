@@ -7,11 +7,11 @@
  * publish and removal.
  */
 import { EventEmitter } from 'node:events';
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import { ElfError } from '../elf/reader.js';
 import { readElf } from '../elf/reader.js';
 import { ManifestError, parseManifest, type Manifest } from '../harness/manifest.js';
-import { TOOL_PREFIX } from '../harness/harness.js';
+import { Harness, TOOL_PREFIX } from '../harness/harness.js';
 import type { Backend, DeployGrant } from './backend.js';
 import type { Grants } from './grants.js';
 import { HttpError } from './http.js';
@@ -80,7 +80,6 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   /** digests with a deploy in progress, and how many */
   private readonly deploying = new Map<string, number>();
   private readonly busy = (digest: string): boolean => this.deploying.has(digest);
-  private static readonly ajv = new Ajv({ strict: false, allErrors: true });
 
   constructor(
     readonly store: DeploymentStore,
@@ -122,7 +121,9 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
             deployedAt: entry.deployed_at,
           });
         } catch (e) {
-          problems[i] = `harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}`;
+          problems[i] =
+            `harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}; ` +
+            `deploy it again (PUT /harnesses/${name}) or remove it (DELETE /harnesses/${name})`;
         }
       }
     };
@@ -216,11 +217,16 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     });
   }
 
-  /** Undeploy `name`. @throws HttpError 404 when it is not deployed. */
+  /**
+   * Undeploy `name`: a published deployment, or one in the store that was not restored at boot (its
+   * image damaged, no longer valid): never served, it is removed from the store all the same, else
+   * it could only be cleared by editing the index by hand and would be warned about at every start.
+   * @throws HttpError 404 when it is neither published nor stored.
+   */
   undeploy(name: string): Promise<void> {
     return this.serial(name, async () => {
-      this.require(name);
-      await this.backend.undeploy(name);
+      if (!this.published.has(name) && this.store.get(name) === undefined) this.require(name);
+      if (this.published.has(name)) await this.backend.undeploy(name);
       this.published.delete(name);
       this.store.removeDeployment(name, this.busy);
       for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
@@ -259,12 +265,11 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     let v = this.validators.get(key);
     if (!v) {
       try {
-        v = Deployments.ajv.compile(decl.parameters);
+        // the harness's own compiler: patterns run on the linear-time engine, so a guest's
+        // schema cannot hang this thread (a plain ajv backtracks on ^(a|a)*$ for ever)
+        v = Harness.compileSchema(decl);
       } catch (e) {
-        throw new HttpError(
-          400,
-          `tool ${tool} declares an invalid parameters schema: ${(e as Error).message}`,
-        );
+        throw new HttpError(400, (e as Error).message);
       }
       this.validators.set(key, v);
     }

@@ -3,7 +3,7 @@
  * and offset, and a short guest backtrace; they are filled in by the engine when the trap leaves
  * the guest, so the success path pays nothing for symbolisation.
  */
-import { hostCallName } from '../util/host-call-names.js';
+import { hostCallName, hostCallOwners } from '../util/host-call-names.js';
 
 /** One guest frame of a trap backtrace. */
 export interface GuestFrame {
@@ -63,17 +63,32 @@ export class IllegalInstruction extends Trap {
   }
 }
 
-/** `ecall` with a number nothing is registered under. */
+/**
+ * `ecall` with a number nothing is linked under. The message names the call when its name is
+ * known and, for a capability's call, the capability whose grant would link it, e.g. `unknown host
+ * call 0x29dacfd913edc957 (berm.http.fetch): it is not linked into this instance: capability "http"
+ * is not granted to this harness (an operator grants it in the declaration file: capabilities =
+ * ["http"]; docs/capabilities.md)`.
+ */
 export class UnknownHostCall extends Trap {
   constructor(readonly number: bigint) {
-    const name = hostCallName(number);
-    super(
-      `unknown host call 0x${number.toString(16).padStart(16, '0')}${name ? ` (${name})` : ''}: ` +
-        (name
-          ? 'it is not linked into this instance (not granted, or not a tool call)'
-          : 'nothing is registered under it'),
-    );
+    super(`unknown host call 0x${number.toString(16).padStart(16, '0')}` + unknownHostCallReason(number));
   }
+}
+
+function unknownHostCallReason(number: bigint): string {
+  const name = hostCallName(number);
+  if (name === undefined) return ': nothing is registered under it';
+  const owners = hostCallOwners(number);
+  if (owners.length === 0) return ` (${name}): it is not linked into this instance (not a tool call)`;
+  const what =
+    owners.length === 1
+      ? `capability "${owners[0]}" is not granted`
+      : `none of the capabilities answering it (${owners.join(', ')}) is granted`;
+  return (
+    ` (${name}): it is not linked into this instance: ${what} to this harness (an operator grants ` +
+    `it in the declaration file: capabilities = ["${owners[0]}"]; docs/capabilities.md)`
+  );
 }
 
 /** A host function threw; `cause` is what it threw. */

@@ -290,10 +290,12 @@ export class Harness {
   }
 
   /**
-   * Compile a tool's parameters schema with ajv.
+   * Compile a tool's parameters schema with ajv, its patterns matched by V8's linear-time engine
+   * (a guest's schema cannot make validation backtrack for ever). Every place that validates a
+   * guest's arguments against its schema (the daemon's serving thread too) compiles through this.
    * @throws HarnessError naming the tool, the problem and the fix
    */
-  private static compileSchema(t: ToolDecl): ValidateFunction {
+  static compileSchema(t: ToolDecl): ValidateFunction {
     try {
       return Harness.ajv().compile(t.parameters);
     } catch (e) {

@@ -165,15 +165,17 @@ export class Executor {
     onLog: ((line: string) => void) | undefined,
     now: number = Date.now(),
   ): { result: RunResult; logs: string[] } {
+    // The invocation's own log lines as they happen: a trap (or an ABI error) throws its result
+    // away, and the lines that led up to it are the ones worth keeping (the journal's reader, `berm
+    // run --verbose`). A callee's lines are not in it (they stream through onLog only).
     const logs: string[] = [];
     try {
-      const r = this.invoke(chain, harness, kind, entry, args, chain.spec.depth, onLog, now);
-      logs.push(...r.logs);
-      if (chain.abort) return { result: { status: 'trapped', trap: trapInfo(chain.abort) }, logs };
+      const r = this.invoke(chain, harness, kind, entry, args, chain.spec.depth, onLog, now, logs);
+      if (chain.abort) return { result: { status: 'trapped', trap: trapInfo(chain.abort) }, logs: r.logs };
       return {
         result:
           r.status === 'ok' ? { status: 'ok', result: r.result } : { status: 'failed', message: r.message },
-        logs,
+        logs: r.logs,
       };
     } catch (e) {
       if (e instanceof Trap) return { result: { status: 'trapped', trap: trapInfo(chain.abort ?? e) }, logs };
@@ -194,7 +196,10 @@ export class Executor {
     }
   }
 
-  /** One invocation of a chain at `depth`. @throws Trap, HarnessError, UnknownHarness. */
+  /**
+   * One invocation of a chain at `depth`; `seen` (when given) gets each of its log lines as it is
+   * written. @throws Trap, HarnessError, UnknownHarness.
+   */
   private invoke(
     chain: ChainState,
     name: string,
@@ -204,6 +209,7 @@ export class Executor {
     depth: number,
     onLog: ((line: string) => void) | undefined,
     now: number,
+    seen?: string[],
   ): ToolResult {
     const d = this.harnesses.get(name);
     if (!d) throw new UnknownHarness(`no harness named ${name} is deployed`);
@@ -235,12 +241,18 @@ export class Executor {
         return r;
       });
     }
+    const log = seen
+      ? (line: string) => {
+          seen.push(line);
+          onLog?.(line);
+        }
+      : onLog;
     const opts = {
       hostFunctions,
       interrupt: chain.interrupt,
       fuelAccount: chain.fuel,
       timeoutMs: Math.max(0, chain.spec.deadline - Date.now()),
-      ...(onLog ? { onLog } : {}),
+      ...(log ? { onLog: log } : {}),
     };
     try {
       if (kind === 'tool') return d.harness.invoke(entry, args, opts);

@@ -5,7 +5,8 @@
  *   berm.call.after  (delay_ms, harness, tool, args) -> one field, the wake id
  * delay_ms is decimal ASCII milliseconds (digits only: a sign, a fraction, "inf" or "NaN" are
  * refused). Re-arming an existing id replaces it; berm.call.after keeps at most one pending call
- * per arming harness (re-arming replaces it). This module checks the request's shape; the due-set
+ * per arming harness (re-arming replaces it) and reaches only the harness itself and the callees
+ * its declaration names (the call capability's `callees`, the rule of berm.call). This module checks the request's shape; the due-set
  * (ctx.schedule, provided by the runtime) checks the rest (the target exports `on_wake`, the
  * payload and delay limits) and owns the state. Without ctx.schedule the calls answer an error.
  *
@@ -90,6 +91,14 @@ function callAfter(fields: Uint8Array[], ctx: CapabilityContext): CapabilityRepl
   const tool = fieldText(fields[2]!, 'tool');
   const args = fieldText(fields[3]!, 'args');
   if (harness === '' || tool === '') return { refused: `${name}: harness and tool must not be empty` };
+  // the callee runs later with its own grants, as a berm.call's does: the same rule as berm.call
+  // (the declaration's callees), else a harness granted only schedule could borrow any deployed
+  // harness's capabilities; its own tools need no grant (it can run them anyway)
+  if (harness !== ctx.harness && !(ctx.grant.callees ?? []).includes(harness)) {
+    return {
+      refused: `${name}: ${ctx.harness} may not call ${JSON.stringify(harness)}; declare callees = ["${harness}"]`,
+    };
+  }
   try {
     JSON.parse(args);
   } catch (e) {

@@ -35,7 +35,7 @@ export function registerCache(program: Command, ctx: CliContext): void {
             const from = e.label ? `${e.label.source ?? '-'} (sha256 ${e.label.sha256.slice(0, 12)})` : '?';
             ctx.io.out(`${e.key}  ${String(e.bytes).padStart(10)}  ${e.modified.toISOString()}  ${from}\n`);
           }
-          ctx.io.err(`berm: ${entries.length} entries, ${total} bytes in ${dir}\n`);
+          ctx.io.err(`berm: ${plural(entries.length, 'entry', 'entries')}, ${total} bytes in ${dir}\n`);
         }
         return ExitCode.Ok;
       }),
@@ -49,8 +49,13 @@ export function registerCache(program: Command, ctx: CliContext): void {
         const dir = cacheDirForListing(g);
         const n = new WasmCache(dir).clear();
         if (g.json) ctx.io.out(JSON.stringify({ dir, removed: n }) + '\n');
-        else ctx.io.out(`removed ${n} entries from ${dir}\n`);
+        else ctx.io.out(`removed ${plural(n, 'entry', 'entries')} from ${dir}\n`);
         return ExitCode.Ok;
       }),
     );
+}
+
+/** `1 entry`, `3 entries` */
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
 }

@@ -88,8 +88,10 @@ export function registerCompile(program: Command, ctx: CliContext): void {
               code = Math.max(code, c) as ExitCodeValue;
               const err = e instanceof Error ? e : new Error(String(e));
               results.push({ file, ok: false, error: err.name, message: err.message, exitCode: c });
-              if (bar === null) io.err(`berm: ${file}: ${err.message}\n`);
-              else deferred.push(`berm: ${file}: ${err.message}\n`);
+              // a message that already starts with the file's name (a read error) is not prefixed twice
+              const line = `berm: ${err.message.startsWith(`${file}: `) ? '' : `${file}: `}${err.message}\n`;
+              if (bar === null) io.err(line);
+              else deferred.push(line);
             }
             bar?.increment();
           }

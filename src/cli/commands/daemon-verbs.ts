@@ -51,6 +51,17 @@ export function listText(hs: HarnessInfo[]): string {
   return rows.join('\n') + '\n';
 }
 
+/**
+ * The arguments of a deployment's grant as `berm check` prints them (`root = "/srv/data", hosts =
+ * ["example.org"]`), or '' when it has none.
+ */
+export function grantArgsText(granted: NonNullable<HarnessInfo['granted']>): string {
+  return Object.entries(granted)
+    .filter(([k, v]) => k !== 'capabilities' && v !== undefined)
+    .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
+    .join(', ');
+}
+
 /** Text of `berm inspect NAME` (a deployment). */
 export function harnessText(h: HarnessInfo): string {
   const out: string[] = [];
@@ -62,6 +73,8 @@ export function harnessText(h: HarnessInfo): string {
   if (h.granted) {
     const caps = h.granted.capabilities ?? [];
     row('granted', caps.length > 0 ? caps.join(', ') : 'none');
+    const args = grantArgsText(h.granted);
+    if (args) row('grant args', args);
   }
   row('tools', String((h.tools ?? []).length));
   for (const t of h.tools ?? []) {
@@ -125,9 +138,12 @@ export function registerDaemonVerbs(program: Command, ctx: CliContext): void {
       } else {
         const tools = (h.tools ?? []).map((t) => t.name).join(', ') || 'none';
         const caps = h.granted?.capabilities;
+        const args = h.granted ? grantArgsText(h.granted) : '';
         ctx.io.out(
           `deployed ${h.name} ${h.digest}\n  from      ${src.from}\n  tools     ${tools}\n` +
-            (caps ? `  granted   ${caps.length > 0 ? caps.join(', ') : 'none'}\n` : ''),
+            (caps
+              ? `  granted   ${caps.length > 0 ? caps.join(', ') : 'none'}${args ? `; ${args}` : ''}\n`
+              : ''),
         );
       }
       return ExitCode.Ok;

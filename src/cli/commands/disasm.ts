@@ -70,9 +70,13 @@ export function registerDisasm(program: Command, ctx: CliContext): void {
     .argument('<file>', 'ELF')
     .option('-f, --function <name>', 'only this function')
     .action((file: string, opts: { function?: string }, cmd: Command) =>
-      ctx.run(cmd, () => {
-        ctx.io.out(disasmText(readElf(readInputFile(file)), opts.function));
-        return ExitCode.Ok;
-      }),
+      ctx.run(
+        cmd,
+        () => {
+          ctx.io.out(disasmText(readElf(readInputFile(file)), opts.function));
+          return ExitCode.Ok;
+        },
+        file,
+      ),
     );
 }

@@ -54,56 +54,60 @@ export function registerExec(program: Command, ctx: CliContext): void {
     .allowUnknownOption()
     .argument('[ints...]', 'up to 8 integers: decimal or 0x hex, negative allowed (two’s complement)')
     .action((file: string, symbol: string, ints: string[], _opts: unknown, cmd: Command) =>
-      ctx.run(cmd, async () => {
-        const g = ctx.globals(cmd);
-        const { io } = ctx;
-        if (ints.length > 8) throw new CliError(`at most 8 integer arguments (a0..a7), got ${ints.length}`);
-        const args = ints.map(parseGuestInt);
-        const engine = engineFor(g);
-        const elf = readInputFile(file);
-        const module = await engine.compile(elf);
-        labelCacheEntry(engine, module.info.key, file, elf);
-        if (g.verbose) io.err(`berm: ${file}: ${describeCompile(module.info)}\n`);
-        if (!module.hasExport(symbol)) {
-          throw new CliError(`${file} exports no function named ${symbol} (see berm inspect --functions)`);
-        }
-        const linker = new Linker(module.engine);
-        // As for tool calls (src/harness), a guest's log flood is cut per call and the drop reported.
-        let logged = 0;
-        let dropped = 0;
-        const log = g.verbose
-          ? (line: string) => {
-              if (logged >= EXEC_MAX_LOG_LINES) dropped++;
-              else {
-                logged++;
-                io.err(`[log] ${line}\n`);
-              }
-            }
-          : undefined;
-        const reportDropped = () => {
-          if (dropped > 0) {
-            io.err(
-              `[log] [berm: ${dropped} more log line(s) dropped; the limit is ${EXEC_MAX_LOG_LINES} per call]\n`,
-            );
+      ctx.run(
+        cmd,
+        async () => {
+          const g = ctx.globals(cmd);
+          const { io } = ctx;
+          if (ints.length > 8) throw new CliError(`at most 8 integer arguments (a0..a7), got ${ints.length}`);
+          const args = ints.map(parseGuestInt);
+          const engine = engineFor(g);
+          const elf = readInputFile(file);
+          const module = await engine.compile(elf);
+          labelCacheEntry(engine, module.info.key, file, elf);
+          if (g.verbose) io.err(`berm: ${file}: ${describeCompile(module.info)}\n`);
+          if (!module.hasExport(symbol)) {
+            throw new CliError(`${file} exports no function named ${symbol} (see berm inspect --functions)`);
           }
-        };
-        for (const [name, fn] of basicHostFunctions(module, log)) linker.define(name, fn);
-        const inst = linker.instantiate(module, { fuel: g.fuel, timeoutMs: callTimeoutOf(g) });
-        const t0 = monotonicMs();
-        let a0: bigint;
-        let a1: bigint;
-        try {
-          [a0, a1] = inst.call(symbol, ...args);
-        } finally {
-          reportDropped();
-        }
-        if (g.verbose) io.err(`berm: ${symbol} ran in ${(monotonicMs() - t0).toFixed(1)} ms\n`);
-        io.out(
-          g.json
-            ? JSON.stringify({ status: 'ok', symbol, a0: hex64(a0), a1: hex64(a1) }) + '\n'
-            : `a0=${hex64(a0)} a1=${hex64(a1)}\n`,
-        );
-        return ExitCode.Ok;
-      }),
+          const linker = new Linker(module.engine);
+          // As for tool calls (src/harness), a guest's log flood is cut per call and the drop reported.
+          let logged = 0;
+          let dropped = 0;
+          const log = g.verbose
+            ? (line: string) => {
+                if (logged >= EXEC_MAX_LOG_LINES) dropped++;
+                else {
+                  logged++;
+                  io.err(`[log] ${line}\n`);
+                }
+              }
+            : undefined;
+          const reportDropped = () => {
+            if (dropped > 0) {
+              io.err(
+                `[log] [berm: ${dropped} more log line(s) dropped; the limit is ${EXEC_MAX_LOG_LINES} per call]\n`,
+              );
+            }
+          };
+          for (const [name, fn] of basicHostFunctions(module, log)) linker.define(name, fn);
+          const inst = linker.instantiate(module, { fuel: g.fuel, timeoutMs: callTimeoutOf(g) });
+          const t0 = monotonicMs();
+          let a0: bigint;
+          let a1: bigint;
+          try {
+            [a0, a1] = inst.call(symbol, ...args);
+          } finally {
+            reportDropped();
+          }
+          if (g.verbose) io.err(`berm: ${symbol} ran in ${(monotonicMs() - t0).toFixed(1)} ms\n`);
+          io.out(
+            g.json
+              ? JSON.stringify({ status: 'ok', symbol, a0: hex64(a0), a1: hex64(a1) }) + '\n'
+              : `a0=${hex64(a0)} a1=${hex64(a1)}\n`,
+          );
+          return ExitCode.Ok;
+        },
+        file,
+      ),
     );
 }

@@ -196,19 +196,23 @@ export function registerInspect(program: Command, ctx: CliContext): void {
         'declaration file (harnesses.toml): FILE is then a declared harness name; its grants are shown too',
       ),
   ).action((file: string, opts: { functions?: boolean; config?: string } & DaemonFlags, cmd: Command) =>
-    ctx.run(cmd, () => {
-      const g = ctx.globals(cmd);
-      if (opts.config !== undefined) return inspectDeclared(ctx, g, opts.config, file, !!opts.functions);
-      if (inspectsDaemon(file, opts.host !== undefined)) {
-        return import('./daemon-verbs.js').then((m) => m.inspectRemote(ctx, cmd, file, opts));
-      }
-      const report = inspectImage(file, readElf(readInputFile(file)));
-      ctx.io.out(g.json ? JSON.stringify(report, null, 2) + '\n' : inspectText(report, !!opts.functions));
-      if (report.manifestError) {
-        ctx.io.err(`berm: ${report.manifestError}\n`);
-        return ExitCode.BadInput;
-      }
-      return ExitCode.Ok;
-    }),
+    ctx.run(
+      cmd,
+      () => {
+        const g = ctx.globals(cmd);
+        if (opts.config !== undefined) return inspectDeclared(ctx, g, opts.config, file, !!opts.functions);
+        if (inspectsDaemon(file, opts.host !== undefined)) {
+          return import('./daemon-verbs.js').then((m) => m.inspectRemote(ctx, cmd, file, opts));
+        }
+        const report = inspectImage(file, readElf(readInputFile(file)));
+        ctx.io.out(g.json ? JSON.stringify(report, null, 2) + '\n' : inspectText(report, !!opts.functions));
+        if (report.manifestError) {
+          ctx.io.err(`berm: ${report.manifestError}\n`);
+          return ExitCode.BadInput;
+        }
+        return ExitCode.Ok;
+      },
+      opts.config === undefined ? file : undefined,
+    ),
   );
 }

@@ -39,23 +39,27 @@ export function registerPushPull(program: Command, ctx: CliContext): void {
     .argument('<ref>', 'registry reference, e.g. ghcr.io/org/name:v1 or 127.0.0.1:5000/name:dev')
     .argument('<file>', 'harness ELF')
     .action((refText: string, file: string, _opts: unknown, cmd: Command) =>
-      ctx.run(cmd, async () => {
-        const g = ctx.globals(cmd);
-        const ref = await registryCall(async () => parseReference(refText));
-        const elf = readInputFile(file);
-        const { abi } = harnessAbi(file, elf);
-        const r = await registryCall(() => pushHarness(ref, elf, abi));
-        if (g.json) {
-          ctx.io.out(JSON.stringify({ status: 'ok', ...r, size: elf.length }) + '\n');
-        } else {
-          ctx.io.out(`${r.reference}\n  digest    ${r.digest}\n  manifest  ${r.manifestDigest}\n`);
-          if (g.verbose) {
-            const what = (b: boolean): string => (b ? 'uploaded' : 'already present');
-            ctx.io.err(`berm: layer ${what(r.uploaded.layer)}, config ${what(r.uploaded.config)}\n`);
+      ctx.run(
+        cmd,
+        async () => {
+          const g = ctx.globals(cmd);
+          const ref = await registryCall(async () => parseReference(refText));
+          const elf = readInputFile(file);
+          const { abi } = harnessAbi(file, elf);
+          const r = await registryCall(() => pushHarness(ref, elf, abi));
+          if (g.json) {
+            ctx.io.out(JSON.stringify({ status: 'ok', ...r, size: elf.length }) + '\n');
+          } else {
+            ctx.io.out(`${r.reference}\n  digest    ${r.digest}\n  manifest  ${r.manifestDigest}\n`);
+            if (g.verbose) {
+              const what = (b: boolean): string => (b ? 'uploaded' : 'already present');
+              ctx.io.err(`berm: layer ${what(r.uploaded.layer)}, config ${what(r.uploaded.config)}\n`);
+            }
           }
-        }
-        return ExitCode.Ok;
-      }),
+          return ExitCode.Ok;
+        },
+        file,
+      ),
     );
 
   program

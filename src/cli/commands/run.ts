@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
 import { isPostgresStore, PgStore } from '../../cluster/pg-store.js';
-import { BermRuntime, type JournalRecord, type RuntimeLimits } from '../../runtime/index.js';
+import { BermRuntime, type JournalRecord, type Outcome, type RuntimeLimits } from '../../runtime/index.js';
 import {
   LIMIT_KEYS,
   LimitsError,
@@ -35,8 +35,8 @@ export const HARNESSES_FILE = 'harnesses.json';
 /** File under the state directory holding the pid of the running `berm run`. */
 export const PID_FILE = 'run.pid';
 
-function collect(v: string, prev: string[]): string[] {
-  return [...prev, v];
+function collect(v: string, prev: string[] | undefined): string[] {
+  return [...(prev ?? []), v];
 }
 
 function describeGrant(capabilities: string[], grant: Record<string, unknown>): string {
@@ -68,7 +68,9 @@ function invocationLine(r: JournalRecord): string {
 export function registerRun(program: Command, ctx: CliContext): void {
   program
     .command('run')
-    .description('run the queue in the foreground: declared harnesses, timed wakes, one line per invocation')
+    .description(
+      'run the queue in the foreground: declared harnesses, timed wakes, one line per invocation (--verbose: and its log lines)',
+    )
     .requiredOption('--config <file>', 'declaration file (harnesses.toml, with an optional [limits] table)')
     .requiredOption('--state <dir>', 'state directory: due-set, journal, storage keys')
     .option(
@@ -77,7 +79,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
     )
     .option('--lease <ms>', 'with --store: lease of a claimed wake (default 10000)', parsePositiveInt)
     .option('--workers <n>', 'worker threads (default: the number of cores)', parsePositiveInt)
-    .option('--limit <key=value>', 'set a limit, e.g. --limit timeoutMs=5000 (repeatable)', collect, [])
+    .option('--limit <key=value>', 'set a limit, e.g. --limit timeoutMs=5000 (repeatable)', collect)
     .action(
       (
         opts: {
@@ -86,7 +88,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
           store?: string;
           lease?: number;
           workers?: number;
-          limit: string[];
+          limit?: string[];
         },
         cmd: Command,
       ) =>
@@ -97,7 +99,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
           let layers;
           try {
             decls = loadDeclarations(opts.config);
-            const flagLimits: Partial<RuntimeLimits> = limitsFromFlags(opts.limit);
+            const flagLimits: Partial<RuntimeLimits> = limitsFromFlags(opts.limit ?? []);
             if (g.timeout !== undefined) flagLimits.timeoutMs = g.timeout;
             if (g.fuel !== undefined) flagLimits.fuel = g.fuel;
             layers = mergeLimits([
@@ -149,7 +151,12 @@ export function registerRun(program: Command, ctx: CliContext): void {
           io.out(`berm run: workers = ${rt.stats().workers} (${poolSource})\n`);
           for (const k of LIMIT_KEYS)
             io.out(`berm run: limit ${k} = ${rt.limits[k]} (${rt.limitSources[k]})\n`);
-          rt.on('invocation', (r: JournalRecord) => io.out(`${invocationLine(r)}\n`));
+          // --verbose: each invocation's log lines (berm.log) under its line, the only place the
+          // logs of a wake or notification (no caller waits for them) can be seen
+          rt.on('invocation', (r: JournalRecord, o: Outcome | null) => {
+            io.out(`${invocationLine(r)}\n`);
+            if (g.verbose && o && 'logs' in o) for (const line of o.logs) io.out(`  [log] ${line}\n`);
+          });
           try {
             for (const d of await rt.loadDeclarations(decls)) {
               const entries = [d.onWake ? 'on_wake' : '', d.onNotify ? 'on_notify' : ''].filter(Boolean);

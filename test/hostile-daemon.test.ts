@@ -1,0 +1,139 @@
+// A hostile client and a hostile harness against a real bermd process (bin/bermd.js on
+// 127.0.0.1, port 0): whatever they send, bermd answers other clients and loses nothing. A
+// child process, so a defect that hangs bermd's serving thread fails the test instead of hanging
+// the test file.
+import t from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO, elf, testDaemon } from './helpers/daemon.js';
+import { TEST_CACHE } from './helpers/fixtures.js';
+
+const HOSTILE = elf('test/data/hostile.elf');
+const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+const tmp = mkdtempSync(join(tmpdir(), 'berm-hostile-daemon-'));
+t.teardown(() => rmSync(tmp, { recursive: true, force: true }));
+
+interface Bermd {
+  proc: ChildProcess;
+  url: string;
+  stderr: () => string;
+}
+
+function startBermd(root: string, extra: string[] = []): Promise<Bermd> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(
+      process.execPath,
+      [
+        join(REPO, 'bin/bermd.js'),
+        '--addr',
+        '127.0.0.1:0',
+        '--root',
+        root,
+        '--cache-dir',
+        TEST_CACHE,
+        ...extra,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`bermd did not start:\n${err}`)), 90_000);
+    proc.stderr!.on('data', (c: Buffer) => {
+      err += c.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(err);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc, url: m[1]!, stderr: () => err });
+      }
+    });
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`bermd exited with ${code} before listening:\n${err}`));
+    });
+  });
+}
+
+function kill9(b: Bermd): Promise<void> {
+  return new Promise((resolve) => {
+    if (b.proc.exitCode !== null || b.proc.signalCode !== null) return resolve();
+    b.proc.once('exit', () => resolve());
+    b.proc.kill('SIGKILL');
+  });
+}
+
+/** fetch with a deadline: a bermd that stops answering fails the request instead of hanging. */
+async function req(url: string, init: RequestInit = {}, ms = 30_000): Promise<Response> {
+  return fetch(url, { ...init, signal: AbortSignal.timeout(ms) });
+}
+
+t.test("a harness's backtracking parameter pattern cannot hang bermd's serving thread", async (t) => {
+  // the hostile harness's tool `match` declares {"s": {"pattern": "^(a|a)*$"}}: a backtracking
+  // engine takes 2^n steps to refuse "a" x n + "b". bermd validates arguments on its serving
+  // thread (HTTP and MCP), so such a run stops every request to it.
+  const b = await startBermd(join(tmp, 'pattern'));
+  t.teardown(() => kill9(b));
+  const put = await req(`${b.url}/harnesses/h`, { method: 'PUT', body: HOSTILE }, 90_000);
+  t.equal(put.status, 200, 'deployed');
+  const slow = req(`${b.url}/harnesses/h/tools/match`, {
+    method: 'POST',
+    body: JSON.stringify({ s: 'a'.repeat(40) + 'b' }),
+  }).then(
+    async (r) => ({ status: r.status, body: await r.text() }),
+    (e: Error) => ({ status: 0, body: e.message }),
+  );
+  // meanwhile (once that request had time to arrive) another client is served
+  await new Promise((r) => setTimeout(r, 1000));
+  const health = await req(`${b.url}/health`).then(
+    (r) => r.status,
+    (e: Error) => e.message,
+  );
+  t.equal(health, 200, 'bermd answers /health while the argument is checked');
+  const r = await slow;
+  t.equal(r.status, 400, r.body);
+  t.match(r.body, /arguments do not match the parameters of h\.match: \/s: must match pattern/);
+  const ok = await req(`${b.url}/harnesses/h/tools/match`, { method: 'POST', body: '{"s":"aaaa"}' });
+  t.same(await ok.json(), { done: 'aaaa' });
+});
+
+t.test(
+  'a deployment whose image was damaged on disk can be removed, and is gone after a restart',
+  async (t) => {
+    // bermd skips (and never serves) a deployment whose stored image no longer hashes to its digest;
+    // the operator then removes it with DELETE, as any other deployment
+    const ECHO = elf('fixtures/build/echo-gcc-O2.elf');
+    const TEXT = elf('fixtures/build/text-gcc-O2.elf');
+    const d = await testDaemon();
+    t.equal((await d.req('/harnesses/good', { method: 'PUT', body: ECHO })).status, 200);
+    t.equal((await d.req('/harnesses/hurt', { method: 'PUT', body: TEXT })).status, 200);
+    await d.stop();
+    writeFileSync(join(d.root, 'deployments', 'images', `${sha256(TEXT)}.elf`), 'not the image any more');
+
+    const d2 = await testDaemon({}, {}, d.root);
+    t.teardown(() => d2.stop());
+    t.ok(
+      d2.logs.some((l) =>
+        /warning: harness hurt .* not restored: .*the image is damaged; deploy it again \(PUT \/harnesses\/hurt\) or remove it \(DELETE \/harnesses\/hurt\)$/.test(
+          l,
+        ),
+      ),
+      'the boot log names it',
+    );
+    t.equal((await d2.req('/harnesses/hurt')).status, 404, 'never served');
+    const del = await d2.req('/harnesses/hurt', { method: 'DELETE' });
+    t.equal(del.status, 204, 'removed');
+    t.equal((await d2.req('/harnesses/hurt', { method: 'DELETE' })).status, 404, 'then unknown');
+    t.equal((await d2.req('/harnesses/nope', { method: 'DELETE' })).status, 404);
+    await d2.stop();
+
+    const d3 = await testDaemon({}, {}, d.root);
+    t.teardown(() => d3.stop());
+    t.notOk(
+      d3.logs.some((l) => l.includes('harness hurt')),
+      'no warning at the next start',
+    );
+    const r = await d3.req('/harnesses/good/tools/echo', { method: 'POST', body: '{"k":1}' });
+    t.same(await r.json(), { done: '{"k":1}' }, 'the other deployment is intact');
+  },
+);
