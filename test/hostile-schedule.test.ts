@@ -117,3 +117,41 @@ t.test(
     );
   },
 );
+
+t.test("a host call's late reply is never taken as a later call's answer", async (t) => {
+  // a guest waits hostReplyTimeoutMs for the queue's thread to answer its host call, then gets an
+  // error; the reply still comes when the thread is free again. It must not answer the worker's
+  // next host call (of whatever harness it then runs): the replies would stay one behind for good
+  const rt = await BermRuntime.create({
+    state: path.join(tmp, 'late'),
+    poolSize: 1,
+    cacheDir: TEST_CACHE,
+    hostReplyTimeoutMs: 300,
+    limits: { timeoutMs: 10_000, graceMs: 1000 },
+  });
+  t.teardown(() => rt.close());
+  await rt.deploy('a', QG, { capabilities: ['schedule'] });
+  await rt.deploy('b', QG, { capabilities: ['schedule'] });
+  rt.start();
+  let stalls = 1;
+  rt.on('armed', () => {
+    // the queue's thread blocked (a long synchronous task) while it answers this arm
+    if (stalls-- <= 0) return;
+    const until = Date.now() + 1200;
+    while (Date.now() < until);
+  });
+  t.match(
+    text(await rt.invoke('a', 'arm', '{"delay":"600000","id":"slow"}')),
+    /^error: the queue did not answer arm within 300 ms/,
+  );
+  t.equal(text(await rt.invoke('b', 'cancel', '{"id":"nothing"}')), 'ok: 0', "b's own answer");
+  t.equal(text(await rt.invoke('a', 'arm', '{"delay":"600000","id":"next"}')), 'ok: next');
+  t.same(
+    rt
+      .list()
+      .map((w) => w.id)
+      .sort(),
+    ['next', 'slow'],
+    'the late arm was done all the same',
+  );
+});

@@ -13,7 +13,15 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Grant } from '../capabilities/types.js';
 import type { CompileInfo } from '../engine/engine.js';
 import type { Manifest } from '../harness/manifest.js';
-import type { FromWorker, HostReply, HostRequest, RunResult, ToWorker, WorkerConfig } from './protocol.js';
+import type {
+  FromWorker,
+  HostReply,
+  HostReplyMessage,
+  HostRequest,
+  RunResult,
+  ToWorker,
+  WorkerConfig,
+} from './protocol.js';
 
 /**
  * The worker's entry module: worker.ts beside this file under a TypeScript loader, worker.js when
@@ -177,7 +185,7 @@ export class WorkerPool {
         } catch (e) {
           reply = { error: `${m.op}: ${(e as Error).message}` };
         }
-        slot.port.postMessage(reply);
+        slot.port.postMessage({ seq: m.seq, reply } satisfies HostReplyMessage);
         Atomics.store(slot.flag, 0, 1);
         Atomics.notify(slot.flag, 0);
         return;

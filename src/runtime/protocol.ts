@@ -38,6 +38,8 @@ export interface WorkerConfig {
   hostFlag: SharedArrayBuffer;
   /** the worker's end of its reply channel (transferred) */
   replyPort: import('node:worker_threads').MessagePort;
+  /** longest a guest waits for the queue to answer a host call, ms (default 30,000) */
+  hostReplyTimeoutMs?: number;
 }
 
 /** The chain an invocation belongs to, as handed to a worker. Budgets are what is left. */
@@ -152,6 +154,11 @@ export type FromWorker =
 /** A synchronous host call from a guest that the queue answers (see the module comment). */
 export interface HostRequest {
   type: 'host';
+  /**
+   * the worker's number of this request (increasing): the reply carries it back, so a reply that
+   * comes after its caller gave up is told apart from the answer to a later request
+   */
+  seq: number;
   op: 'arm' | 'cancel' | 'callAfter' | 'service';
   /** the calling harness */
   harness: string;
@@ -161,3 +168,9 @@ export interface HostRequest {
 
 /** The reply to a {@link HostRequest}. */
 export type HostReply = CapabilityReply;
+
+/** A {@link HostReply} as posted on the worker's reply port: with its request's `seq`. */
+export interface HostReplyMessage {
+  seq: number;
+  reply: HostReply;
+}

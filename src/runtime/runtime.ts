@@ -167,6 +167,12 @@ export interface RuntimeOptions {
    * has its own registry. The protocol door's registration module is one.
    */
   workerModules?: (string | URL)[];
+  /**
+   * longest a guest waits for this thread to answer a host call (schedule, services), ms (default
+   * 30,000; the thread answers in microseconds unless something blocks it); past it the call
+   * answers an error
+   */
+  hostReplyTimeoutMs?: number;
 }
 
 /**
@@ -292,6 +298,9 @@ export class BermRuntime extends EventEmitter {
         capabilityLimits,
         defaultDatabase: store.keys.databaseFile,
         modules: (options.workerModules ?? []).map(String),
+        ...(options.hostReplyTimeoutMs !== undefined
+          ? { hostReplyTimeoutMs: options.hostReplyTimeoutMs }
+          : {}),
       },
       onHost: (req) => this.onHost(req),
       onReplace: (why) => this.log(`worker replaced: ${why}`),

@@ -8,33 +8,43 @@ import { Engine } from '../engine/engine.js';
 import { Harness } from '../harness/harness.js';
 import type { CapabilityReply, ScheduleHost } from '../capabilities/types.js';
 import { Executor, type ChainState } from './executor.js';
-import type { FromWorker, HostRequest, ToWorker, WorkerConfig } from './protocol.js';
+import type { FromWorker, HostReplyMessage, HostRequest, ToWorker, WorkerConfig } from './protocol.js';
 
 const config = workerData as WorkerConfig;
 const port = parentPort!;
 const flag = new Int32Array(config.hostFlag);
 
 /** Longest a guest waits for the queue to answer a host call; the main thread answers in microseconds. */
-const HOST_REPLY_TIMEOUT_MS = 30_000;
+const HOST_REPLY_TIMEOUT_MS = config.hostReplyTimeoutMs ?? 30_000;
 
 function post(msg: FromWorker): void {
   port.postMessage(msg);
 }
 
-/** Ask the main thread synchronously (see protocol.ts). */
+/** Number of the last host request posted (see HostRequest.seq). */
+let hostSeq = 0;
+
+/**
+ * Ask the main thread synchronously (see protocol.ts). A reply whose seq is not this request's
+ * answers one whose caller gave up (timed out): it is dropped, never taken as this one's answer
+ * (else every later call of this worker, whatever harness it runs, would get the previous one's).
+ */
 function ask(op: HostRequest['op'], harness: string, chain: ChainState, req: unknown): CapabilityReply {
-  Atomics.store(flag, 0, 0);
-  post({ type: 'host', op, harness, chain: chain.spec, req });
+  const seq = ++hostSeq;
+  post({ type: 'host', seq, op, harness, chain: chain.spec, req });
   const deadline = Date.now() + HOST_REPLY_TIMEOUT_MS;
   for (;;) {
+    // cleared before the port is read: a reply posted after the read sets it again (the main
+    // thread posts, then sets the flag), so the wait below cannot miss it
+    Atomics.store(flag, 0, 0);
+    for (let m = receiveMessageOnPort(config.replyPort); m; m = receiveMessageOnPort(config.replyPort)) {
+      const r = m.message as HostReplyMessage;
+      if (r.seq === seq) return r.reply;
+    }
     const left = deadline - Date.now();
     if (left <= 0) return { error: `the queue did not answer ${op} within ${HOST_REPLY_TIMEOUT_MS} ms` };
     Atomics.wait(flag, 0, 0, left);
-    if (Atomics.load(flag, 0) !== 0) break;
   }
-  const m = receiveMessageOnPort(config.replyPort);
-  if (!m) return { error: `the queue's reply to ${op} was lost` };
-  return m.message as CapabilityReply;
 }
 
 function serviceFor(harness: string, chain: ChainState): (name: string, request: unknown) => CapabilityReply {
