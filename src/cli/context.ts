@@ -4,6 +4,7 @@
  */
 import { statSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
+import { demangle } from '../util/demangle.js';
 import { InputFileError, readRegularFile } from '../util/read-file.js';
 import { InvalidArgumentError } from './commander.js';
 import { defaultCacheDir } from '../cache/cache.js';
@@ -298,10 +299,15 @@ export function trapJson(t: Trap): Record<string, unknown> {
   };
 }
 
-/** Human report of a trap: name, message, where, backtrace. */
+/**
+ * Human report of a trap: name, message, where, backtrace; Rust symbol names demangled
+ * (`berm::cap::invoke`, not `_RNvNtCs..._4berm3cap6invoke`; --json keeps them as in the ELF).
+ */
 export function trapText(t: Trap): string {
-  const lines = [`berm: guest trap ${t.name}: ${t.message}`, `  at ${t.where()}`];
-  if (t.backtrace.length > 0) lines.push(`  backtrace: ${t.backtrace.map((f) => f.symbol).join(' <- ')}`);
+  const where = t.symbol ? t.where().replace(`(${t.symbol}+`, `(${demangle(t.symbol)}+`) : t.where();
+  const lines = [`berm: guest trap ${t.name}: ${t.message}`, `  at ${where}`];
+  if (t.backtrace.length > 0)
+    lines.push(`  backtrace: ${t.backtrace.map((f) => demangle(f.symbol)).join(' <- ')}`);
   return lines.join('\n') + '\n';
 }
 

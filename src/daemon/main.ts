@@ -11,13 +11,22 @@ const program = new Command('bermd')
   .description('berm daemon: deploy harnesses and serve their tools over HTTP and MCP')
   .version(packageVersion(), '-V, --version')
   .option('--addr <host:port>', 'listen address (default 127.0.0.1:7777; env BERMD_ADDR)')
-  .option('--root <dir>', 'state: deployments, due-set, journal, cache (env BERMD_ROOT)')
+  .option(
+    '--root <dir>',
+    'state: deployments, due-set, journal, cache (default $XDG_STATE_HOME/bermd, else ~/.local/state/bermd; env BERMD_ROOT)',
+  )
   .option('--cache-dir <dir>', 'Wasm cache (default <root>/cache; env BERM_CACHE_DIR)')
   .option('--config <file>', "the operator's declaration file: the only source of grants (env BERMD_CONFIG)")
-  .option('--token-file <file>', 'bearer token on the first line (else env BERMD_TOKEN, else BERM_TOKEN)')
-  .option('--max-image-bytes <size>', 'largest ELF a deploy accepts (default 64M)')
-  .option('--max-body-bytes <size>', 'largest body of other requests (default 2M)')
-  .option('--body-timeout <ms>', 'a request body must arrive within this time (default 10000)')
+  .option(
+    '--token-file <file>',
+    'bearer token on the first line (env BERMD_TOKEN_FILE; else the token itself in env BERMD_TOKEN, else BERM_TOKEN)',
+  )
+  .option('--max-image-bytes <size>', 'largest ELF a deploy accepts (default 64M; env BERMD_MAX_IMAGE_BYTES)')
+  .option('--max-body-bytes <size>', 'largest body of other requests (default 2M; env BERMD_MAX_BODY_BYTES)')
+  .option(
+    '--body-timeout <ms>',
+    'a request body must arrive within this time (default 10000; env BERMD_BODY_TIMEOUT_MS)',
+  )
   .option(
     '--write-timeout <ms>',
     'close a connection whose reply bytes wait unread this long (default 30000; env BERMD_WRITE_TIMEOUT_MS)',
@@ -29,8 +38,7 @@ const program = new Command('bermd')
   .option(
     '--limit <key=value>',
     "a queue limit, repeatable (e.g. --limit timeoutMs=5000; drainMs bounds the shutdown); also [limits] in --config and env BERMD_LIMITS='k=v,k=v'",
-    (v: string, prev: string[]) => [...prev, v],
-    [] as string[],
+    (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
   )
   .option(
     '--protocol-endpoint <where>',
@@ -44,10 +52,13 @@ const program = new Command('bermd')
     '--lease <ms>',
     'with --store: lease of a claimed wake, renewed while it runs (default 10000; env BERMD_LEASE_MS)',
   )
-  .option('--workers <n>', 'worker threads for guests and translations (default: the core count)')
+  .option(
+    '--workers <n>',
+    'worker threads for guests and translations (default: the core count; env BERMD_WORKERS)',
+  )
   .allowExcessArguments(false);
 program.parse(process.argv);
-const o = program.opts<Record<string, string> & { limit: string[] }>();
+const o = program.opts<Record<string, string> & { limit?: string[] }>();
 const flags: Flags = {
   addr: o.addr,
   root: o.root,
@@ -71,7 +82,7 @@ const log = (line: string): void => void process.stderr.write(`bermd: ${line}\n`
 const { BootError, startDaemon } = await import('./daemon.js');
 const { createRuntimeBackend } = await import('./runtime-backend.js');
 try {
-  const settings = { ...resolveSettings(flags, process.env), limit: o.limit };
+  const settings = { ...resolveSettings(flags, process.env), limit: o.limit ?? [] };
   const daemon = await startDaemon(settings, createRuntimeBackend, process.env, log);
   const onSignal = (sig: string): void => {
     log(`${sig} received`);
