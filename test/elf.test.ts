@@ -114,6 +114,20 @@ refuses('overlapping segments', 'overlapping-segments', /overlap/, (e) => {
   e.view.setUint32(120 + 4, 6, true);
 });
 
+refuses('overlapping segments with an empty one between them', 'overlapping-segments', /overlap/, (e) => {
+  // three PT_LOADs sorted by address: the first, an empty one inside it, and a third inside the
+  // first; comparing each only with its neighbour missed the overlap (the empty one is skipped)
+  e.view.setUint16(56, 3, true);
+  e.bytes.copyWithin(120, 64, 120);
+  e.bytes.copyWithin(176, 64, 120);
+  e.view.setUint32(120 + 4, 6, true);
+  e.view.setUint32(120 + 16, 0x10008, true);
+  e.view.setUint32(120 + 32, 0, true);
+  e.view.setUint32(120 + 40, 0, true);
+  e.view.setUint32(176 + 4, 6, true);
+  e.view.setUint32(176 + 16, 0x10010, true);
+});
+
 t.test('shared-tail functions are cut at the next entry', async (t) => {
   const e = buildElf();
   // make f (8 bytes at text) run 16 bytes, through h at text + 12

@@ -248,15 +248,19 @@ function parse(r: Reader): ElfImage {
   }
   if (segments.length === 0) throw new ElfError('bad-segment', 'the ELF has no PT_LOAD segment');
   const sorted = [...segments].sort((a, b) => a.vaddr - b.vaddr);
-  for (let i = 1; i < sorted.length; i++) {
-    const prev = sorted[i - 1];
-    if (prev.memsz > 0 && sorted[i].memsz > 0 && prev.vaddr + prev.memsz > sorted[i].vaddr) {
+  // each non-empty segment against the one reaching furthest before it (not only its neighbour:
+  // an empty segment between two overlapping ones hid the overlap)
+  let reach: Segment | null = null;
+  for (const s of sorted) {
+    if (s.memsz === 0) continue;
+    if (reach && reach.vaddr + reach.memsz > s.vaddr) {
       throw new ElfError(
         'overlapping-segments',
-        `PT_LOAD segments at 0x${prev.vaddr.toString(16)} and 0x${sorted[i].vaddr.toString(16)} overlap: ` +
+        `PT_LOAD segments at 0x${reach.vaddr.toString(16)} and 0x${s.vaddr.toString(16)} overlap: ` +
           'fix the linker script',
       );
     }
+    if (!reach || s.vaddr + s.memsz > reach.vaddr + reach.memsz) reach = s;
   }
   const imageStart = sorted[0].vaddr;
   let imageEnd = 0;
