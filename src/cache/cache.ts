@@ -18,7 +18,6 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { DirectoryError, ensureDirectory } from '../util/dirs.js';
 import { utf8 } from '../util/utf8.js';
@@ -31,11 +30,21 @@ import { utf8 } from '../util/utf8.js';
 const MAGIC = 'BERMWC02';
 const HEADER = MAGIC.length + 16 + 64;
 
+/**
+ * The user's home directory: $HOME, as `os.homedir()` answers when it is set, else what
+ * `os.homedir()` finds in the password database. node:os is loaded only then: under the CLI's
+ * non-default V8 flags every built-in module loaded is compiled from source (src/util/clock.ts).
+ */
+function homeDirectory(): string {
+  const home = process.env.HOME;
+  return home !== undefined && home.length > 0 ? home : process.getBuiltinModule('node:os').homedir();
+}
+
 /** Default directory: $BERM_CACHE_DIR, else $XDG_CACHE_HOME/berm, else ~/.cache/berm. */
 export function defaultCacheDir(): string {
   if (process.env.BERM_CACHE_DIR) return process.env.BERM_CACHE_DIR;
   const xdg = process.env.XDG_CACHE_HOME;
-  return join(xdg && xdg.length > 0 ? xdg : join(homedir(), '.cache'), 'berm');
+  return join(xdg && xdg.length > 0 ? xdg : join(homeDirectory(), '.cache'), 'berm');
 }
 
 /**
