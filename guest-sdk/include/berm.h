@@ -348,8 +348,11 @@ enum { BERM_REC_ENTRY = 4 };
   static void berm__body_on_notify(const berm_notify *REC)
 
 /*
- * berm.wake.arm: arm a wake of this harness's on_wake at now + delay_ms. payload (NULL = none)
- * comes back in the record; id (NULL = let the runtime choose) names the wake, and re-arming an
+ * berm.wake.arm: arm a wake of this harness's on_wake at the invocation's instant + delay_ms. The
+ * instant is fixed when the invocation starts: the `now` of the wake or notify record being
+ * handled, or the start of a tool call; never the moment of this call, so every arm of one
+ * invocation counts from the same instant (docs/wakes.md "Which now a delay counts from"); an
+ * instant + delay already past is due at once. payload (NULL = none) comes back in the record; id (NULL = let the runtime choose) names the wake, and re-arming an
  * existing id replaces it. On success reply.ok and reply.data is the wake id.
  * Needs the `schedule` grant (else reply.refused or, when not linked at all, a trap).
  */
@@ -358,8 +361,9 @@ BERM__INLINE berm_reply berm_wake_arm_n(uint64_t delay_ms, const void *payload, 
                                         const char *id);
 /* berm.wake.cancel: reply.data is "1" (cancelled) or "0" (no such wake). */
 BERM__INLINE berm_reply berm_wake_cancel(const char *id);
-/* berm.call.after: call harness.tool(args_json) after delay_ms. At most one pending per calling
- * harness; arming again replaces it. reply.data is the wake id. */
+/* berm.call.after: call harness.tool(args_json) at the invocation's instant + delay_ms (the
+ * instant as for berm_wake_arm). At most one pending per calling harness; arming again replaces
+ * it. reply.data is the wake id. */
 BERM__INLINE berm_reply berm_call_after(uint64_t delay_ms, const char *harness, const char *tool,
                            const char *args_json);
 

@@ -117,9 +117,10 @@ typedef struct berm_agent_info {
 } berm_agent_info;
 int berm_protocol_agent_info(const berm_protocol_reply *r, berm_agent_info *out); /* 0 ok, -1 not one */
 
-/* protocol:schedule: wake this harness's on_wake at `at_ms` (ms since the Unix epoch), or
- * `delay_ms` from now when at_ms is 0, with `payload` (may be NULL); `id` (may be NULL) re-arms
- * that wake. */
+/* protocol:schedule: wake this harness's on_wake at `at_ms` (ms since the Unix epoch), or, when
+ * at_ms is 0, `delay_ms` after the door's clock when it handles this message (not the
+ * invocation's instant that berm_wake_arm counts from: docs/protocol-door.md), with `payload`
+ * (may be NULL); `id` (may be NULL) re-arms that wake. */
 berm_protocol_reply berm_protocol_schedule_wake(uint64_t at_ms, uint64_t delay_ms, const char *payload,
                                                 const char *id);
 typedef struct berm_wake_info {
