@@ -29,6 +29,7 @@ import {
   encodeClient,
   frame,
   parseEndpoint,
+  PROTOCOL_CAPABILITIES,
   type DoorLogEntry,
   type DoorScope,
   type Envelope,
@@ -36,6 +37,8 @@ import {
 } from '../src/protocol/index.js';
 import { DOUBLE_AGENT_IDS, DOUBLE_SECRET } from '../src/protocol/double.js';
 import { shutdownBridge } from '../src/capabilities/common/sync.js';
+import { CALL_DEADLINE, type CapabilityContext } from '../src/capabilities/types.js';
+import { DEFAULT_PROTOCOL_TIMEOUT_MS } from '../src/protocol/capability.js';
 import { startDoubleThread } from './helpers/double-thread.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 
@@ -596,4 +599,39 @@ t.test('the C SDK wrappers (berm_protocol.h) against the door', async (t) => {
   );
   const r = h.invoke('sdk', Buffer.from('s'), { capabilities: readOnly });
   t.match(r, { status: 'failed', message: /send refused: .*the invocation carries no agent/ });
+});
+
+t.test("a daemon that never answers costs a call its deadline, not the door's timeout", async (t) => {
+  // accepts (the kernel completes the handshake) and reads, never answers
+  const mute = net.createServer((s) => s.on('data', () => {}));
+  await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
+  t.teardown(() => mute.close());
+  const port = (mute.address() as net.AddressInfo).port;
+  const ping = PROTOCOL_CAPABILITIES.find((c) => c.name === 'protocol:read')!.calls[
+    'crabtalk.protocol.ping'
+  ]!;
+  const ctxOf = (limits: Record<string, number> = {}): CapabilityContext => ({
+    harness: 'h',
+    grant: {},
+    depth: 0,
+    granted: ['protocol:read'],
+    authority: AUTH,
+    limits,
+  });
+  t.teardown(() => configureProtocol({}));
+  // the bridge worker and its job module loaded first: start-up is not what is measured here
+  configureProtocol({ endpoint: dbl.endpoint, log: null });
+  t.ok('fields' in ping([], ctxOf()), 'the double answers a ping');
+  configureProtocol({ endpoint: `127.0.0.1:${port}`, timeoutMs: DEFAULT_PROTOCOL_TIMEOUT_MS, log: null });
+  const t0 = Date.now();
+  const r = ping([], ctxOf({ [CALL_DEADLINE]: t0 + 1000 }));
+  const waited = Date.now() - t0;
+  t.match(r, {
+    error:
+      /^crabtalk\.protocol\.ping: ping: the call's deadline passed while waiting for the agent daemon \(waited \d+ ms: /,
+  });
+  // the door's own timeout is 10 s; the deadline cut it (generous bound for a loaded machine)
+  t.ok(waited < DEFAULT_PROTOCOL_TIMEOUT_MS - 1000, `returned after ${waited} ms`);
+  configureProtocol({ endpoint: dbl.endpoint, log: null });
+  t.ok('fields' in ping([], ctxOf({ [CALL_DEADLINE]: Date.now() + 30_000 })), 'the next call goes through');
 });

@@ -5,7 +5,9 @@
 import t from 'tap';
 import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
-import { storageCapability } from '../src/capabilities/storage/index.js';
+import pg from 'pg';
+import { STORAGE_PG_TIMEOUT_MS, storageCapability } from '../src/capabilities/storage/index.js';
+import { CALL_DEADLINE } from '../src/capabilities/types.js';
 import { shutdownBridge } from '../src/capabilities/common/sync.js';
 import { ctx, F, okText } from './helpers/cap-util.js';
 import { freshDatabase } from './helpers/pg.js';
@@ -74,4 +76,32 @@ t.test('an unreachable database refuses the call with the reason', async (t) => 
   const down = ctx({ database: 'postgres://nobody@127.0.0.1:1/none' }, { harness: 'h' });
   t.match(call['berm.get']!(F('k'), down), { refused: /^berm\.get: PostgreSQL: .*ECONNREFUSED/ });
   t.match(call['berm.set']!(F('k', 'v'), down), { refused: /^berm\.set: PostgreSQL: .*ECONNREFUSED/ });
+});
+
+t.test("a call waiting on PostgreSQL ends at the call's deadline, not the store's timeout", async (t) => {
+  const url = await freshDatabase(t);
+  if (url === null) return;
+  const h = ctx({ database: url }, { harness: 'h' });
+  t.same(call['berm.set']!(F('k', 'v1'), h), { fields: [] }, 'the bridge and the table are ready');
+  // another session holds the harness's quota lock: a write waits for it as long as it is held
+  const holder = new pg.Client({ connectionString: url });
+  await holder.connect();
+  t.teardown(() => holder.end());
+  await holder.query('BEGIN');
+  await holder.query('SELECT pg_advisory_xact_lock(hashtext($1))', ['berm_kv:h']);
+  const t0 = Date.now();
+  const r = call['berm.set']!(
+    F('k', 'v2'),
+    ctx({ database: url }, { harness: 'h', limits: { [CALL_DEADLINE]: t0 + 1000 } }),
+  );
+  const waited = Date.now() - t0;
+  t.match(r, {
+    refused: /^berm\.set: the call's deadline passed while waiting for PostgreSQL \(waited \d+ ms/,
+  });
+  // the store's own timeout is 10 s; the deadline cut it (generous bound for a loaded machine)
+  t.ok(waited < STORAGE_PG_TIMEOUT_MS - 1000, `returned after ${waited} ms`);
+  await holder.query('ROLLBACK');
+  t.same(okText(call['berm.get']!(F('k'), h)), 'v1', 'the write cut off was rolled back');
+  t.same(call['berm.set']!(F('k', 'v3'), h), { fields: [] }, 'the next call goes through');
+  t.equal(okText(call['berm.get']!(F('k'), h)), 'v3');
 });

@@ -13,14 +13,15 @@
  * check, the scoping, the redaction, the log and the rate limit are one code path.
  *
  * Socket I/O with the agent daemon runs in the synchronous bridge's worker (a worker thread
- * plus Atomics.wait, src/capabilities/common/sync.ts) with a per-call timeout, so a daemon that
- * never answers costs the call its timeout and an error reply, and the guest's thread is not
- * wedged. The daemon's endpoint comes from {@link configureProtocol} or the environment variable
+ * plus Atomics.wait, src/capabilities/common/sync.ts) with a per-call timeout, never past the
+ * guest's call deadline, so a daemon that never answers costs the call at most that and an error
+ * reply, and the guest's thread is not wedged. The daemon's endpoint comes from {@link configureProtocol} or the environment variable
  * BERM_AGENT_DAEMON (`unix:/path`, `/path` or `host:port`), which every worker thread sees.
  */
 import { runSync } from '../capabilities/common/sync.js';
 import { textField, fieldText } from '../wire/fields.js';
 import {
+  callDeadline,
   defineCapability,
   type Capability,
   type CapabilityContext,
@@ -99,15 +100,30 @@ function endpoint(): string | undefined {
   return e && e.trim() !== '' ? e : undefined;
 }
 
-/** The synchronous transport to the daemon at `where` through the bridge worker. */
-export function bridgeTransport(where: string, timeoutMs: number): Transport {
+/**
+ * The synchronous transport to the daemon at `where` through the bridge worker. Each daemon call
+ * gets `timeoutMs`, cut to what is left before `deadline` (ms since the Unix epoch: the guest's
+ * call deadline, CALL_DEADLINE) when one is given; the bridge's worker start-up counts against the
+ * deadline too (common/sync.ts runSync). A call the deadline cut fails with `the call's deadline
+ * passed while waiting for the agent daemon (waited N ms: ...)`.
+ * @param timeoutMs the budget of one daemon call, ms
+ */
+export function bridgeTransport(where: string, timeoutMs: number, deadline?: number): Transport {
   return (request, stream) => {
-    const args: ProtocolCallArgs = { endpoint: where, request, stream, timeoutMs };
-    const r = runSync<ProtocolCallResult>(JOB, 'protocolCall', args, timeoutMs);
-    if (!r.ok) return { ok: false, error: r.error };
-    const v = r.value;
-    if (!v.ok) return { ok: false, error: v.error, ...(v.notConnected ? { notConnected: true } : {}) };
-    return { ok: true, replies: v.replies };
+    const t0 = Date.now();
+    const own =
+      deadline === undefined ? timeoutMs : Math.max(1, Math.min(timeoutMs, Math.floor(deadline - t0)));
+    const args: ProtocolCallArgs = { endpoint: where, request, stream, timeoutMs: own };
+    const r = runSync<ProtocolCallResult>(JOB, 'protocolCall', args, own, deadline);
+    const v: ProtocolCallResult = r.ok ? r.value : { ok: false, error: r.error };
+    if (v.ok) return { ok: true, replies: v.replies };
+    if (deadline !== undefined && Date.now() >= deadline) {
+      return {
+        ok: false,
+        error: `the call's deadline passed while waiting for the agent daemon (waited ${Date.now() - t0} ms: ${v.error})`,
+      };
+    }
+    return { ok: false, error: v.error, ...(v.notConnected ? { notConnected: true } : {}) };
   };
 }
 
@@ -231,7 +247,15 @@ function envOf(ctx: CapabilityContext): DoorEnv {
   const events = config.events ?? eventsFrom(ctx);
   const log = config.log === null ? undefined : (config.log ?? defaultLog);
   return {
-    ...(where ? { transport: bridgeTransport(where, config.timeoutMs ?? DEFAULT_PROTOCOL_TIMEOUT_MS) } : {}),
+    ...(where
+      ? {
+          transport: bridgeTransport(
+            where,
+            config.timeoutMs ?? DEFAULT_PROTOCOL_TIMEOUT_MS,
+            callDeadline(ctx),
+          ),
+        }
+      : {}),
     ...(wakes ? { wakes } : {}),
     ...(events ? { events } : {}),
     ...(log ? { log } : {}),

@@ -15,6 +15,8 @@ import * as path from 'node:path';
 import { runSync } from '../common/sync.js';
 import {
   arity,
+  boundedTimeout,
+  callDeadline,
   defineCapability,
   guarded,
   limitsOf,
@@ -58,16 +60,41 @@ function isPostgresUrl(database: string): boolean {
 // them): each call goes through the synchronous bridge to the job module pg-kv.ts.
 const PG_JOB = new URL(`./pg-kv${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
-/** Longest wait for PostgreSQL on one call, ms; past it the call is refused (the guest goes on). */
+/**
+ * Longest wait for PostgreSQL on one call, ms, and never past the call's deadline (CALL_DEADLINE);
+ * past either the call is refused (the guest goes on).
+ */
 export const STORAGE_PG_TIMEOUT_MS = 10_000;
 
+/**
+ * One request to PostgreSQL through the synchronous bridge, bounded by {@link STORAGE_PG_TIMEOUT_MS}
+ * and by the call's deadline: a database that does not answer in time (down, or a row or the
+ * harness's quota lock held by another session) costs the call at most what is left of its
+ * deadline, and the refusal says so (`the call's deadline passed while waiting for PostgreSQL`).
+ * The job's signal aborts then and the job drops its connection, so the server rolls back a write
+ * cut off mid-transaction.
+ */
 function pgCall(
   name: string,
   job: KvJob,
+  ctx: CapabilityContext,
 ): CapabilityReply | { value: Uint8Array | null | { quotaAfter: number } } {
-  const r = runSync<Uint8Array | null | { quotaAfter: number }>(PG_JOB, 'kv', job, STORAGE_PG_TIMEOUT_MS);
-  if (!r.ok) return { refused: `${name}: PostgreSQL: ${r.error}` };
-  return { value: r.value };
+  const t0 = Date.now();
+  const deadline = callDeadline(ctx);
+  const r = runSync<Uint8Array | null | { quotaAfter: number }>(
+    PG_JOB,
+    'kv',
+    job,
+    boundedTimeout(ctx, STORAGE_PG_TIMEOUT_MS),
+    deadline,
+  );
+  if (r.ok) return { value: r.value };
+  if (deadline !== undefined && Date.now() >= deadline) {
+    return {
+      refused: `${name}: the call's deadline passed while waiting for PostgreSQL (waited ${Date.now() - t0} ms: ${r.error})`,
+    };
+  }
+  return { refused: `${name}: PostgreSQL: ${r.error}` };
 }
 
 function pgUrl(ctx: CapabilityContext): string | null {
@@ -151,7 +178,7 @@ function get(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
   if (bad) return bad;
   const url = pgUrl(ctx);
   if (url !== null) {
-    const r = pgCall('berm.get', { url, op: 'get', harness: ctx.harness, key: fields[0]! });
+    const r = pgCall('berm.get', { url, op: 'get', harness: ctx.harness, key: fields[0]! }, ctx);
     if (!('value' in r)) return r;
     return { fields: r.value instanceof Uint8Array ? [r.value] : [] };
   }
@@ -169,14 +196,18 @@ function set(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
   }
   const url = pgUrl(ctx);
   if (url !== null) {
-    const r = pgCall('berm.set', {
-      url,
-      op: 'set',
-      harness: ctx.harness,
-      key,
-      value,
-      quota: limits.storageQuota,
-    });
+    const r = pgCall(
+      'berm.set',
+      {
+        url,
+        op: 'set',
+        harness: ctx.harness,
+        key,
+        value,
+        quota: limits.storageQuota,
+      },
+      ctx,
+    );
     if (!('value' in r)) return r;
     if (r.value !== null && !(r.value instanceof Uint8Array)) {
       return {
@@ -206,7 +237,7 @@ function del(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
   if (bad) return bad;
   const url = pgUrl(ctx);
   if (url !== null) {
-    const r = pgCall('berm.delete', { url, op: 'delete', harness: ctx.harness, key: fields[0]! });
+    const r = pgCall('berm.delete', { url, op: 'delete', harness: ctx.harness, key: fields[0]! }, ctx);
     return 'value' in r ? { fields: [] } : r;
   }
   storeOf(ctx).del.run(ctx.harness, buf(fields[0]!));

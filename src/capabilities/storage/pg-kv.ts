@@ -42,7 +42,10 @@ export type KvJob =
  * Run one request (bridge entry point).
  * @returns get: the value or null; set: null, or `{quotaAfter}` (bytes the harness would store)
  *   when the quota refuses the write; delete: null
- * @throws pg errors (connection refused, timeout): the capability refuses the call with them
+ * @param signal aborts at the call's deadline or the store's timeout: the connection is closed
+ *   then, so the job ends at once and the server rolls back what it left open
+ * @throws pg errors (connection refused, timeout, the connection closed by the signal): the
+ *   capability refuses the call with them
  */
 export async function kv(
   job: KvJob,
@@ -51,47 +54,64 @@ export async function kv(
   const p = await pool(job.url);
   signal.throwIfAborted();
   const key = Buffer.from(job.key.buffer, job.key.byteOffset, job.key.byteLength);
-  switch (job.op) {
-    case 'get': {
-      const r = await p.query<{ value: Buffer }>(
-        'SELECT value FROM berm_kv WHERE harness = $1 AND key = $2',
-        [job.harness, key],
-      );
-      const v = r.rows[0]?.value;
-      return v ? new Uint8Array(v) : null;
-    }
-    case 'delete':
-      await p.query('DELETE FROM berm_kv WHERE harness = $1 AND key = $2', [job.harness, key]);
-      return null;
-    case 'set': {
-      const value = Buffer.from(job.value.buffer, job.value.byteOffset, job.value.byteLength);
-      const c = await p.connect();
-      try {
-        await c.query('BEGIN');
-        await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`berm_kv:${job.harness}`]);
-        const used = await c.query<{ used: string; old: string }>(
-          `SELECT COALESCE(SUM(length(key) + length(value)), 0) AS used,
-                  COALESCE(SUM(length(key) + length(value)) FILTER (WHERE key = $2), 0) AS old
-           FROM berm_kv WHERE harness = $1`,
+  const c = await p.connect();
+  // The caller gives up at the call's deadline (the signal): close the connection at once, so a
+  // query waiting on a lock or a slow server ends now, and the server, finding the connection
+  // gone, rolls back a transaction this job left open. (Client.end would wait for the server's
+  // reply to its Terminate message, which a backend waiting on a lock does not read.)
+  let dropped = false;
+  const drop = () => {
+    dropped = true;
+    c.on('error', () => {}); // the closed connection's error goes to the query waiting on it
+    (c as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+  };
+  signal.addEventListener('abort', drop, { once: true });
+  try {
+    signal.throwIfAborted();
+    switch (job.op) {
+      case 'get': {
+        const r = await c.query<{ value: Buffer }>(
+          'SELECT value FROM berm_kv WHERE harness = $1 AND key = $2',
           [job.harness, key],
         );
-        const after = Number(used.rows[0]!.used) - Number(used.rows[0]!.old) + key.length + value.length;
-        if (after > job.quota) {
-          await c.query('ROLLBACK');
-          return { quotaAfter: after };
-        }
-        await c.query(
-          'INSERT INTO berm_kv (harness, key, value) VALUES ($1, $2, $3) ON CONFLICT (harness, key) DO UPDATE SET value = EXCLUDED.value',
-          [job.harness, key, value],
-        );
-        await c.query('COMMIT');
+        const v = r.rows[0]?.value;
+        return v ? new Uint8Array(v) : null;
+      }
+      case 'delete':
+        await c.query('DELETE FROM berm_kv WHERE harness = $1 AND key = $2', [job.harness, key]);
         return null;
-      } catch (e) {
-        await c.query('ROLLBACK').catch(() => {});
-        throw e;
-      } finally {
-        c.release();
+      case 'set': {
+        const value = Buffer.from(job.value.buffer, job.value.byteOffset, job.value.byteLength);
+        try {
+          await c.query('BEGIN');
+          await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`berm_kv:${job.harness}`]);
+          const used = await c.query<{ used: string; old: string }>(
+            `SELECT COALESCE(SUM(length(key) + length(value)), 0) AS used,
+                    COALESCE(SUM(length(key) + length(value)) FILTER (WHERE key = $2), 0) AS old
+             FROM berm_kv WHERE harness = $1`,
+            [job.harness, key],
+          );
+          const after = Number(used.rows[0]!.used) - Number(used.rows[0]!.old) + key.length + value.length;
+          if (after > job.quota) {
+            await c.query('ROLLBACK');
+            return { quotaAfter: after };
+          }
+          await c.query(
+            'INSERT INTO berm_kv (harness, key, value) VALUES ($1, $2, $3) ON CONFLICT (harness, key) DO UPDATE SET value = EXCLUDED.value',
+            [job.harness, key, value],
+          );
+          await c.query('COMMIT');
+          return null;
+        } catch (e) {
+          if (!dropped) await c.query('ROLLBACK').catch(() => {});
+          throw e;
+        }
       }
     }
+    throw new Error(`unknown storage operation ${(job as { op: string }).op}`);
+  } finally {
+    signal.removeEventListener('abort', drop);
+    // a dropped connection leaves the pool with its client
+    c.release(dropped ? new Error('the call gave up on this connection') : undefined);
   }
 }
