@@ -2,9 +2,9 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cacheKey, WasmCache } from '../src/cache/cache.js';
+import { cacheKey, defaultCacheDir, WasmCache } from '../src/cache/cache.js';
 import { readElf } from '../src/elf/reader.js';
 import { restoreImage, summarizeImage } from '../src/elf/summary.js';
 import { Engine } from '../src/engine/engine.js';
@@ -244,4 +244,29 @@ t.test('putLater: written after the turn or at exit; this process sees it at onc
     },
   );
   t.same(cache.get(cacheKey(['at exit'])), new Uint8Array([9, 9]), 'written by the exit hook');
+});
+
+t.test('the default directory: $BERM_CACHE_DIR, $XDG_CACHE_HOME/berm, else ~/.cache/berm', (t) => {
+  const saved = { ...process.env };
+  t.teardown(() => {
+    for (const k of ['BERM_CACHE_DIR', 'XDG_CACHE_HOME', 'HOME']) {
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
+    }
+  });
+  process.env.BERM_CACHE_DIR = '/tmp/berm-explicit';
+  t.equal(defaultCacheDir(), '/tmp/berm-explicit');
+  delete process.env.BERM_CACHE_DIR;
+  process.env.XDG_CACHE_HOME = '/tmp/xdg';
+  t.equal(defaultCacheDir(), '/tmp/xdg/berm');
+  delete process.env.XDG_CACHE_HOME;
+  process.env.HOME = '/tmp/some-home';
+  // os.homedir() answers $HOME when it is set: the same directory either way
+  t.equal(defaultCacheDir(), join(homedir(), '.cache', 'berm'));
+  t.equal(defaultCacheDir(), '/tmp/some-home/.cache/berm');
+  // without $HOME, os.homedir() reads the password database
+  delete process.env.HOME;
+  t.not(homedir(), '');
+  t.equal(defaultCacheDir(), join(homedir(), '.cache', 'berm'));
+  t.end();
 });

@@ -16,7 +16,7 @@ import {
   listText,
   shortDigest,
 } from '../src/cli/commands/daemon-verbs.js';
-import { parseAt, parseDelay, wakesText } from '../src/cli/commands/wake-client.js';
+import { parseAt, parseDelay, untilText, wakesText } from '../src/cli/commands/wake-client.js';
 import type { Io } from '../src/cli/context.js';
 import { runCli } from '../src/cli/program.js';
 
@@ -163,6 +163,13 @@ t.test('delays, due times and listings', async (t) => {
     harnessText({ name: 'e', digest: 'd', granted: { capabilities: [] }, tools: [] }),
     'grant args',
     'no arguments, no row',
+  );
+  t.same(
+    [-5000, 0, 1499, 119_000, 120_000, 4_106_000, 7_199_000, 7_200_000, 172_799_000, 172_800_000].map(
+      untilText,
+    ),
+    ['0s', '0s', '1s', '119s', '2m', '68m', '120m', '2h', '48h', '2d'],
+    'the time until due in the units wake add --in takes',
   );
   t.equal(wakesText([]), 'no wakes pending\n');
   t.equal(

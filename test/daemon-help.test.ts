@@ -1,8 +1,10 @@
 // `bermd --help` against docs/daemon.md's settings table: every flag the table documents is an
 // option, and the help names the flag's environment variable (the table's env column), so an
-// operator reading either finds the same knobs.
-import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+// operator reading either finds the same knobs. An address in use stops the boot with the fix.
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { ROOT } from './helpers/fixtures.js';
@@ -22,4 +24,31 @@ t.test('bermd --help names every flag and environment variable of docs/daemon.md
     t.match(help, env!, `${flag}: its env ${env} is named`);
   }
   t.notMatch(help, '(default: [])', 'no empty-list default shown');
+});
+
+t.test('an address in use: exit 1, the error and what to do', async (t) => {
+  const held = createServer();
+  await new Promise<void>((r) => held.listen(0, '127.0.0.1', r));
+  t.teardown(() => held.close());
+  const port = (held.address() as AddressInfo).port;
+  const root = mkdtempSync(join(tmpdir(), 'berm-bermd-inuse-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bin', 'bermd.js'), '--root', root, '--addr', `127.0.0.1:${port}`],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  let err = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  const code = await new Promise<number | null>((r) => child.on('exit', r));
+  clearTimeout(timer);
+  t.equal(code, 1, err);
+  t.match(
+    err,
+    `cannot start: listen EADDRINUSE: address already in use 127.0.0.1:${port}; another process listens there`,
+  );
+  t.match(err, 'choose another --addr (port 0 picks a free one)');
 });

@@ -101,6 +101,12 @@ try {
     log(`refusing to start: ${e.message}`);
     process.exit(2);
   }
-  log(`cannot start: ${e instanceof Error ? e.message : String(e)}`);
+  const inUse = (e as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE';
+  log(
+    `cannot start: ${e instanceof Error ? e.message : String(e)}` +
+      (inUse
+        ? '; another process listens there: stop it, or choose another --addr (port 0 picks a free one)'
+        : ''),
+  );
   process.exit(1);
 }

@@ -26,6 +26,7 @@ import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
 import { enableBranchHints, enableWasmInlining } from './v8-flags.js';
 import { warmWrapperCompiler } from './warmup.js';
+import { monotonicMs } from '../util/clock.js';
 
 // before any module is compiled: the optimising tier's branch hints and V8's Wasm inlining (see
 // v8-flags.ts)
@@ -253,7 +254,7 @@ export class Engine {
    *   the result (naming the guest function where it can).
    */
   async compile(source: Uint8Array | string): Promise<GuestModule> {
-    const t0 = performance.now();
+    const t0 = monotonicMs();
     const bytes = typeof source === 'string' ? readBytes(source) : source;
     // the cached module first: it carries the image's summary (imageOf), so a warm compile reads
     // one cache entry; a malformed ELF throws in imageOf (it has no cached module)
@@ -282,7 +283,7 @@ export class Engine {
     const found = findSummary(wasm);
     const image = this.imageOf(bytes, found);
     const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
-    const c0 = performance.now();
+    const c0 = monotonicMs();
     let compiled: WebAssembly.Module;
     try {
       compiled = new WebAssembly.Module(wasm);
@@ -290,7 +291,7 @@ export class Engine {
       this.cache?.delete(key);
       return null;
     }
-    const c1 = performance.now();
+    const c1 = monotonicMs();
     return new GuestModule(this, image, layout, compiled, {
       tier,
       cached: true,
@@ -346,7 +347,7 @@ export class Engine {
       throw new TranslateError(`translation failed: ${e instanceof Error ? e.message : String(e)}`);
     }
     const wasm = t.wasm;
-    const c0 = performance.now();
+    const c0 = monotonicMs();
     let compiled: WebAssembly.Module;
     try {
       compiled = new WebAssembly.Module(wasm);
@@ -354,7 +355,7 @@ export class Engine {
       this.cache?.delete(key);
       throw refusedByV8(image, e);
     }
-    const c1 = performance.now();
+    const c1 = monotonicMs();
     // written after the caller's turn (WasmCache.putLater): the caller is waiting to make a call
     this.cache?.putLater(key, () => this.withSummary(bytes, image, wasm));
     return new GuestModule(this, image, layout, compiled, {

@@ -18,6 +18,7 @@ import type { GuestModule } from './engine.js';
 import type { HostCall, HostFunction } from './host.js';
 import type { HostTable } from './linker.js';
 import { WasmGuestMemory } from './memory.js';
+import { monotonicMs } from '../util/clock.js';
 import {
   BadIndirectTarget,
   Breakpoint,
@@ -349,7 +350,7 @@ export class Instance {
     const own = this.interruptFlag;
     if (own ? Atomics.load(own, 0) !== 0 : this.module.engine.interruptHandle.take())
       throw this.at(new Interrupted(), pc);
-    if (performance.now() > this.deadline) throw this.at(new Interrupted('deadline passed'), pc);
+    if (monotonicMs() > this.deadline) throw this.at(new Interrupted('deadline passed'), pc);
     const fuel = this.fuel;
     if (fuel.left <= 0) throw this.at(new OutOfFuel(fuel.budget), pc);
     const grant = Math.min(FUEL_SLICE, fuel.left);
@@ -398,7 +399,7 @@ export class Instance {
     if (this.running) throw new Error('instance is already running (host functions must not re-enter it)');
     const a = new Array<bigint>(8).fill(0n);
     args.forEach((v, i) => (a[i] = BigInt.asIntN(64, BigInt(v))));
-    this.deadline = this.opts.timeoutMs === undefined ? Infinity : performance.now() + this.opts.timeoutMs;
+    this.deadline = this.opts.timeoutMs === undefined ? Infinity : monotonicMs() + this.opts.timeoutMs;
     // an interrupt aimed at an earlier run that had already finished must not hit this one
     if (this.interruptFlag === null) this.module.engine.interruptHandle.take();
     this.running = true;

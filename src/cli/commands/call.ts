@@ -20,6 +20,7 @@ import {
   type GlobalOptions,
 } from '../context.js';
 import type { CliContext } from '../program.js';
+import { monotonicMs } from '../../util/clock.js';
 
 /**
  * An extension of `call` (e.g. `--config harnesses.toml` granting capabilities): it may add
@@ -122,9 +123,9 @@ export function registerCall(program: Command, ctx: CliContext, extensions: Call
           for (const e of extensions) {
             if (e.invokeOptions) invoke = { ...invoke, ...(await e.invokeOptions(g, harness, file)) };
           }
-          const t0 = performance.now();
+          const t0 = monotonicMs();
           const result = harness.invoke(tool, argInput, invoke);
-          if (g.verbose) io.err(`berm: ${tool} ran in ${(performance.now() - t0).toFixed(1)} ms\n`);
+          if (g.verbose) io.err(`berm: ${tool} ran in ${(monotonicMs() - t0).toFixed(1)} ms\n`);
           return result;
         }
       },

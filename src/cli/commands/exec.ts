@@ -17,6 +17,7 @@ import {
   readInputFile,
 } from '../context.js';
 import type { CliContext } from '../program.js';
+import { monotonicMs } from '../../util/clock.js';
 
 const MIN = -(1n << 63n);
 const MAX = (1n << 64n) - 1n;
@@ -90,7 +91,7 @@ export function registerExec(program: Command, ctx: CliContext): void {
           };
           for (const [name, fn] of basicHostFunctions(module, log)) linker.define(name, fn);
           const inst = linker.instantiate(module, { fuel: g.fuel, timeoutMs: callTimeoutOf(g) });
-          const t0 = performance.now();
+          const t0 = monotonicMs();
           let a0: bigint;
           let a1: bigint;
           try {
@@ -98,7 +99,7 @@ export function registerExec(program: Command, ctx: CliContext): void {
           } finally {
             reportDropped();
           }
-          if (g.verbose) io.err(`berm: ${symbol} ran in ${(performance.now() - t0).toFixed(1)} ms\n`);
+          if (g.verbose) io.err(`berm: ${symbol} ran in ${(monotonicMs() - t0).toFixed(1)} ms\n`);
           io.out(
             g.json
               ? JSON.stringify({ status: 'ok', symbol, a0: hex64(a0), a1: hex64(a1) }) + '\n'

@@ -44,6 +44,18 @@ export function parseAt(text: string): number {
   return t;
 }
 
+/**
+ * A time until due in the units `wake add --in` takes: whole seconds below 2 minutes, then
+ * minutes below 2 hours, hours below 2 days, then days (`45s`, `68m`, `5h`, `3d`; past = `0s`).
+ */
+export function untilText(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 120 * 60) return `${Math.round(s / 60)}m`;
+  if (s < 48 * 3600) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86400)}d`;
+}
+
 /** Text of `berm wake ls`. */
 export function wakesText(ws: WakeInfo[], now = Date.now()): string {
   if (ws.length === 0) return 'no wakes pending\n';
@@ -53,7 +65,7 @@ export function wakesText(ws: WakeInfo[], now = Date.now()): string {
   for (const w of ws) {
     const due = Number(w.due_at);
     const when = Number.isFinite(due) ? new Date(due).toISOString() : String(w.due_at);
-    const inS = Number.isFinite(due) ? `${Math.max(0, Math.round((due - now) / 1000))}s` : '?';
+    const inS = Number.isFinite(due) ? untilText(due - now) : '?';
     const payload = String(w.payload ?? '');
     const shown =
       payload.length > 40 ? JSON.stringify(payload.slice(0, 37) + '...') : JSON.stringify(payload);
