@@ -3,18 +3,26 @@
  * the ELF bytes, the translator version and the options; written atomically (temp file + rename)
  * so concurrent compilers of one image are safe; each entry carries a header with its length and
  * sha256, so a corrupt or truncated entry is detected and treated as a miss.
+ *
+ * The directory may be writable by others (a shared cache, a hostile user), so nothing found at an
+ * entry's name is trusted: it is read only when it is a regular file of a bounded size, opened
+ * without following a symlink and without blocking ({@link readEntry}); every file the cache
+ * writes (entries and labels) replaces what stood at its name by a rename, never writing through
+ * it; and only files and links are removed, never a directory.
  */
 // crypto.hash (one-shot) rather than createHash: ~0.2 ms less per digest in a fresh process, where a
 // warm compile computes three (the ELF, the key, the entry)
 import { hash, randomBytes } from 'node:crypto';
 import {
   accessSync,
+  closeSync,
   constants,
+  fstatSync,
+  lstatSync,
+  openSync,
   readdirSync,
-  readFileSync,
+  readSync,
   renameSync,
-  rmSync,
-  statSync,
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -29,6 +37,82 @@ import { utf8 } from '../util/utf8.js';
  */
 const MAGIC = 'BERMWC02';
 const HEADER = MAGIC.length + 16 + 64;
+
+/**
+ * The largest entry read, in bytes: a header and 1 GiB, V8's limit on the size of a Wasm module
+ * (wasm-limits.h `kV8MaxWasmModuleSize`), so no entry a compile could use is refused. An image
+ * summary describes an image that fits a guest memory of at most 1 GiB, with far fewer bytes. A
+ * larger file is damaged (a sparse file costs its writer nothing; reading it would cost seconds
+ * and its size in memory) and is removed unread.
+ */
+const MAX_ENTRY_BYTES = HEADER + 2 ** 30;
+
+/** The largest label read (`<key>.json`): a path of at most PATH_MAX (4096) bytes escaped as JSON. */
+const MAX_LABEL_BYTES = 64 * 1024;
+
+/**
+ * How an entry is opened: read-only, without blocking (a FIFO then opens at once and is refused
+ * by its type, instead of waiting for a writer forever), and without following a symlink at its
+ * name (fails with ELOOP). The cache never makes a symlink (it renames regular files into place),
+ * so one is not an entry; following it would open whatever path its maker chose, and opening
+ * some devices acts (a tape rewinds, a watchdog arms) before any type check could refuse it. A
+ * legitimate link costs one translation, whose entry then replaces the link. O_NOCTTY: a terminal
+ * device found there never becomes the process's controlling terminal. Flags absent on a platform
+ * (O_NOFOLLOW on Windows) are 0.
+ */
+const OPEN_ENTRY =
+  constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0) | (constants.O_NOCTTY ?? 0);
+
+/**
+ * What {@link readEntry} found at a path: the bytes of a regular file; `absent` when nothing could
+ * be opened (no such file, a symlink, no permission); `foreign` when it is not a regular file (a
+ * FIFO, socket, device or directory: never made by the cache, so left where it is); `oversize`
+ * when it is a regular file larger than the bound (damaged).
+ */
+type EntryRead = Buffer | 'absent' | 'foreign' | 'oversize';
+
+/**
+ * Read a file of the cache through one descriptor: open ({@link OPEN_ENTRY}), fstat, accept only
+ * a regular file of at most `max` bytes, read it, close. The same system calls as readFileSync
+ * (open, fstat, read, close), which would instead wait forever on a FIFO and read a device such as
+ * /dev/zero without end. A file shortened while read yields the bytes read (its header check then
+ * fails). Input files named by a user are read by src/util/read-file.ts, which follows links and
+ * explains its refusals; a cache entry is only ever a hit or a miss.
+ * @param max the largest size accepted, in bytes
+ */
+function readEntry(path: string, max: number): EntryRead {
+  let fd: number;
+  try {
+    fd = openSync(path, OPEN_ENTRY);
+  } catch {
+    return 'absent';
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return 'foreign';
+    if (st.size > max) return 'oversize';
+    const buf = Buffer.allocUnsafe(st.size);
+    let pos = 0;
+    for (let n = 1; n !== 0 && pos < buf.length; pos += n) n = readSync(fd, buf, pos, buf.length - pos, null);
+    return pos === buf.length ? buf : buf.subarray(0, pos);
+  } catch {
+    return 'absent';
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Remove a file or link of the cache (never a directory, never what a link points to); absent or
+ * not removable is not an error.
+ */
+function removeFile(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // absent, a directory (not the cache's to remove), or not permitted
+  }
+}
 
 /**
  * The user's home directory: $HOME, as `os.homedir()` answers when it is set, else what
@@ -131,25 +215,23 @@ export class WasmCache {
 
   /**
    * The cached bytes of `kind` (a Wasm binary, or an image summary kept beside it), or null when
-   * absent, unreadable, truncated or corrupt (a corrupt entry is removed).
+   * absent, unreadable, truncated, corrupt or larger than {@link MAX_ENTRY_BYTES} (such an entry
+   * is removed), or when something other than a regular file stands at its name (a symlink, FIFO,
+   * device or directory: left alone, see {@link readEntry}). Never blocks on what it finds.
    */
   get(key: string, kind: EntryKind = 'wasm'): Uint8Array | null {
     this.flush();
     const p = this.path(key, kind);
-    let buf: Buffer;
-    try {
-      buf = readFileSync(p);
-    } catch {
-      return null;
-    }
-    if (buf.length >= HEADER) {
+    const buf = readEntry(p, MAX_ENTRY_BYTES);
+    if (buf === 'absent' || buf === 'foreign') return null;
+    if (buf !== 'oversize' && buf.length >= HEADER) {
       // plain views: Buffer's own subarray is JavaScript, run for the first time here
       const head = new Uint8Array(buf.buffer, buf.byteOffset, HEADER);
       const body = new Uint8Array(buf.buffer, buf.byteOffset + HEADER, buf.length - HEADER);
       if (utf8(head) === header(body)) return body;
     }
     if (kind === 'wasm') this.delete(key);
-    else rmSync(p, { force: true });
+    else removeFile(p);
     return null;
   }
 
@@ -204,11 +286,20 @@ export class WasmCache {
   }
 
   private write(key: string, wasm: Uint8Array, kind: EntryKind): boolean {
-    const p = this.path(key, kind);
+    return this.replace(this.path(key, kind), Buffer.concat([Buffer.from(header(wasm)), wasm]));
+  }
+
+  /**
+   * Put `bytes` at `p` as a new file renamed into place: whatever stood there (an older file, a
+   * FIFO, a symlink) is replaced, never written through; a directory there makes it fail.
+   * @returns whether it was written (errors are swallowed: a cache is optional)
+   */
+  private replace(p: string, bytes: Uint8Array | string): boolean {
+    // a name nobody can guess, created exclusively: not a link or FIFO someone placed first
     const tmp = `${p}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
     try {
       ensureDirectory(this.dir);
-      writeFileSync(tmp, Buffer.concat([Buffer.from(header(wasm)), wasm]));
+      writeFileSync(tmp, bytes, { flag: 'wx' });
       renameSync(tmp, p);
       return true;
     } catch {
@@ -244,27 +335,25 @@ export class WasmCache {
     this.flush();
     const p = `${this.path(key).slice(0, -'.wasm'.length)}.json`;
     const text = JSON.stringify(label);
-    try {
-      // a run from the cache usually finds its label written: reading it is cheaper than a write
-      if (readFileSync(p, 'utf8') === text) return;
-    } catch {
-      // absent: written below
-    }
-    try {
-      writeFileSync(p, text);
-    } catch {
-      // the label only helps `cache ls`
-    }
+    // a run from the cache usually finds its label written: reading it is cheaper than a write
+    const found = readEntry(p, MAX_LABEL_BYTES);
+    if (typeof found !== 'string' && utf8(found) === text) return;
+    // the label only helps `cache ls`: not written is not an error
+    this.replace(p, text);
   }
 
-  /** Remove one entry (and its label), if present. */
+  /** Remove one entry (and its label), if present; a directory at either name is left alone. */
   delete(key: string): void {
     this.flush();
-    rmSync(this.path(key), { force: true });
-    rmSync(`${this.path(key).slice(0, -'.wasm'.length)}.json`, { force: true });
+    removeFile(this.path(key));
+    removeFile(`${this.path(key).slice(0, -'.wasm'.length)}.json`);
   }
 
-  /** Entries, newest first. */
+  /**
+   * Entries, newest first: the regular files named `<key>.wasm` (a link or anything else at such
+   * a name is no entry, see {@link readEntry}), each with its label when that is a regular file
+   * holding one.
+   */
   list(): CacheEntry[] {
     this.flush();
     let names: string[];
@@ -278,10 +367,12 @@ export class WasmCache {
       const m = /^([0-9a-f]{64})\.wasm$/.exec(n);
       if (!m) continue;
       try {
-        const st = statSync(join(this.dir, n));
+        const st = lstatSync(join(this.dir, n));
+        if (!st.isFile()) continue;
         let label: CacheLabel | undefined;
+        const text = readEntry(join(this.dir, `${m[1]}.json`), MAX_LABEL_BYTES);
         try {
-          label = JSON.parse(readFileSync(join(this.dir, `${m[1]}.json`), 'utf8')) as CacheLabel;
+          label = typeof text === 'string' ? undefined : (JSON.parse(utf8(text)) as CacheLabel);
         } catch {
           label = undefined;
         }
@@ -293,7 +384,11 @@ export class WasmCache {
     return out.sort((a, b) => b.modified.getTime() - a.modified.getTime());
   }
 
-  /** Remove every entry (and stale temp files). @returns how many entries were removed. */
+  /**
+   * Remove every entry (and stale temp files and labels): each file or link at a name of the
+   * cache's, never a directory (left alone) or what a link points to.
+   * @returns how many entries (`.wasm` names) were removed.
+   */
   clear(): number {
     this.flush();
     let n = 0;
@@ -304,9 +399,13 @@ export class WasmCache {
       return 0;
     }
     for (const name of names) {
-      if (/^[0-9a-f]{64}\.((wasm|image)(\.tmp-.*)?|json)$/.test(name)) {
-        rmSync(join(this.dir, name), { force: true });
-        if (name.endsWith('.wasm')) n++;
+      if (/^[0-9a-f]{64}\.((wasm|image|json)(\.tmp-.*)?)$/.test(name)) {
+        try {
+          unlinkSync(join(this.dir, name));
+          if (name.endsWith('.wasm')) n++;
+        } catch {
+          // a directory, removed meanwhile, or not permitted
+        }
       }
     }
     return n;

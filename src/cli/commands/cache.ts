@@ -13,7 +13,7 @@ export function registerCache(program: Command, ctx: CliContext): void {
     );
   cache
     .command('ls')
-    .description('list cache entries, newest first, with the ELF each came from')
+    .description('list cache entries (regular files only), newest first, with the ELF each came from')
     .action((_opts: unknown, cmd: Command) =>
       ctx.run(cmd, () => {
         const g = ctx.globals(cmd);
@@ -42,7 +42,7 @@ export function registerCache(program: Command, ctx: CliContext): void {
     );
   cache
     .command('clear')
-    .description('remove every cache entry')
+    .description('remove every cache entry (unlinks files and links with entry names; never a directory)')
     .action((_opts: unknown, cmd: Command) =>
       ctx.run(cmd, () => {
         const g = ctx.globals(cmd);
