@@ -216,6 +216,29 @@ t.test('usage errors and an unreachable daemon', async (t) => {
     [['wake', 'add', 'echo', '--host', host], /exactly one of --in DELAY and --at TIME/],
     [['wake', 'add', 'echo', '--in', '5s', '--at', '1', '--host', host], /exactly one of --in/],
     [['wake', 'add', 'echo', '--in', 'soon'], /expected a delay/],
+    // the local-only options are refused, not dropped (the daemon arms one wake per request)
+    [
+      ['wake', 'add', 'echo', '--in', '5s', '--count', '3', '--host', host],
+      /wake add: --count works only with --state DIR/,
+    ],
+    [
+      [
+        'wake',
+        'add',
+        'echo',
+        '--in',
+        '5s',
+        '--count',
+        '3',
+        '--spread',
+        '100',
+        '--config',
+        'x.toml',
+        '--host',
+        host,
+      ],
+      /wake add: --count, --spread, --config work only with --state DIR/,
+    ],
     [['invoke', 'echo'], /missing required argument 'tool'/],
     [
       ['wake', 'ls', '--state', TMP, '--host', host],
