@@ -386,6 +386,8 @@ t.test('new scaffolds a harness through scripts/new-harness', async (t) => {
     t.ok(existsSync(join(dir, 'demo_tool.c')));
     const again = await berm(['new', join(TMP, 'not a name')]);
     t.equal(again.code, 2);
+    t.match(again.stderr, "'not a name' is not a valid C identifier");
+    t.match(again.stderr, "name the folder 'not_a_name'", 'the message proposes a name that works');
   } else {
     t.equal(r.code, 4);
     t.match(r.stderr, /scaffold script/);
