@@ -204,3 +204,53 @@ t.test('arguments too deep or too large for a tool call: clear refusals over HTT
   const ok = await d.req('/harnesses/e/tools/echo', { method: 'POST', body: '{"k":1}' });
   t.same(await ok.json(), { done: '{"k":1}' }, 'bermd carries on');
 });
+
+t.test('GET /wakes answers a bounded page of a large due-set, with the total pending', async (t) => {
+  // a harness with the schedule grant can fill the due-set (millions of wakes, 64 KiB of payload
+  // each); listing it whole would build gigabytes on the serving thread
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal(
+    (await d.req('/harnesses/qg', { method: 'PUT', body: elf('test/data/queue-guest.elf') })).status,
+    200,
+  );
+  const base = Date.now() + 3_600_000;
+  for (let i = 0; i < 1001; i += 50) {
+    await Promise.all(
+      Array.from({ length: Math.min(50, 1001 - i) }, (_, k) =>
+        d
+          .req('/wakes', {
+            method: 'POST',
+            body: JSON.stringify({ harness: 'qg', at: base + i + k, id: `w${i + k}`, payload: 'p' }),
+          })
+          .then((r) => r.status),
+      ),
+    ).then((s) =>
+      t.same(
+        s.filter((x) => x !== 201),
+        [],
+        `wakes ${i}.. armed`,
+      ),
+    );
+  }
+  type Page = { wakes: { id: string }[]; pending: number; truncated?: boolean };
+  const all = (await (await d.req('/wakes')).json()) as Page;
+  t.equal(all.wakes.length, 1000, 'the default page');
+  t.equal(all.pending, 1001);
+  t.equal(all.truncated, true);
+  t.equal(all.wakes[0]!.id, 'w0', 'earliest first');
+  const two = (await (await d.req('/wakes?limit=2')).json()) as Page;
+  t.same(
+    two.wakes.map((w) => w.id),
+    ['w0', 'w1'],
+  );
+  for (const bad of ['0', '10001', 'abc', '1.5', '-1']) {
+    const r = await d.req(`/wakes?limit=${bad}`);
+    t.equal(r.status, 400, `limit=${bad}`);
+    t.match(((await r.json()) as { error: string }).error, /limit must be a whole number from 1 to 10000/);
+  }
+  t.notOk(
+    ((await (await d.req('/wakes?limit=10000')).json()) as Page).truncated,
+    'all of them in one page at the largest limit',
+  );
+});
