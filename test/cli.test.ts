@@ -249,10 +249,11 @@ t.test('call: bad input exits 2 without a stack trace', async (t) => {
 
   const schema = await berm([...C, 'call', TEXT, 'stats', '{"values":"many"}']);
   t.equal(schema.code, 2);
-  t.match(schema.stderr, /do not match the parameters of stats/);
+  t.match(schema.stderr, /do not match the parameters of stats: \/values: must be array/);
   const missing = await berm([...C, 'call', TEXT, 'stats', '{"nope":1}']);
   t.equal(missing.code, 2, 'a required property is missing');
-  t.match(missing.stderr, /values/);
+  // worded as bermd and MCP word it (docs/daemon.md): the property's path, then the problem
+  t.match(missing.stderr, /parameters of stats: \/values: must have required property 'values'/);
 
   const elf = await berm([...C, 'call', truncated, 'stats']);
   t.equal(elf.code, 2);

@@ -11,7 +11,7 @@ import type { ValidateFunction } from 'ajv';
 import { ElfError } from '../elf/reader.js';
 import { readElf } from '../elf/reader.js';
 import { ManifestError, parseManifest, type Manifest } from '../harness/manifest.js';
-import { DEFAULT_CALL_LIMITS, Harness, TOOL_PREFIX } from '../harness/harness.js';
+import { DEFAULT_CALL_LIMITS, describeArgError, Harness, TOOL_PREFIX } from '../harness/harness.js';
 import type { Backend, DeployGrant } from './backend.js';
 import type { Grants } from './grants.js';
 import { HttpError } from './http.js';
@@ -292,13 +292,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
       throw tooDeep(harness, tool, e);
     }
     if (!valid) {
-      const why = (v.errors ?? [])
-        .map((e) => {
-          const missing = (e.params as { missingProperty?: string }).missingProperty;
-          const where = missing !== undefined ? `${e.instancePath}/${missing}` : e.instancePath || '/';
-          return `${where}: ${e.message}`;
-        })
-        .join('; ');
+      const why = (v.errors ?? []).map(describeArgError).join('; ');
       throw new HttpError(400, `arguments do not match the parameters of ${harness}.${tool}: ${why}`);
     }
     return text;
