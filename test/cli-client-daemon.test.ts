@@ -268,7 +268,7 @@ t.test('wake add|ls|rm reach /wakes', async (t) => {
   t.equal(list[0].payload, 'later');
   const text = (await berm(['wake', 'ls'])).stdout;
   t.match(text, /^ID +HARNESS +DUE +IN +PAYLOAD$/m);
-  t.match(text, /^w-later +qg +\S+ +(599|600)s +"later"$/m);
+  t.match(text, /^w-later +qg +\S+ +10m +"later"$/m, 'due in 10 minutes, shown in minutes');
   t.equal((await berm(['wake', 'rm', 'w-later'])).stdout, 'cancelled w-later\n');
   t.equal((await berm(['wake', 'rm', bw.id, '--json'])).code, 0);
   t.same(JSON.parse((await berm(['wake', 'ls', '--json'])).stdout), []);

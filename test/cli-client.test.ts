@@ -2,7 +2,7 @@
 // --host and token resolution, telling `inspect FILE` from `inspect NAME`, the SSE parser (against
 // the examples of the WHATWG server-sent events section), delays and due times, and the refusal
 // when nothing listens. End to end against a real bermd: test/cli-client-daemon.test.ts.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -216,6 +216,29 @@ t.test('usage errors and an unreachable daemon', async (t) => {
     [['wake', 'add', 'echo', '--host', host], /exactly one of --in DELAY and --at TIME/],
     [['wake', 'add', 'echo', '--in', '5s', '--at', '1', '--host', host], /exactly one of --in/],
     [['wake', 'add', 'echo', '--in', 'soon'], /expected a delay/],
+    // the local-only options are refused, not dropped (the daemon arms one wake per request)
+    [
+      ['wake', 'add', 'echo', '--in', '5s', '--count', '3', '--host', host],
+      /wake add: --count works only with --state DIR/,
+    ],
+    [
+      [
+        'wake',
+        'add',
+        'echo',
+        '--in',
+        '5s',
+        '--count',
+        '3',
+        '--spread',
+        '100',
+        '--config',
+        'x.toml',
+        '--host',
+        host,
+      ],
+      /wake add: --count, --spread, --config work only with --state DIR/,
+    ],
     [['invoke', 'echo'], /missing required argument 'tool'/],
     [
       ['wake', 'ls', '--state', TMP, '--host', host],
@@ -223,12 +246,16 @@ t.test('usage errors and an unreachable daemon', async (t) => {
     ],
     [['wake', 'rm', 'x', '--state', TMP, '--token-file', join(TMP, 'token')], /exclude each other/],
     [['ls', '--host', 'ftp://x'], /only http and https/],
+    // a mistyped --state is an error, not a new empty state
+    [['wake', 'ls', '--state', join(TMP, 'no-state')], /--state .*no-state: no berm run state there/],
+    [['wake', 'rm', 'x', '--state', join(TMP, 'no-state')], /no berm run state there \(no state\.sqlite\)/],
   ];
   for (const [argv, re] of cases) {
     const io = captureIo();
     t.equal(await runCli(argv, { io }), 2, argv.join(' '));
     t.match(io.stderr, re, argv.join(' '));
   }
+  t.notOk(existsSync(join(TMP, 'no-state')), 'nothing was created');
 });
 
 t.test('an endless answer is cut at the bound, not read until memory runs out', async (t) => {

@@ -94,7 +94,7 @@ t.test(
 
     const missing = await berm(['call', '--config', join(TMP, 'none.toml'), 'os', 'read', '{}']);
     t.equal(missing.code, 2);
-    t.match(missing.stderr, /none\.toml:0: cannot read the declaration file/);
+    t.match(missing.stderr, /none\.toml: cannot read the declaration file/);
 
     const badFile = join(TMP, 'bad.toml');
     writeFileSync(

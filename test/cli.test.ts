@@ -249,10 +249,11 @@ t.test('call: bad input exits 2 without a stack trace', async (t) => {
 
   const schema = await berm([...C, 'call', TEXT, 'stats', '{"values":"many"}']);
   t.equal(schema.code, 2);
-  t.match(schema.stderr, /do not match the parameters of stats/);
+  t.match(schema.stderr, /do not match the parameters of stats: \/values: must be array/);
   const missing = await berm([...C, 'call', TEXT, 'stats', '{"nope":1}']);
   t.equal(missing.code, 2, 'a required property is missing');
-  t.match(missing.stderr, /values/);
+  // worded as bermd and MCP word it (docs/daemon.md): the property's path, then the problem
+  t.match(missing.stderr, /parameters of stats: \/values: must have required property 'values'/);
 
   const elf = await berm([...C, 'call', truncated, 'stats']);
   t.equal(elf.code, 2);
@@ -386,6 +387,8 @@ t.test('new scaffolds a harness through scripts/new-harness', async (t) => {
     t.ok(existsSync(join(dir, 'demo_tool.c')));
     const again = await berm(['new', join(TMP, 'not a name')]);
     t.equal(again.code, 2);
+    t.match(again.stderr, "'not a name' is not a valid C identifier");
+    t.match(again.stderr, "name the folder 'not_a_name'", 'the message proposes a name that works');
   } else {
     t.equal(r.code, 4);
     t.match(r.stderr, /scaffold script/);

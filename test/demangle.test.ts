@@ -8,7 +8,7 @@ import t from 'tap';
 import { trapText } from '../src/cli/context.js';
 import { readElf } from '../src/elf/reader.js';
 import { MemoryFault } from '../src/engine/traps.js';
-import { demangle } from '../src/util/demangle.js';
+import { demangle, demangleIn } from '../src/util/demangle.js';
 import { ROOT } from './helpers/fixtures.js';
 
 t.test('every Rust symbol of the fixtures reads as c++filt reads it (crate hashes left out)', async (t) => {
@@ -66,6 +66,13 @@ t.test('named cases', async (t) => {
     t.equal(demangle(raw), raw, `${raw} is not a (complete) v0 name: unchanged`);
   t.equal(demangle('_RNvCu6foobar3baz'), '_RNvCu6foobar3baz', 'punycode identifiers are not decoded');
   t.equal(demangle('_RNvC3foo3bar'), 'foo::bar');
+  t.equal(
+    demangleIn(
+      'rtally.wc trapped: UnknownHostCall: ... at pc 0x14f5e (_RNvNtCs9Y3AgaxtF4a_4berm3cap6invoke+0x3c); _RNvC3foo',
+    ),
+    'rtally.wc trapped: UnknownHostCall: ... at pc 0x14f5e (berm::cap::invoke+0x3c); _RNvC3foo',
+    'names in a message; an incomplete one stays',
+  );
 });
 
 t.test(

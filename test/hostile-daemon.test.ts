@@ -137,3 +137,120 @@ t.test(
     t.same(await r.json(), { done: '{"k":1}' }, 'the other deployment is intact');
   },
 );
+
+t.test('arguments too deep or too large for a tool call: clear refusals over HTTP and MCP', async (t) => {
+  // JSON.parse takes any depth; the checks after it (serialising, a recursive schema) recurse on
+  // the host's stack. A raw JSON-RPC client: the SDK's own client could not even send this.
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal(
+    (await d.req('/harnesses/e', { method: 'PUT', body: elf('fixtures/build/echo-gcc-O2.elf') })).status,
+    200,
+  );
+  const levels = 400_000;
+  const deep = `{"a":${'['.repeat(levels)}${']'.repeat(levels)}}`;
+  const mcp = (body: string, sid?: string) =>
+    d.req('/mcp', {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(sid ? { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' } : {}),
+      },
+      body,
+    });
+  const init = await mcp(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'deep', version: '1' } },
+    }),
+  );
+  const sid = init.headers.get('mcp-session-id')!;
+  await init.text();
+  await (await mcp('{"jsonrpc":"2.0","method":"notifications/initialized"}', sid)).text();
+  const call = await mcp(
+    `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"e.echo","arguments":${deep}}}`,
+    sid,
+  );
+  const text = await call.text();
+  t.match(text, /"code":-32602/, 'InvalidParams');
+  t.match(
+    text,
+    /the arguments of e\.echo nest too deeply to check \(Maximum call stack size exceeded\); flatten them/,
+  );
+  const http = await d.req('/harnesses/e/tools/echo', { method: 'POST', body: deep });
+  t.equal(http.status, 200, 'over HTTP the text is handed to the guest as it is (nothing recurses)');
+  t.equal(((await http.json()) as { done: string }).done.length, deep.length);
+
+  // arguments within the body limit (2 MiB) but over a tool call's (1 MiB): a refusal naming the
+  // limit, not a 500 from the run
+  const big = JSON.stringify({ pad: 'x'.repeat(1_500_000) });
+  const over = await d.req('/harnesses/e/tools/echo', { method: 'POST', body: big });
+  t.equal(over.status, 413);
+  t.match(
+    ((await over.json()) as { error: string }).error,
+    /^arguments of 1500010 bytes are over the limit of 1048576 bytes of a tool call$/,
+  );
+  const overMcp = await (
+    await mcp(
+      `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"e.echo","arguments":${big}}}`,
+      sid,
+    )
+  ).text();
+  t.match(overMcp, /"code":-32602/);
+  t.match(overMcp, /arguments of 1500010 bytes are over the limit of 1048576 bytes/);
+  const ok = await d.req('/harnesses/e/tools/echo', { method: 'POST', body: '{"k":1}' });
+  t.same(await ok.json(), { done: '{"k":1}' }, 'bermd carries on');
+});
+
+t.test('GET /wakes answers a bounded page of a large due-set, with the total pending', async (t) => {
+  // a harness with the schedule grant can fill the due-set (millions of wakes, 64 KiB of payload
+  // each); listing it whole would build gigabytes on the serving thread
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal(
+    (await d.req('/harnesses/qg', { method: 'PUT', body: elf('test/data/queue-guest.elf') })).status,
+    200,
+  );
+  const base = Date.now() + 3_600_000;
+  for (let i = 0; i < 1001; i += 50) {
+    await Promise.all(
+      Array.from({ length: Math.min(50, 1001 - i) }, (_, k) =>
+        d
+          .req('/wakes', {
+            method: 'POST',
+            body: JSON.stringify({ harness: 'qg', at: base + i + k, id: `w${i + k}`, payload: 'p' }),
+          })
+          .then((r) => r.status),
+      ),
+    ).then((s) =>
+      t.same(
+        s.filter((x) => x !== 201),
+        [],
+        `wakes ${i}.. armed`,
+      ),
+    );
+  }
+  type Page = { wakes: { id: string }[]; pending: number; truncated?: boolean };
+  const all = (await (await d.req('/wakes')).json()) as Page;
+  t.equal(all.wakes.length, 1000, 'the default page');
+  t.equal(all.pending, 1001);
+  t.equal(all.truncated, true);
+  t.equal(all.wakes[0]!.id, 'w0', 'earliest first');
+  const two = (await (await d.req('/wakes?limit=2')).json()) as Page;
+  t.same(
+    two.wakes.map((w) => w.id),
+    ['w0', 'w1'],
+  );
+  for (const bad of ['0', '10001', 'abc', '1.5', '-1']) {
+    const r = await d.req(`/wakes?limit=${bad}`);
+    t.equal(r.status, 400, `limit=${bad}`);
+    t.match(((await r.json()) as { error: string }).error, /limit must be a whole number from 1 to 10000/);
+  }
+  t.notOk(
+    ((await (await d.req('/wakes?limit=10000')).json()) as Page).truncated,
+    'all of them in one page at the largest limit',
+  );
+});

@@ -14,6 +14,9 @@ const QG = new Uint8Array(fs.readFileSync(path.join(ROOT, 'test/data/queue-guest
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-hostile-sched-'));
 t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
+/** A string's code points in hex, for test names (the ids below would drive a terminal). */
+const codes = (s: string): string => [...s].map((c) => c.codePointAt(0)!.toString(16)).join(' ');
+
 function text(o: Outcome): string {
   if (o.status === 'ok') return o.result;
   throw new Error(`expected ok, got ${JSON.stringify(o)}`);
@@ -154,4 +157,27 @@ t.test("a host call's late reply is never taken as a later call's answer", async
     ['next', 'slow'],
     'the late arm was done all the same',
   );
+});
+
+t.test('a wake id carries no control character of any kind (it is printed by berm wake ls)', async (t) => {
+  // C0 was refused; DEL and the C1 controls (U+0080..U+009F, e.g. U+009B, a terminal's CSI) are
+  // control characters too, and an id is printed as it is on the operator's terminal
+  const rt = await BermRuntime.create({ state: path.join(tmp, 'ctl'), poolSize: 1, cacheDir: TEST_CACHE });
+  t.teardown(() => rt.close());
+  await rt.deploy('qg', QG, { capabilities: ['schedule'] });
+  rt.start();
+  for (const id of ['a\u0007b', 'a\u007fb', 'a\u009b31mb', 'a\u0085b']) {
+    t.throws(
+      () => rt.arm({ harness: 'qg', id, delayMs: 60_000 }),
+      { name: 'ArmError', message: /must be 1\.\.256 bytes without control characters/ },
+      codes(id),
+    );
+    t.match(
+      text(await rt.invoke('qg', 'arm', JSON.stringify({ delay: '60000', id }))),
+      /^refused: berm\.wake\.arm: wake id .* without control characters/,
+      `${codes(id)} from a guest`,
+    );
+  }
+  t.same(rt.list(), [], 'nothing armed');
+  t.equal(rt.arm({ harness: 'qg', id: 'é ü 日本 \u00a0 ok', delayMs: 60_000 }).id, 'é ü 日本 \u00a0 ok');
 });

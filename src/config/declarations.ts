@@ -41,7 +41,8 @@ export class DeclarationError extends Error {
     readonly problem: string,
     readonly fix: string,
   ) {
-    super(`${file}:${line}: ${problem}; fix: ${fix}`);
+    // no line applies (the file is missing): `file: problem`, not a misleading `file:0:`
+    super(`${file}${line > 0 ? `:${line}` : ''}: ${problem}; fix: ${fix}`);
   }
 }
 

@@ -118,8 +118,11 @@ export interface Backend {
    * @throws Error naming the reason when refused (no on_wake export, no schedule grant, ...)
    */
   armWake(req: WakeRequest): Promise<WakeInfo>;
-  /** Pending wakes, earliest first. */
-  listWakes(): Promise<WakeInfo[]>;
+  /**
+   * Pending wakes, earliest first: at most `limit` of them (a due-set may hold millions, of up to
+   * 64 KiB of payload each), and how many are pending in all.
+   */
+  listWakes(limit: number): Promise<{ wakes: WakeInfo[]; pending: number }>;
   /** Cancel a wake; false when there is no such wake. */
   cancelWake(id: string): Promise<boolean>;
   /** Current gauges and counters. */

@@ -11,7 +11,7 @@ import type { ValidateFunction } from 'ajv';
 import { ElfError } from '../elf/reader.js';
 import { readElf } from '../elf/reader.js';
 import { ManifestError, parseManifest, type Manifest } from '../harness/manifest.js';
-import { Harness, TOOL_PREFIX } from '../harness/harness.js';
+import { DEFAULT_CALL_LIMITS, describeArgError, Harness, TOOL_PREFIX } from '../harness/harness.js';
 import type { Backend, DeployGrant } from './backend.js';
 import type { Grants } from './grants.js';
 import { HttpError } from './http.js';
@@ -258,8 +258,20 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
         throw new HttpError(400, `arguments are not valid JSON: ${(e as Error).message}`);
       }
     } else {
-      text = JSON.stringify(args ?? {});
+      try {
+        text = JSON.stringify(args ?? {});
+      } catch (e) {
+        throw tooDeep(harness, tool, e);
+      }
       json = args ?? {};
+    }
+    // the guest's own limit, checked here: past it the run would fail as an internal error (500)
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > DEFAULT_CALL_LIMITS.maxArgsBytes) {
+      throw new HttpError(
+        413,
+        `arguments of ${bytes} bytes are over the limit of ${DEFAULT_CALL_LIMITS.maxArgsBytes} bytes of a tool call`,
+      );
     }
     const key = `${harness}\0${tool}`;
     let v = this.validators.get(key);
@@ -273,14 +285,14 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
       }
       this.validators.set(key, v);
     }
-    if (!v(json)) {
-      const why = (v.errors ?? [])
-        .map((e) => {
-          const missing = (e.params as { missingProperty?: string }).missingProperty;
-          const where = missing !== undefined ? `${e.instancePath}/${missing}` : e.instancePath || '/';
-          return `${where}: ${e.message}`;
-        })
-        .join('; ');
+    let valid: boolean;
+    try {
+      valid = v(json);
+    } catch (e) {
+      throw tooDeep(harness, tool, e);
+    }
+    if (!valid) {
+      const why = (v.errors ?? []).map(describeArgError).join('; ');
       throw new HttpError(400, `arguments do not match the parameters of ${harness}.${tool}: ${why}`);
     }
     return text;
@@ -297,6 +309,19 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     });
     return run;
   }
+}
+
+/**
+ * Arguments whose nesting overflowed the host's stack while they were checked (JSON.parse takes
+ * any depth; serialising them or a recursive schema recurses): a 400 naming the problem, not a
+ * RangeError's "Maximum call stack size exceeded".
+ */
+function tooDeep(harness: string, tool: string, e: unknown): Error {
+  if (!(e instanceof RangeError)) return e as Error;
+  return new HttpError(
+    400,
+    `the arguments of ${harness}.${tool} nest too deeply to check (${e.message}); flatten them`,
+  );
 }
 
 function sameGrant(a: DeployGrant, b: DeployGrant): boolean {

@@ -140,8 +140,8 @@ export class QueueBackend implements Backend {
     );
   }
 
-  async listWakes(): Promise<WakeInfo[]> {
-    return this.runtime.list().map(wakeInfo);
+  async listWakes(limit: number): Promise<{ wakes: WakeInfo[]; pending: number }> {
+    return { wakes: this.runtime.list({ limit }).map(wakeInfo), pending: this.runtime.stats().wakesPending };
   }
 
   async cancelWake(id: string): Promise<boolean> {

@@ -300,7 +300,9 @@ export class DaemonServer {
         if (parts.length === 1) {
           route = '/wakes';
           if (method === 'GET') {
-            sendJson(res, 200, { wakes: await this.o.backend.listWakes() });
+            const limit = listLimit(req.url ?? '');
+            const { wakes, pending } = await this.o.backend.listWakes(limit);
+            sendJson(res, 200, { wakes, pending, ...(pending > wakes.length ? { truncated: true } : {}) });
             return;
           }
           if (method === 'POST') return await this.armWake(req, res);
@@ -464,6 +466,28 @@ function sseEvent(event: string, data: string): string {
     .split(/\r\n|\r|\n/)
     .map((l) => `data: ${l}`)
     .join('\n')}\n\n`;
+}
+
+/** Default and largest `limit` of GET /wakes (wakes in one reply). */
+export const WAKE_LIST_LIMIT = { default: 1000, max: 10_000 } as const;
+
+/**
+ * The `limit` query parameter of a list request: a whole number 1..WAKE_LIST_LIMIT.max, default
+ * WAKE_LIST_LIMIT.default. A whole due-set in one reply could be gigabytes (millions of wakes of up
+ * to 64 KiB of payload), built in memory on the serving thread.
+ * @throws HttpError 400 for anything else
+ */
+function listLimit(url: string): number {
+  const q = url.indexOf('?');
+  const raw = q === -1 ? null : new URLSearchParams(url.slice(q + 1)).get('limit');
+  if (raw === null) return WAKE_LIST_LIMIT.default;
+  const n = Number(raw);
+  if (!/^[0-9]+$/.test(raw) || n < 1 || n > WAKE_LIST_LIMIT.max)
+    throw new HttpError(
+      400,
+      `limit must be a whole number from 1 to ${WAKE_LIST_LIMIT.max} (got ${JSON.stringify(raw.slice(0, 40))})`,
+    );
+  return n;
 }
 
 function notAllowed(method: string, allowed: string): HttpError {

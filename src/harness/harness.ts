@@ -248,15 +248,19 @@ function linearRegExp(pattern: string, flags: string) {
 }
 linearRegExp.code = 'linearRegExp';
 
-/** A parameters-schema error as text that names the property at fault. */
-function describeArgError(e: ErrorObject): string {
-  const at = e.instancePath || '/';
+/**
+ * A parameters-schema error as `PATH: problem`, PATH the JSON pointer of the property at fault
+ * (for a missing or an unexpected property, that property's own path): `/values/1: must be
+ * number`, `/values: must have required property 'values'`, `/colour: is not a parameter (the
+ * schema allows no other properties)`. The CLI, bermd and MCP all report arguments this way.
+ */
+export function describeArgError(e: ErrorObject): string {
   const p = e.params as Record<string, unknown>;
-  if (e.keyword === 'additionalProperties')
-    return `${at} has a property not in the schema: ${JSON.stringify(p.additionalProperty)}`;
-  if (e.keyword === 'required')
-    return `${at} lacks the required property ${JSON.stringify(p.missingProperty)}`;
-  return `${at} ${e.message ?? 'is invalid'}`;
+  if (e.keyword === 'additionalProperties' && typeof p.additionalProperty === 'string')
+    return `${e.instancePath}/${p.additionalProperty}: is not a parameter (the schema allows no other properties)`;
+  if (e.keyword === 'required' && typeof p.missingProperty === 'string')
+    return `${e.instancePath}/${p.missingProperty}: ${e.message ?? 'is required'}`;
+  return `${e.instancePath || '/'}: ${e.message ?? 'is invalid'}`;
 }
 
 /** A loaded harness: its manifest and compiled module. */

@@ -39,6 +39,12 @@ export interface QueueWake {
   payload: string;
 }
 
+/**
+ * Most wakes one list_wakes answers (earliest first): a harness may hold millions, of up to 64 KiB
+ * of payload each, and the list is built on the queue's thread.
+ */
+const LIST_WAKES_LIMIT = 1000;
+
 /** What the door needs of the queue (BermRuntime satisfies it). */
 export interface QueueSurface {
   /** arm a wake of `harness`'s on_wake; throws (ArmError, LimitError) when refused */
@@ -57,8 +63,8 @@ export interface QueueSurface {
   }): QueueWake;
   /** cancel a pending wake (one `harness` owns when given) */
   cancel(id: string, harness?: string): boolean;
-  /** pending wakes, earliest first */
-  list(options?: { harness?: string }): QueueWake[];
+  /** pending wakes, earliest first (at most `limit`) */
+  list(options?: { harness?: string; limit?: number }): QueueWake[];
   /** enqueue `harness`'s on_notify; `chain` is the publishing invocation's (the child runs deeper) */
   notify(
     harness: string,
@@ -145,7 +151,8 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
       }
     },
     cancel: (id) => queue.cancel(id),
-    list: (harness) => queue.list(harness !== undefined ? { harness } : {}).map(view),
+    list: (harness) =>
+      queue.list({ ...(harness !== undefined ? { harness } : {}), limit: LIST_WAKES_LIMIT }).map(view),
   };
   let server: ProtocolServer | undefined;
   if (options.endpoint) {
@@ -172,7 +179,7 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
         case 'publish':
           return json(bus.publish(r.source, r.payload, { chain }));
         case 'list_wakes':
-          return json(queue.list({ harness }).map(view));
+          return json(queue.list({ harness, limit: LIST_WAKES_LIMIT }).map(view));
         case 'arm':
           try {
             return json(

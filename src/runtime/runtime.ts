@@ -1443,7 +1443,8 @@ function checkPayload(payload: string, limits: Pick<RuntimeLimits, 'maxPayloadBy
 }
 
 function checkId(id: string): void {
-  if (id === '' || Buffer.byteLength(id) > 256 || [...id].some((c) => c.charCodeAt(0) < 0x20))
+  // control characters: C0, DEL and C1 (Unicode Cc); an id is printed as it is (berm wake ls)
+  if (id === '' || Buffer.byteLength(id) > 256 || /\p{Cc}/u.test(id))
     throw new ArmError(
       `wake id ${JSON.stringify(id.slice(0, 40))} must be 1..256 bytes without control characters`,
     );

@@ -285,3 +285,11 @@ export function demangle(name: string): string {
     throw e;
   }
 }
+
+/**
+ * `text` with every Rust v0 symbol name in it demangled (a daemon's trap message, `... at pc
+ * 0x14f5e (_RNv...+0x3c)`); names that cannot be read stay as they are.
+ */
+export function demangleIn(text: string): string {
+  return text.replace(/\b_R[0-9A-Za-z_]+/g, (m) => demangle(m));
+}

@@ -15,6 +15,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parseReference } from '../../oci/index.js';
+import { demangleIn } from '../../util/demangle.js';
 import { CliError, ExitCode, readInputFile, type ExitCodeValue } from '../context.js';
 import type { CliContext } from '../program.js';
 import { DaemonClient, resolveTarget, type DaemonFlags, type HarnessInfo } from './daemon-client.js';
@@ -197,7 +198,8 @@ export function registerDaemonVerbs(program: Command, ctx: CliContext): void {
         io.err(`berm: tool ${tool} failed\n`);
         return ExitCode.ToolFailed;
       }
-      io.err(`berm: ${r.error}\n`);
+      // a trap names the guest function as the ELF does: a Rust one reads better demangled
+      io.err(`berm: ${typeof r.body.trap === 'string' ? demangleIn(r.error) : r.error}\n`);
       if (typeof r.body.trap === 'string') return ExitCode.Trap;
       return r.httpStatus === 429 ? ExitCode.BadInput : ExitCode.Internal;
     }),

@@ -118,6 +118,15 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
     ctx.run(cmd, async () => {
       const g = ctx.globals(cmd);
       if (local(flags)) return localWakeAdd(ctx, cmd, harness, { ...flags, state: flags.state });
+      // the daemon arms one wake per request and checks it against its own deployments: these
+      // options would be dropped without a word
+      const localOnly = (['count', 'spread', 'config'] as const).filter((k) => flags[k] !== undefined);
+      if (localOnly.length > 0) {
+        throw new CliError(
+          `wake add: ${localOnly.map((k) => `--${k}`).join(', ')} ${localOnly.length === 1 ? 'works' : 'work'} only with --state DIR (a berm run ` +
+            'state directory); against bermd, arm each wake with its own wake add',
+        );
+      }
       if ((flags.in === undefined) === (flags.at === undefined)) {
         throw new CliError('wake add: give exactly one of --in DELAY and --at TIME');
       }

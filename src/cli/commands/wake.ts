@@ -157,10 +157,24 @@ export function localWakeAdd(
   return ExitCode.Ok;
 }
 
+/**
+ * The store of an existing `berm run` state directory, for the verbs that only read or remove:
+ * opening a mistyped path would create an empty state there and report "0 wakes pending".
+ * @throws CliError when DIR holds no state.sqlite
+ */
+function existingStore(dir: string): SqliteStore {
+  if (!fs.existsSync(path.join(dir, 'state.sqlite'))) {
+    throw new CliError(
+      `--state ${dir}: no berm run state there (no state.sqlite); give the --state DIR of a berm run`,
+    );
+  }
+  return SqliteStore.open(dir);
+}
+
 /** `berm wake ls --state DIR`. */
 export function localWakeLs(ctx: CliContext, cmd: Command, opts: { state: string }): ExitCodeValue {
   const g = ctx.globals(cmd);
-  const store = SqliteStore.open(opts.state);
+  const store = existingStore(opts.state);
   try {
     const list = store.dues.list();
     if (g.json) ctx.io.out(JSON.stringify(list) + '\n');
@@ -180,7 +194,7 @@ export function localWakeRm(
   opts: { state: string },
 ): ExitCodeValue {
   const g = ctx.globals(cmd);
-  const store = SqliteStore.open(opts.state);
+  const store = existingStore(opts.state);
   let removed: boolean;
   try {
     removed = store.dues.cancel(id);
