@@ -51,3 +51,4 @@ export { ElfError, readElf } from './elf/reader.js';
 export { LayoutError, TranslateError } from './translate/abi.js';
 export { decodeFields, encodeFields, fieldText, textField, WireError } from './wire/fields.js';
 export { fnv1a64 } from './util/fnv.js';
+export { InputFileError } from './util/read-file.js';

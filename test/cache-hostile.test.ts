@@ -213,3 +213,27 @@ t.test('a regular entry larger than any module V8 accepts is damaged: removed un
     t.equal(kindAt(join(dir, n)), 'absent', `${n}: removed`);
   }
 });
+
+t.test('Engine.compile of a path naming a FIFO or /dev/zero: refused at once, never read', async (t) => {
+  const dir = mkdtempSync(join(TMP, 'input-'));
+  const cache = mkdtempSync(join(TMP, 'input-cache-'));
+  const fifo = join(dir, 'harness.elf');
+  execFileSync('mkfifo', [fifo]);
+  const cases: [string, RegExp][] = [
+    [fifo, /harness\.elf: is a FIFO \(named pipe\); name a regular file/],
+    ['/dev/zero', /\/dev\/zero: is a character device; name a regular file/],
+  ];
+  for (const [path, why] of cases) {
+    const r = await node([
+      '--import=./scripts/ts/register.mjs',
+      'test/helpers/compile-once.ts',
+      path,
+      cache,
+      'auto',
+    ]);
+    t.equal(r.stopped, undefined, `${path}: the process was not stopped (${r.stopped})`);
+    t.not(r.code, 0, `${path}: the compile fails`);
+    t.match(r.stderr, /InputFileError/, `${path}: with an InputFileError`);
+    t.match(r.stderr, why, `${path}: naming the path and why`);
+  }
+});

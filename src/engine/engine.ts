@@ -4,7 +4,6 @@
  * linker.ts and instance.ts; this module re-exports them so callers need one import.
  */
 import { hash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { cacheKey, defaultCacheDir, WasmCache } from '../cache/cache.js';
 import { readElf } from '../elf/reader.js';
 import { restoreImage, summarizeImage } from '../elf/summary.js';
@@ -27,6 +26,7 @@ import { appendSummary, findSummary } from './summary-section.js';
 import { enableBranchHints, enableWasmInlining } from './v8-flags.js';
 import { warmWrapperCompiler } from './warmup.js';
 import { monotonicMs } from '../util/clock.js';
+import { readRegularFile } from '../util/read-file.js';
 
 // before any module is compiled: the optimising tier's branch hints and V8's Wasm inlining (see
 // v8-flags.ts)
@@ -111,15 +111,13 @@ export function raiseInterrupt(buffer: SharedArrayBuffer): void {
 }
 
 /**
- * A file's bytes as a plain Uint8Array: a view of the Buffer readFileSync allocated for the file
- * alone (no copy: ~0.15 ms of a warm compile for a 250 KB ELF), a copy when the Buffer shares its
- * memory (a file of unknown size read in chunks may land in Node's buffer pool).
+ * An ELF file's bytes (src/util/read-file.ts): only a regular file of at most 1 GiB is read, through
+ * the descriptor it was opened as (O_NONBLOCK; fstat decides), into an array of its own (no
+ * copy). readFileSync waited forever for a FIFO's writer and read /dev/zero until memory ran out.
+ * @throws InputFileError naming the path and why (missing, unreadable, not a regular file, too large)
  */
 function readBytes(path: string): Uint8Array {
-  const b = readFileSync(path);
-  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength
-    ? new Uint8Array(b.buffer, 0, b.byteLength)
-    : new Uint8Array(b);
+  return readRegularFile(path);
 }
 
 /** Owns configuration, the disk cache and the interrupt handle. */
@@ -249,7 +247,9 @@ export class Engine {
   /**
    * Compile an ELF (bytes or a file path) to a module, from the cache when possible, in the
    * engine's tier (see {@link EngineConfig.tier}).
-   * @throws ElfError for malformed input (with the fix in its message); LayoutError when the image
+   * @throws InputFileError (src/util/read-file.ts) when a path names no readable regular file of
+   *   at most 1 GiB (a FIFO or device is refused at once, never read); ElfError for malformed
+   *   input (with the fix in its message); LayoutError when the image
    *   does not fit the configured memory; TranslateError when translation fails or V8 refuses
    *   the result (naming the guest function where it can).
    */
