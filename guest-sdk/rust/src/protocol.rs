@@ -295,8 +295,8 @@ fn berm_member(r: &Reply, num: u32) -> Option<Vec<u8>> {
     find(&r.body, num).filter(|f| f.wire == 2).map(|f| f.bytes.to_vec())
 }
 
-/// protocol:schedule: wake this harness's `on_wake` at `at_ms` (ms since the Unix epoch), or, when `at_ms` is 0, `delay_ms`
-/// after the door handles the message (not the invocation's instant `schedule::arm` uses), with `payload`; `id` re-arms it.
+/// protocol:schedule: wake this harness's `on_wake` at `at_ms` (ms since the Unix epoch), or
+/// `delay_ms` from now when `at_ms` is 0, with `payload`; `id` re-arms that wake.
 pub fn schedule_wake(at_ms: u64, delay_ms: u64, payload: Option<&str>, id: Option<&str>) -> DoorResult<WakeInfo> {
     let mut m = Pb::new();
     if at_ms != 0 {

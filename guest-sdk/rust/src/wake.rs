@@ -141,8 +141,8 @@ pub mod schedule {
         String::from_utf8(b).map_err(|_| CapError::Failed("berm sdk: the reply is not UTF-8".to_string()))
     }
 
-    /// Wake this harness's `on_wake` at the invocation's instant (its record's `now`, a tool call's start; never
-    /// this call's: docs/wakes.md) + `delay_ms`, with `payload`; `id` names the wake (re-arming replaces it). The wake id.
+    /// Wake this harness's `on_wake` in `delay_ms` with `payload`; `id` names the wake (arming an
+    /// id again replaces the pending one). The wake id.
     pub fn arm(delay_ms: u64, payload: Option<&[u8]>, id: Option<&str>) -> CapResult<String> {
         let d = delay_ms.to_string();
         let p = payload.unwrap_or(b"");
@@ -158,7 +158,7 @@ pub mod schedule {
         Ok(invoke(caps::WAKE_CANCEL, &[id.as_bytes()])? == b"1")
     }
 
-    /// Call `tool` of `harness` with `args_json` ("" = `{}`) at the invocation's instant + `delay_ms` (as [`arm`]). Its id.
+    /// Call `tool` of `harness` with `args_json` ("" = `{}`) in `delay_ms`. Its id.
     pub fn call_after(delay_ms: u64, harness: &str, tool: &str, args_json: &str) -> CapResult<String> {
         let d = delay_ms.to_string();
         let a = if args_json.is_empty() { "{}" } else { args_json };
