@@ -159,6 +159,41 @@ t.test("a host call's late reply is never taken as a later call's answer", async
   );
 });
 
+t.test("a guest waiting for the queue's answer stops waiting at its call's deadline", async (t) => {
+  // the host-reply timeout (30 s by default) is longer than this call's 500 ms deadline: the wait
+  // must end at the deadline, not at the timeout, nor at the pool's watchdog (deadline + grace),
+  // which would terminate and replace the worker
+  const rt = await BermRuntime.create({
+    state: path.join(tmp, 'deadline'),
+    poolSize: 1,
+    cacheDir: TEST_CACHE,
+    limits: { timeoutMs: 500, graceMs: 20_000 },
+  });
+  t.teardown(() => rt.close());
+  await rt.deploy('a', QG, { capabilities: ['schedule'] });
+  rt.start();
+  let stalls = 1;
+  rt.on('armed', () => {
+    // the queue's thread blocked (a long synchronous task) while it answers this arm
+    if (stalls-- <= 0) return;
+    const until = Date.now() + 3000;
+    while (Date.now() < until);
+  });
+  const t0 = Date.now();
+  const o = await rt.invoke('a', 'arm', '{"delay":"600000","id":"slow"}');
+  const took = Date.now() - t0;
+  // the run ends once the queue's thread is free again (3 s), far before the watchdog's 20.5 s
+  t.ok(took < 15_000, `ended after ${took} ms`);
+  const seen = o.status === 'ok' ? o.result : JSON.stringify(o);
+  t.match(seen, /deadline/, `the outcome names the deadline: ${seen}`);
+  t.notMatch(seen, /terminated and replaced/, 'the worker was not replaced');
+  t.equal(
+    text(await rt.invoke('a', 'cancel', '{"id":"nothing"}')),
+    'ok: 0',
+    'the worker answers the next call',
+  );
+});
+
 t.test('a wake id carries no control character of any kind (it is printed by berm wake ls)', async (t) => {
   // C0 was refused; DEL and the C1 controls (U+0080..U+009F, e.g. U+009B, a terminal's CSI) are
   // control characters too, and an id is printed as it is on the operator's terminal

@@ -169,8 +169,8 @@ export interface RuntimeOptions {
   workerModules?: (string | URL)[];
   /**
    * longest a guest waits for this thread to answer a host call (schedule, services), ms (default
-   * 30,000; the thread answers in microseconds unless something blocks it); past it the call
-   * answers an error
+   * 30,000; the thread answers in microseconds unless something blocks it); past it, or past the
+   * invocation's chain deadline if that comes first, the call answers an error
    */
   hostReplyTimeoutMs?: number;
 }

@@ -28,11 +28,16 @@ let hostSeq = 0;
  * Ask the main thread synchronously (see protocol.ts). A reply whose seq is not this request's
  * answers one whose caller gave up (timed out): it is dropped, never taken as this one's answer
  * (else every later call of this worker, whatever harness it runs, would get the previous one's).
+ * The wait ends at the chain's deadline too, like every other wait of a host call: past it the
+ * invocation is over (its next poll ends it), and a worker still waiting grace ms later would be
+ * terminated and replaced by the pool. As with the timeout, the queue may still do what was asked.
  */
 function ask(op: HostRequest['op'], harness: string, chain: ChainState, req: unknown): CapabilityReply {
   const seq = ++hostSeq;
   post({ type: 'host', seq, op, harness, chain: chain.spec, req });
-  const deadline = Date.now() + HOST_REPLY_TIMEOUT_MS;
+  const asked = Date.now();
+  const byTimeout = asked + HOST_REPLY_TIMEOUT_MS;
+  const deadline = Math.min(byTimeout, chain.spec.deadline);
   for (;;) {
     // cleared before the port is read: a reply posted after the read sets it again (the main
     // thread posts, then sets the flag), so the wait below cannot miss it
@@ -41,8 +46,15 @@ function ask(op: HostRequest['op'], harness: string, chain: ChainState, req: unk
       const r = m.message as HostReplyMessage;
       if (r.seq === seq) return r.reply;
     }
-    const left = deadline - Date.now();
-    if (left <= 0) return { error: `the queue did not answer ${op} within ${HOST_REPLY_TIMEOUT_MS} ms` };
+    const now = Date.now();
+    const left = deadline - now;
+    if (left <= 0) {
+      return deadline < byTimeout
+        ? {
+            error: `the call's deadline passed while waiting for the queue to answer ${op} (waited ${now - asked} ms)`,
+          }
+        : { error: `the queue did not answer ${op} within ${HOST_REPLY_TIMEOUT_MS} ms` };
+    }
     Atomics.wait(flag, 0, 0, left);
   }
 }
