@@ -3,65 +3,18 @@
 // child process, so a defect that hangs bermd's serving thread fails the test instead of hanging
 // the test file.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO, elf, testDaemon } from './helpers/daemon.js';
+import { startBermd, stopBermd } from './helpers/cluster.js';
+import { elf, testDaemon } from './helpers/daemon.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 
 const HOSTILE = elf('test/data/hostile.elf');
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 const tmp = mkdtempSync(join(tmpdir(), 'berm-hostile-daemon-'));
 t.teardown(() => rmSync(tmp, { recursive: true, force: true }));
-
-interface Bermd {
-  proc: ChildProcess;
-  url: string;
-  stderr: () => string;
-}
-
-function startBermd(root: string, extra: string[] = []): Promise<Bermd> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(
-      process.execPath,
-      [
-        join(REPO, 'bin/bermd.js'),
-        '--addr',
-        '127.0.0.1:0',
-        '--root',
-        root,
-        '--cache-dir',
-        TEST_CACHE,
-        ...extra,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`bermd did not start:\n${err}`)), 90_000);
-    proc.stderr!.on('data', (c: Buffer) => {
-      err += c.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(err);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, url: m[1]!, stderr: () => err });
-      }
-    });
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`bermd exited with ${code} before listening:\n${err}`));
-    });
-  });
-}
-
-function kill9(b: Bermd): Promise<void> {
-  return new Promise((resolve) => {
-    if (b.proc.exitCode !== null || b.proc.signalCode !== null) return resolve();
-    b.proc.once('exit', () => resolve());
-    b.proc.kill('SIGKILL');
-  });
-}
 
 /** fetch with a deadline: a bermd that stops answering fails the request instead of hanging. */
 async function req(url: string, init: RequestInit = {}, ms = 30_000): Promise<Response> {
@@ -72,8 +25,8 @@ t.test("a harness's backtracking parameter pattern cannot hang bermd's serving t
   // the hostile harness's tool `match` declares {"s": {"pattern": "^(a|a)*$"}}: a backtracking
   // engine takes 2^n steps to refuse "a" x n + "b". bermd validates arguments on its serving
   // thread (HTTP and MCP), so such a run stops every request to it.
-  const b = await startBermd(join(tmp, 'pattern'));
-  t.teardown(() => kill9(b));
+  const b = await startBermd({ root: join(tmp, 'pattern'), cacheDir: TEST_CACHE });
+  t.teardown(() => stopBermd(b));
   const put = await req(`${b.url}/harnesses/h`, { method: 'PUT', body: HOSTILE }, 90_000);
   t.equal(put.status, 200, 'deployed');
   const slow = req(`${b.url}/harnesses/h/tools/match`, {

@@ -15,19 +15,16 @@
 import { hash, randomBytes } from 'node:crypto';
 import {
   accessSync,
-  closeSync,
   constants,
-  fstatSync,
   lstatSync,
-  openSync,
   readdirSync,
-  readSync,
   renameSync,
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { DirectoryError, ensureDirectory } from '../util/dirs.js';
+import { readBoundedFile, type BoundedRead } from '../util/read-file.js';
 import { utf8 } from '../util/utf8.js';
 
 /**
@@ -51,66 +48,54 @@ const MAX_ENTRY_BYTES = HEADER + 2 ** 30;
 const MAX_LABEL_BYTES = 64 * 1024;
 
 /**
- * How an entry is opened: read-only, without blocking (a FIFO then opens at once and is refused
- * by its type, instead of waiting for a writer forever), and without following a symlink at its
- * name (fails with ELOOP). The cache never makes a symlink (it renames regular files into place),
- * so one is not an entry; following it would open whatever path its maker chose, and opening
- * some devices acts (a tape rewinds, a watchdog arms) before any type check could refuse it. A
- * legitimate link costs one translation, whose entry then replaces the link. O_NOCTTY: a terminal
- * device found there never becomes the process's controlling terminal. Flags absent on a platform
- * (O_NOFOLLOW on Windows) are 0.
+ * How an entry is opened beyond what {@link readBoundedFile} always does (read-only, without
+ * blocking, O_NOCTTY): without following a symlink at its name (fails with ELOOP). The cache never
+ * makes a symlink (it renames regular files into place), so one is not an entry; following it would
+ * open whatever path its maker chose, and opening some devices acts (a tape rewinds, a watchdog
+ * arms) before any type check could refuse it. A legitimate link costs one translation, whose entry
+ * then replaces the link. O_NOFOLLOW is 0 where a platform lacks it (Windows).
  */
-const OPEN_ENTRY =
-  constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0) | (constants.O_NOCTTY ?? 0);
+const OPEN_ENTRY = constants.O_NOFOLLOW ?? 0;
 
 /**
  * What {@link readEntry} found at a path: the bytes of a regular file; `absent` when nothing could
- * be opened (no such file, a symlink, no permission); `foreign` when it is not a regular file (a
- * FIFO, socket, device or directory: never made by the cache, so left where it is); `oversize`
- * when it is a regular file larger than the bound (damaged).
+ * be opened or read (no such file, a symlink, no permission, an I/O error); `foreign` when it is
+ * not a regular file (a FIFO, socket, device or directory: never made by the cache, so left where
+ * it is); `oversize` when it is a regular file larger than the bound (damaged).
  */
-type EntryRead = Buffer | 'absent' | 'foreign' | 'oversize';
+type EntryRead = Uint8Array | 'absent' | 'foreign' | 'oversize';
 
 /**
- * Read a file of the cache through one descriptor: open ({@link OPEN_ENTRY}), fstat, accept only
- * a regular file of at most `max` bytes, read it, close. The same system calls as readFileSync
- * (open, fstat, read, close), which would instead wait forever on a FIFO and read a device such as
- * /dev/zero without end. A file shortened while read yields the bytes read (its header check then
- * fails). Input files named by a user are read by src/util/read-file.ts, which follows links and
- * explains its refusals; a cache entry is only ever a hit or a miss.
+ * Read a file of the cache through one descriptor ({@link readBoundedFile} with
+ * {@link OPEN_ENTRY}): only a regular file of at most `max` bytes. A file shortened while read
+ * yields the bytes read (its header check then fails). Input files named by a user are read by
+ * readRegularFile, which follows links and explains its refusals; a cache entry is only ever a hit
+ * or a miss.
  * @param max the largest size accepted, in bytes
  */
 function readEntry(path: string, max: number): EntryRead {
-  let fd: number;
+  let r: BoundedRead;
   try {
-    fd = openSync(path, OPEN_ENTRY);
+    r = readBoundedFile(path, max, OPEN_ENTRY);
   } catch {
     return 'absent';
   }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) return 'foreign';
-    if (st.size > max) return 'oversize';
-    const buf = Buffer.allocUnsafe(st.size);
-    let pos = 0;
-    for (let n = 1; n !== 0 && pos < buf.length; pos += n) n = readSync(fd, buf, pos, buf.length - pos, null);
-    return pos === buf.length ? buf : buf.subarray(0, pos);
-  } catch {
-    return 'absent';
-  } finally {
-    closeSync(fd);
-  }
+  if ('bytes' in r) return r.bytes;
+  return r.refused === 'open' ? 'absent' : r.refused === 'type' ? 'foreign' : 'oversize';
 }
 
 /**
  * Remove a file or link of the cache (never a directory, never what a link points to); absent or
  * not removable is not an error.
+ * @returns whether it was removed
  */
-function removeFile(path: string): void {
+function removeFile(path: string): boolean {
   try {
     unlinkSync(path);
+    return true;
   } catch {
     // absent, a directory (not the cache's to remove), or not permitted
+    return false;
   }
 }
 
@@ -400,12 +385,7 @@ export class WasmCache {
     }
     for (const name of names) {
       if (/^[0-9a-f]{64}\.((wasm|image|json)(\.tmp-.*)?)$/.test(name)) {
-        try {
-          unlinkSync(join(this.dir, name));
-          if (name.endsWith('.wasm')) n++;
-        } catch {
-          // a directory, removed meanwhile, or not permitted
-        }
+        if (removeFile(join(this.dir, name)) && name.endsWith('.wasm')) n++;
       }
     }
     return n;

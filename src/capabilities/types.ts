@@ -256,9 +256,32 @@ export const CALL_DEADLINE = 'callDeadline';
  * ({@link CALL_DEADLINE}); at least 1 ms, so a call made after the deadline fails at once.
  */
 export function boundedTimeout(ctx: CapabilityContext, ownMs: number): number {
-  const deadline = ctx.limits?.[CALL_DEADLINE];
-  if (deadline === undefined || !Number.isFinite(deadline)) return ownMs;
+  return timeoutBefore(callDeadline(ctx), ownMs);
+}
+
+/**
+ * `ownMs` clamped to the time left before `deadline` (ms since the Unix epoch; undefined: none, `ownMs`
+ * as it is); at least 1 ms. {@link boundedTimeout} for a caller that holds the deadline, not the context.
+ */
+export function timeoutBefore(deadline: number | undefined, ownMs: number): number {
+  if (deadline === undefined) return ownMs;
   return Math.max(1, Math.min(ownMs, Math.floor(deadline - Date.now())));
+}
+
+/**
+ * The refusal of a host call whose wait for `what` (e.g. `PostgreSQL`) ended at the call's
+ * `deadline`: `the call's deadline passed while waiting for WHAT (waited N ms: ERROR)`, N counted
+ * from `t0`; null when there is no deadline or it has not passed (the failure was the wait's own).
+ */
+export function deadlinePassed(
+  deadline: number | undefined,
+  t0: number,
+  what: string,
+  error: string,
+): string | null {
+  const now = Date.now();
+  if (deadline === undefined || now < deadline) return null;
+  return `the call's deadline passed while waiting for ${what} (waited ${now - t0} ms: ${error})`;
 }
 
 /**

@@ -110,16 +110,6 @@ export function raiseInterrupt(buffer: SharedArrayBuffer): void {
   Atomics.store(new Int32Array(buffer), 0, 1);
 }
 
-/**
- * An ELF file's bytes (src/util/read-file.ts): only a regular file of at most 1 GiB is read, through
- * the descriptor it was opened as (O_NONBLOCK; fstat decides), into an array of its own (no
- * copy). readFileSync waited forever for a FIFO's writer and read /dev/zero until memory ran out.
- * @throws InputFileError naming the path and why (missing, unreadable, not a regular file, too large)
- */
-function readBytes(path: string): Uint8Array {
-  return readRegularFile(path);
-}
-
 /** Owns configuration, the disk cache and the interrupt handle. */
 export class Engine {
   readonly options: TranslateOptions;
@@ -255,7 +245,9 @@ export class Engine {
    */
   async compile(source: Uint8Array | string): Promise<GuestModule> {
     const t0 = monotonicMs();
-    const bytes = typeof source === 'string' ? readBytes(source) : source;
+    // only a regular file of at most 1 GiB, read through the descriptor it was opened as
+    // (readFileSync waited for ever for a FIFO's writer and read /dev/zero until memory ran out)
+    const bytes = typeof source === 'string' ? readRegularFile(source) : source;
     // the cached module first: it carries the image's summary (imageOf), so a warm compile reads
     // one cache entry; a malformed ELF throws in imageOf (it has no cached module)
     const optKey = this.keyOf(this.digestOf(bytes), 'optimized');

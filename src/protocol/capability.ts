@@ -22,7 +22,9 @@ import { runSync } from '../capabilities/common/sync.js';
 import { textField, fieldText } from '../wire/fields.js';
 import {
   callDeadline,
+  deadlinePassed,
   defineCapability,
+  timeoutBefore,
   type Capability,
   type CapabilityContext,
   type CapabilityReply,
@@ -111,18 +113,13 @@ function endpoint(): string | undefined {
 export function bridgeTransport(where: string, timeoutMs: number, deadline?: number): Transport {
   return (request, stream) => {
     const t0 = Date.now();
-    const own =
-      deadline === undefined ? timeoutMs : Math.max(1, Math.min(timeoutMs, Math.floor(deadline - t0)));
+    const own = timeoutBefore(deadline, timeoutMs);
     const args: ProtocolCallArgs = { endpoint: where, request, stream, timeoutMs: own };
     const r = runSync<ProtocolCallResult>(JOB, 'protocolCall', args, own, deadline);
     const v: ProtocolCallResult = r.ok ? r.value : { ok: false, error: r.error };
     if (v.ok) return { ok: true, replies: v.replies };
-    if (deadline !== undefined && Date.now() >= deadline) {
-      return {
-        ok: false,
-        error: `the call's deadline passed while waiting for the agent daemon (waited ${Date.now() - t0} ms: ${v.error})`,
-      };
-    }
+    const late = deadlinePassed(deadline, t0, 'the agent daemon', v.error);
+    if (late !== null) return { ok: false, error: late };
     return { ok: false, error: v.error, ...(v.notConnected ? { notConnected: true } : {}) };
   };
 }

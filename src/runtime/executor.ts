@@ -165,17 +165,18 @@ export class Executor {
     onLog: ((line: string) => void) | undefined,
     now: number = Date.now(),
   ): { result: RunResult; logs: string[] } {
-    // The invocation's own log lines as they happen: a trap (or an ABI error) throws its result
-    // away, and the lines that led up to it are the ones worth keeping (the journal's reader, `berm
-    // run --verbose`). A callee's lines are not in it (they stream through onLog only).
+    // The invocation's own log lines as they happen (the harness hands each line it keeps to its
+    // onLog, so they are its result's logs too): a trap (or an ABI error) throws its result away,
+    // and the lines that led up to it are the ones worth keeping (the journal's reader, `berm run
+    // --verbose`). A callee's lines are not in it (they stream through onLog only).
     const logs: string[] = [];
     try {
       const r = this.invoke(chain, harness, kind, entry, args, chain.spec.depth, onLog, now, logs);
-      if (chain.abort) return { result: { status: 'trapped', trap: trapInfo(chain.abort) }, logs: r.logs };
+      if (chain.abort) return { result: { status: 'trapped', trap: trapInfo(chain.abort) }, logs };
       return {
         result:
           r.status === 'ok' ? { status: 'ok', result: r.result } : { status: 'failed', message: r.message },
-        logs: r.logs,
+        logs,
       };
     } catch (e) {
       if (e instanceof Trap) return { result: { status: 'trapped', trap: trapInfo(chain.abort ?? e) }, logs };

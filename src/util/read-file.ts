@@ -30,18 +30,62 @@ function kindOf(st: fs.Stats): string {
 }
 
 /**
- * Read the regular file at `path`. Opened with O_NONBLOCK so that a FIFO cannot block the open;
- * the fstat of what was opened decides. Reads exactly the size fstat gives (a file growing
- * meanwhile is read as it was).
+ * What {@link readBoundedFile} found at a path: the bytes of a regular file, or why none were read:
+ * `open` (the open failed, with its error), `type` (not a regular file), `size` (a regular file
+ * over the bound); the last two with the fstat of what was opened.
+ */
+export type BoundedRead =
+  | { bytes: Uint8Array }
+  | { refused: 'open'; error: NodeJS.ErrnoException }
+  | { refused: 'type' | 'size'; stats: fs.Stats };
+
+/**
+ * Read a file through one descriptor: open it read-only with O_NONBLOCK (a FIFO then opens at once
+ * and is refused by its type, instead of waiting for a writer for ever) and O_NOCTTY (a terminal
+ * never becomes the process's controlling terminal), plus `extraFlags`; fstat what was opened;
+ * read it only when it is a regular file of at most `maxBytes`, exactly the size fstat gives (a
+ * file growing meanwhile is read as it was; one shortened meanwhile yields the bytes read); close.
+ * The same system calls as readFileSync, which instead waits for ever on a FIFO and reads a
+ * device such as /dev/zero without end. Flags a platform lacks count as 0.
+ * @param extraFlags more open flags, e.g. O_NOFOLLOW (the cache's entries)
+ * @throws what reading an opened file throws (an I/O error); a failed open is a `refused: 'open'`
+ */
+export function readBoundedFile(path: string, maxBytes: number, extraFlags = 0): BoundedRead {
+  const { O_RDONLY, O_NONBLOCK, O_NOCTTY } = fs.constants;
+  let fd: number;
+  try {
+    fd = fs.openSync(path, O_RDONLY | (O_NONBLOCK ?? 0) | (O_NOCTTY ?? 0) | extraFlags);
+  } catch (e) {
+    return { refused: 'open', error: e as NodeJS.ErrnoException };
+  }
+  try {
+    const stats = fs.fstatSync(fd);
+    if (!stats.isFile()) return { refused: 'type', stats };
+    if (stats.size > maxBytes) return { refused: 'size', stats };
+    const buf = new Uint8Array(stats.size);
+    let got = 0;
+    while (got < buf.length) {
+      const n = fs.readSync(fd, buf, got, buf.length - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return { bytes: got === buf.length ? buf : buf.subarray(0, got) };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Read the regular file at `path` ({@link readBoundedFile}), explaining a refusal.
  * @param maxBytes refuse a larger file (default {@link MAX_INPUT_BYTES})
  * @throws InputFileError when the file is missing, unreadable, not a regular file or too large.
  */
 export function readRegularFile(path: string, maxBytes = MAX_INPUT_BYTES): Uint8Array {
-  let fd: number;
-  try {
-    fd = fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
+  const r = readBoundedFile(path, maxBytes);
+  if ('bytes' in r) return r.bytes;
+  if (r.refused === 'open') {
+    const e = r.error;
+    const code = e.code;
     const why =
       code === 'ENOENT'
         ? 'no such file'
@@ -51,28 +95,13 @@ export function readRegularFile(path: string, maxBytes = MAX_INPUT_BYTES): Uint8
             ? 'is a directory'
             : code === 'ENXIO'
               ? 'is a socket or a device without a reader'
-              : (e as Error).message;
-    throw new InputFileError(path, code && why !== (e as Error).message ? `${why} (${code})` : why, '');
+              : e.message;
+    throw new InputFileError(path, code && why !== e.message ? `${why} (${code})` : why, '');
   }
-  try {
-    const st = fs.fstatSync(fd);
-    if (!st.isFile()) throw new InputFileError(path, `is ${kindOf(st)}`, 'name a regular file');
-    if (st.size > maxBytes) {
-      throw new InputFileError(
-        path,
-        `is ${st.size} bytes, over the limit of ${maxBytes}`,
-        'is it really a harness?',
-      );
-    }
-    const buf = new Uint8Array(st.size);
-    let got = 0;
-    while (got < buf.length) {
-      const n = fs.readSync(fd, buf, got, buf.length - got, got);
-      if (n === 0) break;
-      got += n;
-    }
-    return got === buf.length ? buf : buf.subarray(0, got);
-  } finally {
-    fs.closeSync(fd);
-  }
+  if (r.refused === 'type') throw new InputFileError(path, `is ${kindOf(r.stats)}`, 'name a regular file');
+  throw new InputFileError(
+    path,
+    `is ${r.stats.size} bytes, over the limit of ${maxBytes}`,
+    'is it really a harness?',
+  );
 }

@@ -17,6 +17,7 @@ import {
   arity,
   boundedTimeout,
   callDeadline,
+  deadlinePassed,
   defineCapability,
   guarded,
   limitsOf,
@@ -89,12 +90,9 @@ function pgCall(
     deadline,
   );
   if (r.ok) return { value: r.value };
-  if (deadline !== undefined && Date.now() >= deadline) {
-    return {
-      refused: `${name}: the call's deadline passed while waiting for PostgreSQL (waited ${Date.now() - t0} ms: ${r.error})`,
-    };
-  }
-  return { refused: `${name}: PostgreSQL: ${r.error}` };
+  return {
+    refused: `${name}: ${deadlinePassed(deadline, t0, 'PostgreSQL', r.error) ?? `PostgreSQL: ${r.error}`}`,
+  };
 }
 
 function pgUrl(ctx: CapabilityContext): string | null {
