@@ -3,6 +3,7 @@
 // list wakes, subscribe harnesses, publish, refusals; subscriptions persist across a reopen of
 // their SQLite file; the endpoint refuses non-loopback addresses and creates its socket 0600.
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
@@ -208,4 +209,49 @@ t.test('the endpoint listens on loopback or a Unix socket only', async (t) => {
   t.equal(decodeServer((await c.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
   c.close();
   await s.close();
+});
+
+t.test('a peer dripping a 16 MiB frame in 4 KiB writes is read in linear time', async (t) => {
+  // A ping padded with an unknown field (number 900, length-delimited) up to just under the 16 MiB
+  // frame cap: protobuf decoders skip unknown fields, so the answer is a pong. The reader once
+  // joined every chunk received so far on each chunk: 4,096 pieces of 4 KiB copied ~32 GiB and
+  // took half a minute of the endpoint's thread before the pong.
+  const wakes = new Wakes();
+  const s = await ProtocolServer.listen({ endpoint: '127.0.0.1:0', wakes });
+  t.teardown(() => s.close());
+  const ep = parseEndpoint(s.endpoint) as { host: string; port: number };
+  const ping = encodeClient('ping', {});
+  const padLen = 16 * 1024 * 1024 - 64;
+  const varint = (v: number): number[] => (v < 0x80 ? [v] : [(v & 0x7f) | 0x80, ...varint(v >>> 7)]);
+  const tag = Buffer.from(varint((900 << 3) | 2)); // field 900, length-delimited
+  const len = varint(padLen);
+  const payload = Buffer.concat([Buffer.from(ping), tag, Buffer.from(len), Buffer.alloc(padLen, 0x61)]);
+  const head = Buffer.alloc(4);
+  head.writeUInt32BE(payload.length);
+  const wire = Buffer.concat([head, payload]);
+  const sock = net.connect(ep);
+  await new Promise((r) => sock.once('connect', r));
+  sock.setNoDelay(true);
+  const answer = new Promise<Buffer>((resolve) => {
+    let got = Buffer.alloc(0);
+    sock.on('data', (d: Buffer) => {
+      got = Buffer.concat([got, d]);
+      if (got.length >= 4 && got.length >= 4 + got.readUInt32BE(0)) resolve(got.subarray(4));
+    });
+  });
+  const t0 = Date.now();
+  for (let off = 0; off < wire.length; off += 4096) {
+    // one write per turn of the event loop, so the endpoint reads the frame in small pieces
+    if (!sock.write(wire.subarray(off, off + 4096))) await new Promise((r) => sock.once('drain', r));
+    await new Promise((r) => setImmediate(r));
+  }
+  const reply = await Promise.race([
+    answer,
+    new Promise<null>((r) => setTimeout(() => r(null), 15_000).unref()),
+  ]);
+  const took = Date.now() - t0;
+  sock.destroy();
+  t.ok(reply, `the endpoint answered the dripped frame (${took} ms)`);
+  if (reply) t.equal(decodeServer(reply).msg, 'pong', 'the padded ping is answered with a pong');
+  t.ok(took < 10_000, `read in ${took} ms (linear: a few seconds at most on a loaded machine)`);
 });

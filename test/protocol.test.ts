@@ -80,6 +80,29 @@ t.test('framing: big-endian length, 16 MiB cap, split and joined chunks', async 
     r.push(two).map((x) => [...x]),
     [[1, 2, 3], [9]],
   );
+  // fed one byte at a time, and all at once: the same payloads (an empty one included)
+  const many = [
+    new Uint8Array(0),
+    new Uint8Array([7]),
+    new Uint8Array(70_000).fill(5),
+    new Uint8Array([1, 2]),
+  ];
+  const stream = Buffer.concat(many.map((m) => frame(m)));
+  const bytewise = new FrameReader();
+  const got: number[][] = [];
+  for (let i = 0; i < stream.length; i++)
+    got.push(...bytewise.push(stream.subarray(i, i + 1)).map((x) => [...x]));
+  t.same(
+    got,
+    many.map((m) => [...m]),
+    'byte by byte',
+  );
+  t.equal(bytewise.pending, 0);
+  t.same(
+    new FrameReader().push(stream).map((x) => [...x]),
+    many.map((m) => [...m]),
+    'in one chunk',
+  );
   t.throws(() => frame(new Uint8Array(MAX_FRAME + 1)), /over the limit of 16777216/);
   const big = Buffer.alloc(4);
   big.writeUInt32BE(MAX_FRAME + 1);
