@@ -3,6 +3,7 @@
 // door shapes, scoping to the invocation's authority, redaction, skill narrowing, the access log
 // and the rate limit, declarations refusing never-grantable messages, and a real guest (RV64
 // harness test/data/door-guest.elf) calling through the linker.
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -27,6 +28,7 @@ import {
   configureProtocol,
   decodeServer,
   encodeClient,
+  encodeServer,
   frame,
   parseEndpoint,
   PROTOCOL_CAPABILITIES,
@@ -657,4 +659,43 @@ t.test("a daemon that never answers costs a call its deadline, not the door's ti
   t.ok(waited < DEFAULT_PROTOCOL_TIMEOUT_MS - 1000, `returned after ${waited} ms`);
   configureProtocol({ endpoint: dbl.endpoint, log: null });
   t.ok('fields' in ping([], ctxOf({ [CALL_DEADLINE]: Date.now() + 30_000 })), 'the next call goes through');
+});
+
+t.test('a daemon that streams without end is cut at 16 MiB, not at the timeout', async (t) => {
+  // answers every request with 8 MiB chunk events and never the end event: the door's client once
+  // kept collecting (up to 10,000 events of up to 16 MiB each) until the call's timeout, gigabytes
+  // of host memory for one guest call. The daemon is a child process: the door's call blocks this
+  // thread until it returns.
+  const eventFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berm-flood-')), 'event');
+  fs.writeFileSync(eventFile, frame(encodeServer('stream', { chunk: { content: 'x'.repeat(8 << 20) } })));
+  t.teardown(() => fs.rmSync(path.dirname(eventFile), { recursive: true, force: true }));
+  const flood = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const ev = require('fs').readFileSync(process.argv[1]);
+       const srv = require('net').createServer((s) => {
+         s.on('error', () => {});
+         s.once('data', () => {
+           const pump = () => { while (!s.destroyed && s.write(ev)); if (!s.destroyed) s.once('drain', pump); };
+           pump();
+         });
+       });
+       srv.listen(0, '127.0.0.1', () => console.log(srv.address().port));`,
+      eventFile,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  t.teardown(() => flood.kill('SIGKILL'));
+  const port = Number(
+    await new Promise<string>((r) => flood.stdout.once('data', (d: Buffer) => r(String(d)))),
+  );
+  const t0 = Date.now();
+  const r = door('stream', { content: 'hello' }, scope(), {
+    transport: bridgeTransport(`127.0.0.1:${port}`, 12_000),
+  });
+  const waited = Date.now() - t0;
+  t.match(r, /^error: .*sent an answer of more than 16777216 bytes/);
+  t.ok(waited < 8_000, `cut after ${waited} ms, not at the 12 s timeout`);
+  t.equal((door('ping', {}) as Envelope).msg, 'pong', 'the next call (another daemon) goes through');
 });
