@@ -255,3 +255,37 @@ t.test('a peer dripping a 16 MiB frame in 4 KiB writes is read in linear time', 
   if (reply) t.equal(decodeServer(reply).msg, 'pong', 'the padded ping is answered with a pong');
   t.ok(took < 10_000, `read in ${took} ms (linear: a few seconds at most on a loaded machine)`);
 });
+
+t.test(
+  'list_wakes larger than a frame lists the earliest that fit, truncated, and the endpoint lives',
+  async (t) => {
+    // 300 wakes of 60,000-byte payloads (the due-set allows 64 KiB each and lists up to 1,000) are
+    // ~18 MB: framing the list threw inside the reply chain, an unhandled rejection that ended bermd
+    const wakes = new Wakes();
+    const payload = 'p'.repeat(60_000);
+    for (let i = 0; i < 300; i++) {
+      wakes.arm({ harness: 'big', entry: 'on_wake', atMs: 1_000_000 + i, payload, id: `w${i}` });
+    }
+    const s = await ProtocolServer.listen({ endpoint: '127.0.0.1:0', wakes });
+    t.teardown(() => s.close());
+    const c = new AgentClient(parseEndpoint(s.endpoint));
+    t.teardown(() => c.close());
+    const [raw] = await c.call(encodeClient('berm', { list_wakes: {} }), { timeoutMs: 10_000 });
+    t.ok(raw!.length <= 16 * 1024 * 1024, `the answer fits a frame (${raw!.length} bytes)`);
+    const list = (decodeServer(raw!).berm as Plain).wake_list as { wakes: WakeView[]; truncated?: boolean };
+    // each WakeInfo is ~60,030 bytes: 279 of them fit in 16,777,216 bytes
+    const fit = Math.floor((16 * 1024 * 1024 - 64) / (60_000 + 3 + 6 + 2 + 9 + 2 + 3 + 4 + 3));
+    t.ok(list.wakes.length >= fit - 2 && list.wakes.length < 300, `${list.wakes.length} wakes listed`);
+    t.same(
+      list.wakes.map((w) => w.id),
+      Array.from({ length: list.wakes.length }, (_, i) => `w${i}`),
+      'the earliest ones, in order',
+    );
+    t.equal(list.truncated, true, 'marked truncated');
+    const small = decodeServer(
+      (await c.call(encodeClient('berm', { list_wakes: { harness: 'none' } }), { timeoutMs: 5_000 }))[0]!,
+    );
+    t.same((small.berm as Plain).wake_list, {}, 'a list that fits is whole (truncated unset)');
+    t.equal(decodeServer((await c.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
+  },
+);

@@ -23,8 +23,8 @@ import * as net from 'node:net';
 import { endpointText, parseEndpoint, type Endpoint } from './client.js';
 import type { WakeView } from './door.js';
 import { HarnessEventBus, SubscriptionError, targetHarness } from './events.js';
-import { FrameReader, frame } from './frame.js';
-import { decodeClient, encodeServer, member, type Plain } from './schema.js';
+import { FrameReader, MAX_FRAME, frame } from './frame.js';
+import { decodeClient, encode, encodeServer, member, messageType, type Plain } from './schema.js';
 
 /** The due-set as the endpoint reaches it (any harness, any entry: the caller is trusted). */
 export interface ServerWakes {
@@ -38,6 +38,33 @@ export interface ServerWakes {
   }): WakeView | { refused: string } | Promise<WakeView | { refused: string }>;
   cancel(id: string): boolean | Promise<boolean>;
   list(harness?: string): WakeView[] | Promise<WakeView[]>;
+}
+
+/** Bytes of a varint encoding `n` (protobuf length prefixes). */
+function varintBytes(n: number): number {
+  let k = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 0x80);
+    k++;
+  }
+  return k;
+}
+
+/**
+ * The earliest of `wakes` (the due-set lists them earliest first) whose WakeList fits one frame,
+ * with `truncated` when some were left out: a due-set may hold a thousand listed wakes of up to 64 KiB of
+ * payload each, more than a frame carries.
+ */
+export function fitWakes(wakes: WakeView[]): { wakes: WakeView[]; truncated?: true } {
+  // room for the wrappers: ServerMessage.berm, BermServerMessage.wake_list, WakeList.truncated
+  let size = 64;
+  const info = messageType('WakeInfo');
+  for (let i = 0; i < wakes.length; i++) {
+    const n = encode(info, wakes[i] as unknown as Plain).length;
+    size += 1 + varintBytes(n) + n;
+    if (size > MAX_FRAME) return { wakes: wakes.slice(0, i), truncated: true };
+  }
+  return { wakes };
 }
 
 /** Options of {@link ProtocolServer.listen}. */
@@ -115,18 +142,38 @@ export class ProtocolServer {
         socket.destroy();
         return;
       }
-      // answers go out in request order even when one is slower than the next
+      // answers go out in request order even when one is slower than the next; answer() never
+      // rejects and keeps within a frame, and anything unforeseen ends this connection only
       for (const f of frames) {
         const reply = this.answer(f);
-        pending = pending.then(async () => {
-          if (!socket.destroyed) socket.write(frame(await reply));
-        });
+        pending = pending
+          .then(async () => {
+            const bytes = await reply;
+            if (!socket.destroyed) socket.write(frame(bytes));
+          })
+          .catch(() => {
+            socket.destroy();
+          });
       }
     });
   }
 
-  /** The encoded ServerMessage answering one encoded ClientMessage. Never rejects. */
+  /**
+   * The encoded ServerMessage answering one encoded ClientMessage, at most {@link MAX_FRAME}
+   * bytes (a larger answer becomes an ErrorMsg 413 naming its size: it could not be framed).
+   * Never rejects.
+   */
   async answer(request: Uint8Array): Promise<Uint8Array> {
+    const bytes = await this.answerUnbounded(request);
+    if (bytes.length <= MAX_FRAME) return bytes;
+    this.options.log?.(`protocol endpoint: answer of ${bytes.length} bytes refused (over the frame limit)`);
+    return encodeServer('error', {
+      code: 413,
+      message: `the answer is ${bytes.length} bytes, over the frame limit of ${MAX_FRAME}`,
+    });
+  }
+
+  private async answerUnbounded(request: Uint8Array): Promise<Uint8Array> {
     const err = (code: number, message: string) => encodeServer('error', { code, message });
     let op = '(undecodable)';
     const log = (outcome: string) => this.options.log?.(`protocol endpoint: ${op} ${outcome}`);
@@ -192,7 +239,7 @@ export class ProtocolServer {
         const h = str('harness');
         return ok(
           encodeServer('berm', {
-            wake_list: { wakes: await this.options.wakes.list(h === '' ? undefined : h) },
+            wake_list: fitWakes(await this.options.wakes.list(h === '' ? undefined : h)),
           }),
         );
       }
