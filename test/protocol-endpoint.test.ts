@@ -11,6 +11,8 @@ import {
   AgentClient,
   decodeServer,
   encodeClient,
+  encodeServer,
+  frame,
   parseEndpoint,
   type Envelope,
   type Plain,
@@ -289,3 +291,60 @@ t.test(
     t.equal(decodeServer((await c.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
   },
 );
+
+t.test('a peer that pipelines requests and reads no answer is not read either', async (t) => {
+  const wakes = new Wakes();
+  const payload = 'p'.repeat(60_000);
+  wakes.arm({ harness: 'big', entry: 'on_wake', atMs: 1_000_000, payload, id: 'big' });
+  const lines: string[] = [];
+  const s = await ProtocolServer.listen({ endpoint: '127.0.0.1:0', wakes, log: (l) => lines.push(l) });
+  t.teardown(() => s.close());
+  const port = Number(s.endpoint.split(':').pop());
+  const ping = Buffer.from(frame(encodeClient('ping', {})));
+  const pong = Buffer.from(frame(encodeServer('pong', {})));
+
+  // pipelined requests are all answered, in order, once the peer reads
+  const c = net.connect({ host: '127.0.0.1', port });
+  await new Promise((r) => c.once('connect', r));
+  let got = Buffer.alloc(0);
+  const all = new Promise<void>((resolve) =>
+    c.on('data', (d: Buffer) => {
+      got = Buffer.concat([got, d]);
+      if (got.length >= 1000 * pong.length) resolve();
+    }),
+  );
+  c.write(Buffer.concat(Array.from({ length: 1000 }, () => ping)));
+  await all;
+  t.ok(got.equals(Buffer.concat(Array.from({ length: 1000 }, () => pong))), '1,000 pongs for 1,000 pings');
+  c.destroy();
+
+  // 5,000 list_wakes in one 45 KB write, and no answer read: each answer is ~60 KB, so answering
+  // them all queued ~300 MB in the endpoint; now it stops once the socket's buffers are full
+  lines.length = 0;
+  const greedy = net.connect({ host: '127.0.0.1', port });
+  await new Promise((r) => greedy.once('connect', r));
+  greedy.pause();
+  const list = Buffer.from(frame(encodeClient('berm', { list_wakes: {} })));
+  greedy.write(Buffer.concat(Array.from({ length: 5000 }, () => list)));
+  await new Promise((r) => setTimeout(r, 3_000));
+  const answered = lines.filter((l) => l === 'protocol endpoint: list_wakes ok').length;
+  t.ok(answered < 1000, `${answered} of 5,000 answered while the peer reads none`);
+  // another connection is served meanwhile
+  const other = new AgentClient(parseEndpoint(s.endpoint));
+  t.equal(decodeServer((await other.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
+  const one = (await other.call(encodeClient('berm', { list_wakes: {} }), { timeoutMs: 5_000 }))[0]!;
+  other.close();
+  // once the peer reads, the rest is answered (5,000 frames of the same answer)
+  const expected = 5000 * (4 + one.length);
+  let bytes = 0;
+  const done = new Promise<void>((resolve) =>
+    greedy.on('data', (d: Buffer) => {
+      bytes += d.length;
+      if (bytes >= expected) resolve();
+    }),
+  );
+  greedy.resume();
+  await done;
+  t.equal(bytes, expected, 'all 5,000 answers arrive once the peer reads');
+  greedy.destroy();
+});
