@@ -141,16 +141,21 @@ t.test('WWW-Authenticate challenges', async (t) => {
   await t.rejects(fetchBearerToken(agent, { scheme: 'bearer', params: {} }, ['x'], null), {
     message: /without naming a realm/,
   });
-  t.same(credentialsFromEnv({}), null);
-  t.match(credentialsFromEnv({ GITHUB_TOKEN: 'g' }), {
+  t.same(credentialsFromEnv({}, 'ghcr.io'), null);
+  t.match(credentialsFromEnv({ GITHUB_TOKEN: 'g' }, 'ghcr.io'), {
     username: 'berm',
     password: 'g',
     source: 'GITHUB_TOKEN',
   });
-  t.match(credentialsFromEnv({ GITHUB_TOKEN: 'g', BERM_REGISTRY_USER: 'u', BERM_REGISTRY_PASSWORD: 'p' }), {
-    username: 'u',
-    password: 'p',
-  });
+  t.same(credentialsFromEnv({ GITHUB_TOKEN: 'g' }, 'registry.example.org'), null, 'GITHUB_TOKEN is for GHCR');
+  t.same(credentialsFromEnv({ GITHUB_TOKEN: 'g' }, '127.0.0.1'), null);
+  t.match(
+    credentialsFromEnv(
+      { GITHUB_TOKEN: 'g', BERM_REGISTRY_USER: 'u', BERM_REGISTRY_PASSWORD: 'p' },
+      'registry.example.org',
+    ),
+    { username: 'u', password: 'p' },
+  );
 });
 
 t.test('artifact manifests that are not harnesses are refused by name', async (t) => {
@@ -387,10 +392,24 @@ t.test('token authentication against a real token endpoint', async (t) => {
     kind: 'unauthorized',
     message: /wants credentials \(status 401\): set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD/,
   });
-  await t.rejects(pullHarness(ref, { env: { GITHUB_TOKEN: 'wrong' } }), {
+  await t.rejects(
+    pullHarness(ref, { env: { BERM_REGISTRY_USER: 'alice', BERM_REGISTRY_PASSWORD: 'wrong' } }),
+    {
+      kind: 'unauthorized',
+      message: /refused the credentials from BERM_REGISTRY_USER\/BERM_REGISTRY_PASSWORD/,
+    },
+  );
+  // GITHUB_TOKEN is GHCR's: this registry's token endpoint is not asked with it
+  const before = tokens.requests.length;
+  await t.rejects(pullHarness(ref, { env: { GITHUB_TOKEN: 'ghp_not_for_you' } }), {
     kind: 'unauthorized',
-    message: /refused the credentials from GITHUB_TOKEN/,
+    message: /wants credentials \(status 401\)/,
   });
+  t.ok(tokens.requests.length > before, 'the token endpoint was asked');
+  t.notOk(
+    tokens.requests.slice(before).some((r) => r.user !== null),
+    'anonymously: GITHUB_TOKEN was not sent',
+  );
   const r = await berm(['pull', `${secured.host}/team/echo:v1`, '-o', join(TMP, 'tok.elf')], creds);
   t.equal(r.code, 0, r.stderr);
   t.ok(readFileSync(join(TMP, 'tok.elf')).equals(ECHO));
@@ -421,4 +440,12 @@ t.test('Basic challenges and refusals from a plain HTTP server', async (t) => {
     message: /MANIFEST_UNKNOWN: manifest unknown/,
   });
   t.equal(seen, 'Basic ' + Buffer.from('bob:pw').toString('base64'));
+  // a registry that is not GHCR asking for Basic credentials never gets GITHUB_TOKEN (every
+  // GitHub Actions job has one; this registry could be anyone's)
+  seen = undefined;
+  await t.rejects(pullHarness(ref, { env: { GITHUB_TOKEN: 'ghp_not_for_you' } }), {
+    kind: 'unauthorized',
+    message: /wants a user name and password: .*GITHUB_TOKEN is sent to ghcr\.io only/,
+  });
+  t.equal(seen, undefined, 'no Authorization header was sent');
 });

@@ -97,7 +97,7 @@ export class Registry {
     private readonly maxBlobBytes: number,
   ) {
     this.scope = `repository:${repository}:${access === 'push' ? 'pull,push' : 'pull'}`;
-    this.credentials = credentialsFromEnv(env);
+    this.credentials = credentialsFromEnv(env, new URL(base).hostname);
   }
 
   /**
@@ -147,7 +147,7 @@ export class Registry {
       if (!this.credentials) {
         throw new OciError(
           'unauthorized',
-          `${this.base} wants a user name and password: set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD (or GITHUB_TOKEN)`,
+          `${this.base} wants a user name and password: set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD (GITHUB_TOKEN is sent to ghcr.io only)`,
         );
       }
       this.authorization = basicAuthorization(this.credentials);
@@ -210,7 +210,7 @@ export class Registry {
     if (res.status === 401 || res.status === 403) {
       const fix = this.credentials
         ? ` (credentials from ${this.credentials.source} were refused or lack access)`
-        : ' (set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD, or GITHUB_TOKEN)';
+        : ' (set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD, or GITHUB_TOKEN for ghcr.io)';
       return new OciError('unauthorized', msg + fix);
     }
     if (res.status === 404) return new OciError('not-found', msg);
