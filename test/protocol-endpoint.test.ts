@@ -2,6 +2,7 @@
 // real sockets with the door's own client speaking as the agent daemon would: schedule, cancel and
 // list wakes, subscribe harnesses, publish, refusals; subscriptions persist across a reopen of
 // their SQLite file; the endpoint refuses non-loopback addresses and creates its socket 0600.
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -347,4 +348,40 @@ t.test('a peer that pipelines requests and reads no answer is not read either', 
   await done;
   t.equal(bytes, expected, 'all 5,000 answers arrive once the peer reads');
   greedy.destroy();
+});
+
+t.test('the endpoint removes a stale socket only: a file or a live socket at its path is kept', async (t) => {
+  const wakes = new Wakes();
+  // a mistyped path naming a file: once deleted without a word
+  const file = path.join(dir, 'harnesses.toml');
+  fs.writeFileSync(file, '[[harnesses]]\n');
+  await t.rejects(
+    ProtocolServer.listen({ endpoint: `unix:${file}`, wakes }),
+    /harnesses\.toml exists and is not a socket \(refused, not deleted\)/,
+  );
+  t.equal(fs.readFileSync(file, 'utf8'), '[[harnesses]]\n', 'the file is intact');
+  // a socket another process accepts on
+  const sock = path.join(dir, 'live.sock');
+  const first = await ProtocolServer.listen({ endpoint: `unix:${sock}`, wakes });
+  await t.rejects(ProtocolServer.listen({ endpoint: `unix:${sock}`, wakes }), /live\.sock is in use/);
+  const c = new AgentClient(parseEndpoint(`unix:${sock}`));
+  t.equal(decodeServer((await c.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
+  c.close();
+  await first.close();
+  // a socket left by a process that died (SIGKILL: nothing unlinked it) is taken over
+  const stale = path.join(dir, 'stale.sock');
+  const dead = spawn(
+    process.execPath,
+    ['-e', `require('net').createServer().listen(process.argv[1], () => console.log('up'))`, stale],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  await new Promise((r) => dead.stdout.once('data', r));
+  dead.kill('SIGKILL');
+  await new Promise((r) => dead.once('exit', r));
+  t.ok(fs.lstatSync(stale).isSocket(), 'the dead process left its socket');
+  const again = await ProtocolServer.listen({ endpoint: `unix:${stale}`, wakes });
+  const c2 = new AgentClient(parseEndpoint(`unix:${stale}`));
+  t.equal(decodeServer((await c2.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
+  c2.close();
+  await again.close();
 });

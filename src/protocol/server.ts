@@ -70,6 +70,37 @@ export function fitWakes(wakes: WakeView[]): { wakes: WakeView[]; truncated?: tr
   return { wakes };
 }
 
+/**
+ * Make way for the endpoint's Unix socket at `p`: a socket left behind by a daemon that died is
+ * removed; anything else there is refused, never deleted (a mistyped path naming a file, say the
+ * declarations, would otherwise be lost), and so is a socket some process still accepts on.
+ * @throws Error naming the path and what is there
+ */
+async function clearSocketPath(p: string): Promise<void> {
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(p);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new Error(`berm's protocol endpoint ${p}: ${(e as Error).message}`);
+  }
+  if (!st.isSocket()) {
+    throw new Error(
+      `berm's protocol endpoint ${p} exists and is not a socket (refused, not deleted): choose another path`,
+    );
+  }
+  const live = await new Promise<boolean>((resolve) => {
+    const c = net.connect({ path: p });
+    c.once('connect', () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once('error', () => resolve(false));
+  });
+  if (live) throw new Error(`berm's protocol endpoint ${p} is in use: another process accepts on it`);
+  fs.rmSync(p, { force: true });
+}
+
 /** Options of {@link ProtocolServer.listen}. */
 export interface ProtocolServerOptions {
   /** `unix:/path`, `/path` or `127.0.0.1:port` (port 0: any free one) */
@@ -93,7 +124,9 @@ export class ProtocolServer {
 
   /**
    * Listen on `options.endpoint`.
-   * @throws Error for a non-loopback TCP address, or when the listen fails (address in use...)
+   * @throws Error for a non-loopback TCP address; for a Unix socket path where something other
+   *   than a stale socket lies (a file, a directory, a live socket: never deleted); or when the
+   *   listen fails (address in use...)
    */
   static async listen(options: ProtocolServerOptions): Promise<ProtocolServer> {
     const ep: Endpoint = parseEndpoint(options.endpoint);
@@ -102,13 +135,13 @@ export class ProtocolServer {
         `berm's protocol endpoint listens on a Unix socket or loopback only, not ${endpointText(ep)}: anyone who connects may schedule any harness`,
       );
     }
+    if ('path' in ep) await clearSocketPath(ep.path);
     const server = net.createServer();
     const s = new ProtocolServer(server, options);
     server.on('connection', (c) => s.serve(c));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       if ('path' in ep) {
-        fs.rmSync(ep.path, { force: true });
         server.listen(ep.path, () => {
           fs.chmodSync(ep.path, 0o600);
           resolve();
