@@ -449,3 +449,78 @@ t.test('Basic challenges and refusals from a plain HTTP server', async (t) => {
   });
   t.equal(seen, undefined, 'no Authorization header was sent');
 });
+
+t.test('a registry that drips its answer is cut at the exchange deadline', async (t) => {
+  // answers /v2/ at once, then sends the manifest (or, once the manifest came whole, the blob)
+  // one byte every 200 ms: undici's timeouts are per wait (120 s between chunks), so this held
+  // berm pull for as long as the registry liked
+  const elf = u8(ECHO);
+  const abi = abiOf(elf);
+  const cfg = {
+    mediaType: 'application/vnd.berm.manifest.v1+json',
+    digest: sha(Buffer.from(abi)),
+    size: abi.length,
+  };
+  const layer = { mediaType: 'application/vnd.berm.harness.v1', digest: sha(ECHO), size: ECHO.length };
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      artifactType: 'application/vnd.berm.harness.v1',
+      config: cfg,
+      layers: [layer],
+    }),
+  );
+  let dripManifest = true;
+  const timers = new Set<NodeJS.Timeout>();
+  const srv = createServer((req, res) => {
+    if (req.url === '/v2/') return void res.writeHead(200).end('{}');
+    const isManifest = req.url!.includes('/manifests/');
+    const body = isManifest ? manifest : req.url!.endsWith(cfg.digest) ? Buffer.from(abi) : ECHO;
+    res.writeHead(200, {
+      'content-type': isManifest ? 'application/vnd.oci.image.manifest.v1+json' : 'application/octet-stream',
+      'content-length': String(body.length),
+    });
+    if (isManifest && !dripManifest) return void res.end(body);
+    let i = 0;
+    const iv = setInterval(() => {
+      if (res.destroyed || i >= body.length) {
+        clearInterval(iv);
+        timers.delete(iv);
+        if (!res.destroyed) res.end();
+        return;
+      }
+      res.write(body.subarray(i, ++i));
+    }, 200);
+    timers.add(iv);
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  t.teardown(() => {
+    for (const iv of timers) clearInterval(iv);
+    srv.closeAllConnections();
+    return new Promise<void>((r) => srv.close(() => r()));
+  });
+  const ref = parseReference(`127.0.0.1:${(srv.address() as AddressInfo).port}/slow/echo:v1`);
+  const attempt = async (): Promise<{ error: unknown; ms: number }> => {
+    const t0 = Date.now();
+    const error = await Promise.race([
+      pullHarness(ref, { env: {}, exchangeBaseMs: 1_500 }).then(
+        () => null,
+        (e: unknown) => e,
+      ),
+      new Promise((r) => setTimeout(() => r('still waiting after 15 s'), 15_000)),
+    ]);
+    return { error, ms: Date.now() - t0 };
+  };
+  const m = await attempt();
+  t.match(m.error, { kind: 'unreachable', message: /manifests\/v1: no complete answer within 1500 ms/ });
+  t.ok(m.ms < 8_000, `the manifest's drip was cut after ${m.ms} ms`);
+  // a blob's deadline adds its size at 64 KiB/s: the config blob (a few hundred bytes) gets ~1.5 s
+  dripManifest = false;
+  const b = await attempt();
+  t.match(b.error, {
+    kind: 'unreachable',
+    message: /blobs\/sha256:[0-9a-f]{64}: no complete answer within 15\d\d ms/,
+  });
+  t.ok(b.ms < 8_000, `the blob's drip was cut after ${b.ms} ms`);
+});
