@@ -214,6 +214,47 @@ t.test('the endpoint listens on loopback or a Unix socket only', async (t) => {
   await s.close();
 });
 
+t.test('a once subscription outlives a refused delivery and is taken by the accepted one', async (t) => {
+  // the queue refuses the first delivery (full), accepts the second; a third stays pending
+  const db = path.join(dir, 'once.sqlite');
+  const answers: ((r: { refused?: string }) => void)[] = [];
+  const refusals: string[] = [];
+  const bus = new HarnessEventBus({
+    database: db,
+    deliver: () => new Promise((resolve) => answers.push(resolve)),
+    onRefused: (h, s, why) => refusals.push(`${h} ${s} ${why}`),
+  });
+  const sub = bus.subscribe('remind', 'tick', true);
+  t.equal(bus.publish('tick', 'first'), 1);
+  t.equal(bus.publish('tick', 'while pending'), 0, 'a pending once delivery takes no other');
+  answers.shift()!({ refused: 'the queue holds 10000 invocations' });
+  await new Promise((r) => setImmediate(r));
+  t.same(refusals, ['remind tick the queue holds 10000 invocations']);
+  t.same(
+    bus.list().map((s) => s.id),
+    [sub.id],
+    'the refused delivery did not take the subscription with it (it was removed before the enqueue)',
+  );
+  t.equal(bus.publish('tick', 'second'), 1);
+  answers.shift()!({});
+  await new Promise((r) => setImmediate(r));
+  t.same(bus.list(), [], 'gone once a delivery was accepted');
+  t.equal(bus.publish('tick', 'third'), 0);
+  // a crash while a delivery is pending keeps the subscription (its enqueue was never written)
+  const other = bus.subscribe('remind', 'tock', true);
+  t.equal(bus.publish('tock', 'x'), 1);
+  bus.close();
+  const reopened = new HarnessEventBus({ database: db, deliver: async () => ({}) });
+  t.same(
+    reopened.list().map((s) => s.id),
+    [other.id],
+    'still subscribed after the restart',
+  );
+  answers.shift()!({}); // the old bus's delivery answers after its close: no throw
+  await new Promise((r) => setImmediate(r));
+  reopened.close();
+});
+
 t.test('a peer dripping a 16 MiB frame in 4 KiB writes is read in linear time', async (t) => {
   // A ping padded with an unknown field (number 900, length-delimited) up to just under the 16 MiB
   // frame cap: protobuf decoders skip unknown fields, so the answer is a pong. The reader once
