@@ -20,7 +20,7 @@ import {
   type WakeView,
 } from '../src/protocol/index.js';
 import { HarnessEventBus, targetHarness } from '../src/protocol/events.js';
-import { ProtocolServer, type ServerWakes } from '../src/protocol/server.js';
+import { MAX_ENDPOINT_CONNECTIONS, ProtocolServer, type ServerWakes } from '../src/protocol/server.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-endpoint-'));
 t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -425,4 +425,40 @@ t.test('the endpoint removes a stale socket only: a file or a live socket at its
   t.equal(decodeServer((await c2.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
   c2.close();
   await again.close();
+});
+
+t.test('connections beyond the bound are closed as they arrive; the held ones are served', async (t) => {
+  // a peer that opens connections and keeps them once held one descriptor each, without bound
+  const wakes = new Wakes();
+  const s = await ProtocolServer.listen({ endpoint: '127.0.0.1:0', wakes });
+  t.teardown(() => s.close());
+  const port = Number(s.endpoint.split(':').pop());
+  const held: net.Socket[] = [];
+  t.teardown(() => held.forEach((c) => c.destroy()));
+  const closedEarly: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    const c = net.connect({ host: '127.0.0.1', port });
+    c.on('error', () => undefined);
+    c.once('close', () => closedEarly.push(i));
+    held.push(c);
+  }
+  await new Promise((r) => setTimeout(r, 1_000));
+  t.equal(
+    closedEarly.length,
+    100 - MAX_ENDPOINT_CONNECTIONS,
+    `${closedEarly.length} of 100 closed by the endpoint`,
+  );
+  const open = held.filter((c) => !c.destroyed && c.readyState === 'open');
+  t.equal(open.length, MAX_ENDPOINT_CONNECTIONS);
+  // one of the held connections is answered
+  const ping = Buffer.from(frame(encodeClient('ping', {})));
+  const answer = new Promise<Buffer>((r) => open[0]!.once('data', (d: Buffer) => r(d)));
+  open[0]!.write(ping);
+  t.equal(decodeServer((await answer).subarray(4)).msg, 'pong');
+  // once the held ones go, new connections are served again
+  held.forEach((c) => c.destroy());
+  await new Promise((r) => setTimeout(r, 200));
+  const c = new AgentClient(parseEndpoint(s.endpoint));
+  t.equal(decodeServer((await c.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
+  c.close();
 });

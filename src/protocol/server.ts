@@ -111,7 +111,18 @@ export interface ProtocolServerOptions {
   log?: (line: string) => void;
   /** clock, ms since the epoch */
   now?: () => number;
+  /** most connections open at once; more are closed as they arrive (default {@link MAX_ENDPOINT_CONNECTIONS}) */
+  maxConnections?: number;
 }
+
+/**
+ * Default bound on the endpoint's open connections. The agent daemon holds one or a few; without a
+ * bound, a peer that opens connections and keeps them (or a daemon that leaks them on every
+ * reconnect) spent one file descriptor each until bermd's own files (SQLite, the journal) could no
+ * longer be opened. These few fit in the descriptors bermd keeps out of its HTTP connection cap
+ * (FD_RESERVE in src/daemon/fd-limit.ts, 64).
+ */
+export const MAX_ENDPOINT_CONNECTIONS = 16;
 
 /** The endpoint (see the module comment). */
 export class ProtocolServer {
@@ -137,6 +148,7 @@ export class ProtocolServer {
     }
     if ('path' in ep) await clearSocketPath(ep.path);
     const server = net.createServer();
+    server.maxConnections = options.maxConnections ?? MAX_ENDPOINT_CONNECTIONS;
     const s = new ProtocolServer(server, options);
     server.on('connection', (c) => s.serve(c));
     await new Promise<void>((resolve, reject) => {
