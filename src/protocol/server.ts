@@ -55,8 +55,8 @@ function varintBytes(n: number): number {
 
 /**
  * The earliest of `wakes` (the due-set lists them earliest first) whose WakeList fits one frame,
- * with `truncated` when some were left out: a due-set may hold a thousand listed wakes of up to 64 KiB of
- * payload each, more than a frame carries.
+ * with `truncated` when some were left out: a due-set may hold a thousand listed wakes of up to
+ * 64 KiB of payload each, more than a frame carries.
  */
 export function fitWakes(wakes: WakeView[]): { wakes: WakeView[]; truncated?: true } {
   // room for the wrappers: ServerMessage.berm, BermServerMessage.wake_list, WakeList.truncated
@@ -111,7 +111,7 @@ export interface ProtocolServerOptions {
   log?: (line: string) => void;
   /** clock, ms since the epoch */
   now?: () => number;
-  /** most connections open at once; more are closed as they arrive (default {@link MAX_ENDPOINT_CONNECTIONS}) */
+  /** most connections open at once; more are closed as they arrive (default 16) */
   maxConnections?: number;
 }
 
