@@ -131,6 +131,9 @@ export async function startDaemon(
   );
   show('max-image-bytes', settings.maxImageBytes);
   show('max-body-bytes', settings.maxBodyBytes);
+  show('max-code-bytes', settings.maxCodeBytes);
+  show('max-symbols', settings.maxSymbols);
+  show('max-relocations', settings.maxRelocations);
   show('body-timeout-ms', settings.bodyTimeoutMs);
   show('write-timeout-ms', settings.writeTimeoutMs);
   // a cap above the open-file limit cannot hold: the kernel would reset the extra connections
@@ -168,7 +171,11 @@ export async function startDaemon(
     log,
   });
   for (const [k, v, source] of backend.limits?.() ?? []) log(`  ${k.padEnd(16)} ${v}  (${source})`);
-  const deployments = new Deployments(store, backend, grants);
+  const deployments = new Deployments(store, backend, grants, {
+    maxCodeBytes: settings.maxCodeBytes.value,
+    maxSymbols: settings.maxSymbols.value,
+    maxRelocations: settings.maxRelocations.value,
+  });
   // a few deployments in flight per worker keep every worker (and this thread's reading and
   // checking of the images) busy; more would only queue on the workers
   const restoring = deployments.store.entries().length;
