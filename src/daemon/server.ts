@@ -140,10 +140,22 @@ export class DaemonServer {
     this.auth = new BearerAuth(o.token);
     this.metrics = new Metrics(o.backend, () => o.deployments.list().length);
     this.mcp = new McpEndpoint(o.deployments, o.backend, o.version);
-    this.http = createServer({ keepAliveTimeout: 5000 }, (req, res) => void this.serve(req, res));
+    // A connection that never finishes its headers (slowloris: a byte now and then, or none) holds
+    // a slot of --max-connections before any authentication: Node's headersTimeout closes it with
+    // a 408, but only when its connection check runs, every 30 s by default, so such a connection
+    // stayed 30-40 s whatever the timeout. The check runs at a quarter of the timeout instead
+    // (100 ms to 1 s: it walks the open connections, at most --max-connections of them).
+    const headersTimeout = Math.min(o.limits.bodyTimeoutMs, 60_000);
+    this.http = createServer(
+      {
+        keepAliveTimeout: 5000,
+        connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.floor(headersTimeout / 4))),
+      },
+      (req, res) => void this.serve(req, res),
+    );
     // the body deadline is ours (a JSON 408); Node's own request timeout stays as a backstop
     this.http.requestTimeout = Math.max(o.limits.bodyTimeoutMs * 4, 60_000);
-    this.http.headersTimeout = Math.min(o.limits.bodyTimeoutMs, 60_000);
+    this.http.headersTimeout = headersTimeout;
     this.sweeper = setInterval(
       () => this.sweepStalled(),
       Math.min(1000, Math.max(25, Math.floor(o.limits.writeTimeoutMs / 4))),
