@@ -88,6 +88,8 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   /** digests with a deploy in progress, and how many */
   private readonly deploying = new Map<string, number>();
   private readonly busy = (digest: string): boolean => this.deploying.has(digest);
+  /** progress of a restore in progress, or null */
+  private restoring: { done: number; total: number } | null = null;
 
   constructor(
     readonly store: DeploymentStore,
@@ -113,6 +115,8 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     const entries = [...this.store.entries()];
     const problems: (string | null)[] = entries.map(() => null);
     let next = 0;
+    const progress = { done: 0, total: entries.length };
+    this.restoring = progress;
     const lane = async (): Promise<void> => {
       while (next < entries.length) {
         const i = next++;
@@ -134,11 +138,24 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
             `harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}; ` +
             `deploy it again (PUT /harnesses/${name}) or remove it (DELETE /harnesses/${name})`;
         }
+        progress.done++;
       }
     };
     const lanes = Math.max(1, Math.min(Math.floor(concurrency) || 1, entries.length));
-    await Promise.all(Array.from({ length: lanes }, lane));
+    try {
+      await Promise.all(Array.from({ length: lanes }, lane));
+    } finally {
+      this.restoring = null;
+    }
     return problems.filter((p): p is string => p !== null);
+  }
+
+  /**
+   * While {@link restore} runs: the stored deployments it has finished (restored or reported) and
+   * how many there are; null otherwise.
+   */
+  restoreProgress(): { done: number; total: number } | null {
+    return this.restoring === null ? null : { ...this.restoring };
   }
 
   /** Published harnesses, sorted by name. */

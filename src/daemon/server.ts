@@ -135,6 +135,8 @@ export class DaemonServer {
   /** sockets with reply bytes waiting: bytes taken so far and since when that figure stands */
   private readonly stalls = new Map<Socket, { taken: number; since: number }>();
   private readonly sweeper: NodeJS.Timeout;
+  /** while the daemon restores its deployments: what it is doing, for the 503s and /health */
+  private booting: (() => string) | null = null;
 
   constructor(private readonly o: DaemonServerOptions) {
     this.auth = new BearerAuth(o.token);
@@ -207,6 +209,17 @@ export class DaemonServer {
     }
   }
 
+  /**
+   * Mark the daemon as restoring (a function saying how far, e.g. "restoring 3 of 12
+   * deployments") or done (null). While restoring, every request that needs the deployments or
+   * the due-set (`/harnesses...`, `/wakes...`, `/mcp`) is answered `503` with `Retry-After: 1`
+   * and the progress, after authentication; `/health` answers `200 {"status":"restoring",
+   * "restore"}` and `/metrics` as always.
+   */
+  setBooting(progress: (() => string) | null): void {
+    this.booting = progress;
+  }
+
   /** Listen on host:port (port 0: an ephemeral port). @returns the bound address */
   listen(host: string, port: number): Promise<AddressInfo> {
     return new Promise((resolve, reject) => {
@@ -271,7 +284,8 @@ export class DaemonServer {
         route = '/health';
         if (method !== 'GET' && method !== 'POST' && method !== 'HEAD') throw notAllowed(method, 'GET');
         if (method === 'POST') await readBody(req, this.bodyLimits());
-        sendJson(res, 200, { status: 'ok' });
+        const booting = this.booting;
+        sendJson(res, 200, booting === null ? { status: 'ok' } : { status: 'restoring', restore: booting() });
         return;
       }
       refuseBrowsers(req, this.auth.enabled);
@@ -283,6 +297,11 @@ export class DaemonServer {
         res.writeHead(200, { 'content-type': m.contentType });
         res.end(m.text);
         return;
+      }
+      if (this.booting !== null) {
+        route = 'restoring';
+        res.setHeader('retry-after', '1');
+        throw new HttpError(503, `bermd is restoring its deployments (${this.booting()}); retry shortly`);
       }
       if (url.pathname === '/mcp') {
         route = '/mcp';
