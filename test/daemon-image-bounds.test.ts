@@ -47,6 +47,26 @@ t.test('the header counts are what readelf lists', async (t) => {
     elfTableSizes(Buffer.from('not an ELF at all, but longer than sixty-four bytes.............')),
     null,
   );
+  // any damage to the headers it reads: a count or null, never a throw (the reader names it next)
+  const shoff = Number(BIG_BYTES.readBigUInt64LE(40));
+  let seed = 12345;
+  const rand = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  let bad = 0;
+  let nulls = 0;
+  for (let i = 0; i < 3000; i++) {
+    const b = Buffer.from(BIG_BYTES);
+    const at = i % 2 === 0 ? rand(64) : shoff + rand(BIG_BYTES.length - shoff);
+    b[at] = rand(256);
+    const r = elfTableSizes(b);
+    const most = Math.floor(b.length / 24);
+    if (r === null) nulls++;
+    else if (![r.symbols, r.relocations].every((n) => Number.isSafeInteger(n) && n >= 0 && n <= most)) bad++;
+  }
+  t.equal(bad, 0, 'a damaged header gives null or counts of tables inside the file');
+  t.ok(nulls > 0 && nulls < 3000, `${nulls} damaged headers left to the reader`);
 });
 
 t.test('a deploy over a bound is 413 naming it, and one at the bound is served', async (t) => {

@@ -164,8 +164,9 @@ export interface ElfTableSizes {
  *
  * @param bytes the whole ELF file
  * @returns the counts, or null when the headers are not those of an ELF64 file whose section
- *   header table lies inside it (readElf then names the problem); the tables of a crafted file
- *   may overlap, so the counts are upper bounds of what readElf will parse
+ *   header table and symbol and relocation tables lie inside it (readElf then names the
+ *   problem); the tables of a crafted file may overlap, so the counts are upper bounds of what
+ *   readElf will parse (each at most the file's size / 24)
  */
 export function elfTableSizes(bytes: Uint8Array): ElfTableSizes | null {
   const size = bytes.length;
@@ -181,8 +182,12 @@ export function elfTableSizes(bytes: Uint8Array): ElfTableSizes | null {
   for (let i = 0; i < shnum; i++) {
     const s = shoff + i * 64;
     const type = r.u32(s + 4);
-    if (type === SHT_SYMTAB) symbols += Math.floor(r.u64(s + 32) / 24);
-    else if (type === SHT_RELA) relocations += Math.floor(r.u64(s + 32) / 24);
+    if (type !== SHT_SYMTAB && type !== SHT_RELA) continue;
+    const bytes = r.u64(s + 32);
+    // a table past the end of the file is readElf's to name ('truncated')
+    if (!within(r.u64(s + 24), bytes, size)) return null;
+    if (type === SHT_SYMTAB) symbols += Math.floor(bytes / 24);
+    else relocations += Math.floor(bytes / 24);
   }
   return { symbols, relocations };
 }
