@@ -323,6 +323,28 @@ t.test('grants come only from the declaration; a sha256 mismatch refuses the dep
   );
 });
 
+t.test('the declaration is read at boot: an edit needs a restart, and the 403 says so', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'bermd-decl-'));
+  const file = join(dir, 'decl.toml');
+  const declare = (digest: string): void =>
+    writeFileSync(file, `[[harnesses]]\nname = "pinned"\nsource = "x.elf"\nsha256 = "${digest}"\n`);
+  declare(sha(OS));
+  const root = mkdtempSync(join(tmpdir(), 'bermd-test-'));
+  let d = await testDaemon({ config: file }, {}, root);
+  t.teardown(() => d.stop());
+  // the operator pins the new build in the file while bermd runs: bermd still holds the old pin
+  declare(sha(ECHO));
+  const put = await d.req('/harnesses/pinned', { method: 'PUT', body: ECHO });
+  t.equal(put.status, 403);
+  const error = ((await put.json()) as { error: string }).error;
+  t.match(error, `declared "pinned" with sha256 ${sha(OS)} when bermd started`);
+  t.match(error, `set sha256 = "${sha(ECHO)}" there and restart bermd`);
+  // the restart the message asks for is what grants it
+  await d.stop();
+  d = await testDaemon({ config: file }, {}, root);
+  t.equal((await d.req('/harnesses/pinned', { method: 'PUT', body: ECHO })).status, 200);
+});
+
 t.test('boot refuses an fs root that does not exist, naming the fix', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'bermd-decl-'));
   const file = join(dir, 'decl.toml');
