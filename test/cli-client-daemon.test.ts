@@ -269,6 +269,27 @@ t.test('wake add|ls|rm reach /wakes', async (t) => {
   const text = (await berm(['wake', 'ls'])).stdout;
   t.match(text, /^ID +HARNESS +DUE +IN +PAYLOAD$/m);
   t.match(text, /^w-later +qg +\S+ +10m +"later"$/m, 'due in 10 minutes, shown in minutes');
+  // bermd answers a page of the due-set (1,000 wakes unless asked): a cut list says so on stderr
+  const all = await berm(['wake', 'ls']);
+  t.equal(all.stderr, 'berm: 2 wakes pending\n');
+  const page = await berm(['wake', 'ls', '--limit', '1']);
+  t.equal(page.code, 0, page.stderr);
+  t.same(
+    page.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/ +/)[0]),
+    ['w-later'],
+    'the earliest one',
+  );
+  t.equal(page.stderr, 'berm: listed the earliest 1 of 2 pending wakes; --limit N lists up to 10000\n');
+  const pageJson = await berm(['wake', 'ls', '--limit', '1', '--json']);
+  t.same(
+    (JSON.parse(pageJson.stdout) as { id: string }[]).map((w) => w.id),
+    ['w-later'],
+  );
+  t.match(pageJson.stderr, /listed the earliest 1 of 2 pending wakes/);
   t.equal((await berm(['wake', 'rm', 'w-later'])).stdout, 'cancelled w-later\n');
   t.equal((await berm(['wake', 'rm', bw.id, '--json'])).code, 0);
   t.same(JSON.parse((await berm(['wake', 'ls', '--json'])).stdout), []);

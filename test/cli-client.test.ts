@@ -2,7 +2,8 @@
 // --host and token resolution, telling `inspect FILE` from `inspect NAME`, the SSE parser (against
 // the examples of the WHATWG server-sent events section), delays and due times, and the refusal
 // when nothing listens. End to end against a real bermd: test/cli-client-daemon.test.ts.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,7 @@ import {
 import { parseAt, parseDelay, untilText, wakesText } from '../src/cli/commands/wake-client.js';
 import type { Io } from '../src/cli/context.js';
 import { runCli } from '../src/cli/program.js';
+import { ROOT } from './helpers/fixtures.js';
 
 const TMP = mkdtempSync(join(tmpdir(), 'berm-cli-client-'));
 t.teardown(() => rmSync(TMP, { recursive: true, force: true }));
@@ -180,6 +182,34 @@ t.test('delays, due times and listings', async (t) => {
     'ID  HARNESS  DUE                       IN       PAYLOAD\nw1  echo     2026-12-01T08:00:00.000Z  60s      "p"\n',
   );
 });
+
+t.test(
+  'wake ls --limit on a berm run state directory: the earliest N, and stderr says how many',
+  async (t) => {
+    const qg = join(ROOT, 'test', 'data', 'queue-guest.elf');
+    const dir = mkdtempSync(join(TMP, 'limit-'));
+    const config = join(dir, 'h.toml');
+    const digest = createHash('sha256').update(readFileSync(qg)).digest('hex');
+    writeFileSync(config, `[[harnesses]]\nname = "qg"\nsource = "${qg}"\nsha256 = "${digest}"\n`);
+    const state = join(dir, 'state');
+    const add = captureIo();
+    const argv = ['wake', 'add', 'qg', '--state', state, '--config', config, '--in', '1h', '--id', 'w'];
+    t.equal(await runCli([...argv, '--count', '3', '--spread', '3000'], { io: add }), 0, add.stderr);
+    const page = captureIo();
+    t.equal(await runCli(['wake', 'ls', '--state', state, '--limit', '2'], { io: page }), 0, page.stderr);
+    t.same(
+      page.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' ')[0]),
+      ['w-0', 'w-1'],
+    );
+    t.equal(page.stderr, 'berm: listed the earliest 2 of 3 pending wakes\n');
+    const whole = captureIo();
+    t.equal(await runCli(['wake', 'ls', '--state', state, '--json'], { io: whole }), 0);
+    t.equal((JSON.parse(whole.stdout) as unknown[]).length, 3, 'no --limit: every wake');
+  },
+);
 
 /** A port nothing listens on: bind one, note it, close it. */
 async function deadPort(): Promise<number> {

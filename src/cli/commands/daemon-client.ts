@@ -156,6 +156,13 @@ export interface WakeInfo {
   [k: string]: unknown;
 }
 
+/** One page of `GET /wakes`: the earliest wakes and the number pending in all. */
+export interface WakeList {
+  wakes: WakeInfo[];
+  /** wakes pending in the due-set; more than `wakes.length` when the list was cut at its limit */
+  pending: number;
+}
+
 /** How an invocation ended, from the daemon's answer. */
 export type InvokeResult =
   | { status: 'ok'; result: string; body: Record<string, unknown> }
@@ -394,13 +401,23 @@ export class DaemonClient {
     return this.expect(a, [200, 201], `wake add ${req.harness}`) as WakeInfo;
   }
 
-  /** `GET /wakes` (a bare array or `{"wakes": [...]}`). */
-  async listWakes(): Promise<WakeInfo[]> {
-    const j = this.expect(await this.send('GET', '/wakes'), [200], 'wake ls');
-    const arr = Array.isArray(j) ? j : (j as { wakes?: unknown } | undefined)?.wakes;
+  /**
+   * `GET /wakes[?limit=N]` (a bare array or `{"wakes": [...], "pending": N, "truncated"?}`): the
+   * earliest wakes, at most `limit` (bermd's default when undefined: 1,000), and how many are
+   * pending in all (the list's length when the daemon does not say).
+   */
+  async listWakes(limit?: number): Promise<WakeList> {
+    const query = limit === undefined ? '' : `?limit=${limit}`;
+    const j = this.expect(await this.send('GET', `/wakes${query}`), [200], 'wake ls');
+    const obj = j as { wakes?: unknown; pending?: unknown } | undefined;
+    const arr = Array.isArray(j) ? j : obj?.wakes;
     if (!Array.isArray(arr))
       throw new CliError(`wake ls: bermd at ${this.target.base} answered something that is not a wake list`);
-    return arr as WakeInfo[];
+    const pending =
+      !Array.isArray(j) && typeof obj?.pending === 'number' && obj.pending >= arr.length
+        ? obj.pending
+        : arr.length;
+    return { wakes: arr as WakeInfo[], pending };
   }
 
   /** `DELETE /wakes/{id}`. */

@@ -5,7 +5,7 @@
  * the Unix epoch); the answer and the list entries are `{id, harness, due_at, payload, ...}`.
  */
 import { InvalidArgumentError, type Command } from '../commander.js';
-import { CliError, ExitCode } from '../context.js';
+import { CliError, ExitCode, parsePositiveInt } from '../context.js';
 import type { CliContext } from '../program.js';
 import type { DaemonFlags, WakeInfo } from './daemon-client.js';
 import { addDaemonOptions, withDaemon } from './daemon-verbs.js';
@@ -76,6 +76,20 @@ export function wakesText(ws: WakeInfo[], now = Date.now()): string {
   return rows.join('\n') + '\n';
 }
 
+/** bermd's default and largest `limit` of `GET /wakes` (src/daemon/server.ts WAKE_LIST_LIMIT). */
+const WAKE_LS_DEFAULT = 1000;
+const WAKE_LS_MAX = 10_000;
+
+/**
+ * The stderr line of a wake list cut short: `listed` of `pending` wakes, and how to see more.
+ * @returns undefined when the list holds every pending wake
+ */
+export function pendingNote(listed: number, pending: number): string | undefined {
+  if (pending <= listed) return undefined;
+  const more = listed < WAKE_LS_MAX ? `; --limit N lists up to ${WAKE_LS_MAX}` : '';
+  return `berm: listed the earliest ${listed} of ${pending} pending wakes${more}\n`;
+}
+
 /**
  * True when a wake verb works on a `berm run` state directory (`--state`) rather than a daemon.
  * `--state` with `--host` or `--token-file` is ambiguous and refused.
@@ -143,13 +157,22 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
     }),
   );
   addDaemonOptions(
-    addLocalWakeOptions(wake.command('ls').description('list pending wakes, earliest first'), false),
-  ).action((flags: DaemonFlags & { state?: string }, cmd: Command) =>
+    addLocalWakeOptions(wake.command('ls').description('list pending wakes, earliest first'), false).option(
+      '--limit <n>',
+      `list at most the earliest N wakes (bermd: ${WAKE_LS_DEFAULT} unless given, at most ${WAKE_LS_MAX}; --state: all); stderr says how many are pending`,
+      parsePositiveInt,
+    ),
+  ).action((flags: DaemonFlags & { state?: string; limit?: number }, cmd: Command) =>
     ctx.run(cmd, async () => {
       const g = ctx.globals(cmd);
-      if (local(flags)) return localWakeLs(ctx, cmd, { state: flags.state });
-      const ws = await withDaemon(flags, (c) => c.listWakes());
-      ctx.io.out(g.json ? JSON.stringify(ws) + '\n' : wakesText(ws));
+      const limit = flags.limit;
+      if (local(flags)) return localWakeLs(ctx, cmd, { state: flags.state, limit });
+      const { wakes, pending } = await withDaemon(flags, (c) => c.listWakes(limit));
+      ctx.io.out(g.json ? JSON.stringify(wakes) + '\n' : wakesText(wakes));
+      // bermd answers at most a page: without this line a cut list reads as the whole due-set
+      const note = pendingNote(wakes.length, pending);
+      if (note !== undefined) ctx.io.err(note);
+      else if (!g.json) ctx.io.err(`berm: ${pending} wakes pending\n`);
       return ExitCode.Ok;
     }),
   );

@@ -171,15 +171,22 @@ function existingStore(dir: string): SqliteStore {
   return SqliteStore.open(dir);
 }
 
-/** `berm wake ls --state DIR`. */
-export function localWakeLs(ctx: CliContext, cmd: Command, opts: { state: string }): ExitCodeValue {
+/** `berm wake ls --state DIR [--limit N]`: the earliest N (default all) and how many are pending. */
+export function localWakeLs(
+  ctx: CliContext,
+  cmd: Command,
+  opts: { state: string; limit?: number },
+): ExitCodeValue {
   const g = ctx.globals(cmd);
   const store = existingStore(opts.state);
   try {
-    const list = store.dues.list();
+    const all = store.dues.list();
+    const list = opts.limit === undefined ? all : all.slice(0, opts.limit);
     if (g.json) ctx.io.out(JSON.stringify(list) + '\n');
     else for (const w of list) ctx.io.out(line(w) + '\n');
-    if (!g.json) ctx.io.err(`berm: ${store.dues.count()} wakes pending\n`);
+    if (list.length < all.length)
+      ctx.io.err(`berm: listed the earliest ${list.length} of ${all.length} pending wakes\n`);
+    else if (!g.json) ctx.io.err(`berm: ${store.dues.count()} wakes pending\n`);
   } finally {
     store.close();
   }
