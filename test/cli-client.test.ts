@@ -240,7 +240,7 @@ t.test('usage errors and an unreachable daemon', async (t) => {
   t.equal(await runCli(['ls', '--host', host, '--json'], { io: json }), 2);
   t.match(JSON.parse(json.stdout), { status: 'error', message: /is bermd running/ });
 
-  const cases: [string[], RegExp][] = [
+  const cases: [string[], RegExp | string][] = [
     [['deploy', 'Bad.Name', 'x'], /invalid harness name 'Bad\.Name'/],
     [['deploy', 'ok', join(TMP, 'nonexistent')], /no such file \(nor a registry reference/],
     [['wake', 'add', 'echo', '--host', host], /exactly one of --in DELAY and --at TIME/],
@@ -270,6 +270,19 @@ t.test('usage errors and an unreachable daemon', async (t) => {
       /wake add: --count, --spread, --config work only with --state DIR/,
     ],
     [['invoke', 'echo'], /missing required argument 'tool'/],
+    // --host and --token-file belong to the verbs: written before one, the refusal says where they go
+    [
+      ['--host', host, 'ls'],
+      `--host is an option of the client verbs (ls, deploy, invoke, wake, ...): it goes after the verb: berm ls --host ${host}\n`,
+    ],
+    [
+      ['--json', `--host=${host}`, 'wake', 'ls'],
+      `it goes after the verb: berm --json wake ls --host=${host}\n`,
+    ],
+    [
+      ['--token-file', 'a b', 'invoke', 'e', 'echo', '{"x":1}'],
+      `berm invoke e echo '{"x":1}' --token-file 'a b'\n`,
+    ],
     [
       ['wake', 'ls', '--state', TMP, '--host', host],
       /--state .* and --host\/--token-file .* exclude each other/,
