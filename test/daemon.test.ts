@@ -19,6 +19,7 @@ const MISBEHAVE = elf('fixtures/build/misbehave-gcc-O2.elf');
 const TEXT = elf('fixtures/build/text-gcc-O2.elf');
 const PROBE = elf('examples/probe.elf');
 const OS = elf('examples/os.elf');
+const QG = elf('test/data/queue-guest.elf');
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 function fnv1a64(s: string): string {
@@ -373,6 +374,29 @@ t.test('deployments survive a restart; re-deploying the same bytes is free', asy
   );
   const r = await d2.req('/harnesses/echo/tools/echo', { method: 'POST', body: '{"k":1}' });
   t.same(await r.json(), { done: '{"k":1}' });
+});
+
+t.test('the boot log says how many wakes came back with the due-set', async (t) => {
+  const d = await testDaemon();
+  t.ok(d.logs.includes('  wakes            0 pending, 0 to re-deliver'), 'an empty due-set');
+  t.equal((await d.req('/harnesses/qg', { method: 'PUT', body: QG })).status, 200);
+  for (const id of ['a', 'b', 'c']) {
+    const arm = await d.req('/wakes', {
+      method: 'POST',
+      body: JSON.stringify({ harness: 'qg', delay_ms: 3_600_000, id }),
+    });
+    t.equal(arm.status, 201);
+  }
+  t.equal((await d.req('/wakes/b', { method: 'DELETE' })).status, 204);
+  await d.stop();
+  const d2 = await testDaemon({}, {}, d.root);
+  t.teardown(() => d2.stop());
+  t.ok(d2.logs.includes('  wakes            2 pending, 0 to re-deliver'), d2.logs.join('\n'));
+  t.ok(
+    d2.logs.indexOf('  wakes            2 pending, 0 to re-deliver') <
+      d2.logs.findIndex((l) => l.startsWith('listening on')),
+    'before listening',
+  );
 });
 
 t.test(

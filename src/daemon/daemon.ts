@@ -178,6 +178,12 @@ export async function startDaemon(
     log(`  restored ${restoring - problems.length} of ${restoring} deployments in ${Date.now() - t0} ms`);
   // with a shared store: deployments follow the database before any wake may fire
   if (backend.join) problems.push(...(await backend.join(deployments)));
+  // the due-set as it came back, before any of it fires: the operator sees the schedules survived
+  const st = backend.stats();
+  log(
+    `  wakes            ${st.wakesPending} pending` +
+      (st.wakesClaimed === undefined ? '' : `, ${st.wakesClaimed} to re-deliver`),
+  );
   backend.start?.();
   for (const d of deployments.list()) {
     const g = d.granted;
