@@ -303,6 +303,27 @@ t.test('wake add|ls|rm reach /wakes', async (t) => {
     pending = JSON.parse((await berm(['wake', 'ls', '--json'])).stdout);
   }
   t.same(pending, [], 'the due wake fired');
+
+  // an undeploy leaves the harness's wakes armed: rm says how many, and that a redeploy keeps them
+  for (const id of ['w-x', 'w-y'])
+    t.equal((await berm(['wake', 'add', 'qg', '--in', '1h', '--id', id])).code, 0);
+  const undeploy = await berm(['rm', 'qg']);
+  t.equal(undeploy.code, 0, undeploy.stderr);
+  t.equal(undeploy.stdout, 'removed qg\n');
+  t.equal(
+    undeploy.stderr,
+    'berm: 2 wakes of qg stay pending (berm wake ls): each runs if qg is deployed again by its due time, ' +
+      'else it is dropped then (berm wake rm ID cancels one)\n',
+  );
+  t.same(
+    (JSON.parse((await berm(['wake', 'ls', '--json'])).stdout) as { id: string }[]).map((w) => w.id),
+    ['w-x', 'w-y'],
+    'what rm reported is what is pending',
+  );
+  for (const id of ['w-x', 'w-y']) t.equal((await berm(['wake', 'rm', id])).code, 0);
+  t.equal((await berm(['deploy', 'qg', QG])).code, 0);
+  const quiet = await berm(['rm', 'qg']);
+  t.equal(quiet.stderr, '', 'no wakes: no note');
 });
 
 t.test('deploy REF pulls from a registry, then uploads', async (t) => {
