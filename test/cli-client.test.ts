@@ -208,6 +208,18 @@ t.test(
     const whole = captureIo();
     t.equal(await runCli(['wake', 'ls', '--state', state, '--json'], { io: whole }), 0);
     t.equal((JSON.parse(whole.stdout) as unknown[]).length, 3, 'no --limit: every wake');
+    // rm of an id that is not pending is refused on stderr with exit 2, in bermd's words (it was a
+    // line on stdout); --json gives the shapes the daemon side gives
+    const rm = captureIo();
+    t.equal(await runCli(['wake', 'rm', 'nope', '--state', state], { io: rm }), 2);
+    t.equal(rm.stdout, '');
+    t.equal(rm.stderr, 'berm: wake rm nope: no wake with id nope\n');
+    const rmJson = captureIo();
+    t.equal(await runCli(['wake', 'rm', 'nope', '--state', state, '--json'], { io: rmJson }), 2);
+    t.match(JSON.parse(rmJson.stdout), { status: 'error', message: 'wake rm nope: no wake with id nope' });
+    const ok = captureIo();
+    t.equal(await runCli(['wake', 'rm', 'w-1', '--state', state, '--json'], { io: ok }), 0);
+    t.same(JSON.parse(ok.stdout), { status: 'ok', id: 'w-1' });
   },
 );
 

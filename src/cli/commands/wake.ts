@@ -208,7 +208,8 @@ export function localWakeRm(
   } finally {
     store.close();
   }
-  if (g.json) ctx.io.out(JSON.stringify({ id, removed }) + '\n');
-  else ctx.io.out(removed ? `cancelled ${id}\n` : `no pending wake ${id}\n`);
-  return removed ? ExitCode.Ok : ExitCode.BadInput;
+  // as against bermd: a refusal goes to stderr (its --json form to stdout) with exit 2
+  if (!removed) throw new CliError(`wake rm ${id}: no wake with id ${id}`);
+  ctx.io.out(g.json ? JSON.stringify({ status: 'ok', id }) + '\n' : `cancelled ${id}\n`);
+  return ExitCode.Ok;
 }
