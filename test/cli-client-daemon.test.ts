@@ -231,7 +231,9 @@ t.test('wake add|ls|rm reach /wakes', async (t) => {
   const ls = await berm(['wake', 'ls', '--json']);
   t.equal(ls.code, 0, ls.stderr);
   t.same(JSON.parse(ls.stdout), []);
-  t.equal((await berm(['wake', 'ls'])).stdout, 'no wakes pending\n');
+  const none = await berm(['wake', 'ls']);
+  t.equal(none.stdout, 'no wakes pending\n');
+  t.equal(none.stderr, '', 'said once');
   const add = await berm(['wake', 'add', 'echo', '--in', '1h']);
   // echo has no on_wake: the daemon refuses, and the CLI shows the daemon's reason
   t.equal(add.code, 2);

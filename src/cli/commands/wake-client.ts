@@ -56,11 +56,22 @@ export function untilText(ms: number): string {
   return `${Math.round(s / 86400)}d`;
 }
 
-/** Text of `berm wake ls`. */
+/**
+ * What a wake runs, for the HARNESS column: the harness for a wake of its `on_wake`, `harness.tool`
+ * for a `berm.call.after` (kind `call`: the payload is that tool's arguments).
+ */
+function target(w: WakeInfo): string {
+  return w.kind === 'call' && typeof w.entry === 'string' ? `${w.harness}.${w.entry}` : String(w.harness);
+}
+
+/**
+ * Text of `berm wake ls`, against bermd and on a `--state` directory alike (the latter maps its
+ * records with the daemon's field names).
+ */
 export function wakesText(ws: WakeInfo[], now = Date.now()): string {
   if (ws.length === 0) return 'no wakes pending\n';
   const wi = Math.max(2, ...ws.map((w) => String(w.id).length));
-  const wh = Math.max(7, ...ws.map((w) => String(w.harness).length));
+  const wh = Math.max(7, ...ws.map((w) => target(w).length));
   const rows = [`${'ID'.padEnd(wi)}  ${'HARNESS'.padEnd(wh)}  ${'DUE'.padEnd(24)}  IN       PAYLOAD`];
   for (const w of ws) {
     const due = Number(w.due_at);
@@ -70,7 +81,7 @@ export function wakesText(ws: WakeInfo[], now = Date.now()): string {
     const shown =
       payload.length > 40 ? JSON.stringify(payload.slice(0, 37) + '...') : JSON.stringify(payload);
     rows.push(
-      `${String(w.id).padEnd(wi)}  ${String(w.harness).padEnd(wh)}  ${when.padEnd(24)}  ${inS.padEnd(7)}  ${shown}`,
+      `${String(w.id).padEnd(wi)}  ${target(w).padEnd(wh)}  ${when.padEnd(24)}  ${inS.padEnd(7)}  ${shown}`,
     );
   }
   return rows.join('\n') + '\n';
@@ -172,7 +183,7 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
       // bermd answers at most a page: without this line a cut list reads as the whole due-set
       const note = pendingNote(wakes.length, pending);
       if (note !== undefined) ctx.io.err(note);
-      else if (!g.json) ctx.io.err(`berm: ${pending} wakes pending\n`);
+      else if (!g.json && pending > 0) ctx.io.err(`berm: ${pending} wakes pending\n`);
       return ExitCode.Ok;
     }),
   );
