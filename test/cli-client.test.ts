@@ -17,7 +17,7 @@ import {
   listText,
   shortDigest,
 } from '../src/cli/commands/daemon-verbs.js';
-import { parseAt, parseDelay, untilText, wakesText } from '../src/cli/commands/wake-client.js';
+import { parseAt, parseDelay, pendingText, untilText, wakesText } from '../src/cli/commands/wake-client.js';
 import type { Io } from '../src/cli/context.js';
 import { runCli } from '../src/cli/program.js';
 import { ROOT } from './helpers/fixtures.js';
@@ -174,6 +174,7 @@ t.test('delays, due times and listings', async (t) => {
     'the time until due in the units wake add --in takes',
   );
   t.equal(wakesText([]), 'no wakes pending\n');
+  t.same([0, 1, 2].map(pendingText), ['0 wakes pending', '1 wake pending', '2 wakes pending']);
   t.equal(
     wakesText(
       [{ id: 'w1', harness: 'echo', due_at: Date.UTC(2026, 11, 1, 8), payload: 'p' }],

@@ -91,6 +91,11 @@ export function wakesText(ws: WakeInfo[], now = Date.now()): string {
 const WAKE_LS_DEFAULT = 1000;
 const WAKE_LS_MAX = 10_000;
 
+/** `1 wake pending`, `3 wakes pending`. */
+export function pendingText(n: number): string {
+  return `${n} wake${n === 1 ? '' : 's'} pending`;
+}
+
 /**
  * The stderr line of a wake list cut short: `listed` of `pending` wakes, and how to see more.
  * @returns undefined when the list holds every pending wake
@@ -183,7 +188,7 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
       // bermd answers at most a page: without this line a cut list reads as the whole due-set
       const note = pendingNote(wakes.length, pending);
       if (note !== undefined) ctx.io.err(note);
-      else if (!g.json && pending > 0) ctx.io.err(`berm: ${pending} wakes pending\n`);
+      else if (!g.json && pending > 0) ctx.io.err(`berm: ${pendingText(pending)}\n`);
       return ExitCode.Ok;
     }),
   );

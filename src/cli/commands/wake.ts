@@ -25,7 +25,7 @@ import { LimitsError, limitsFromFile } from '../../runtime/settings.js';
 import { CliError, ExitCode, parsePositiveInt, type ExitCodeValue } from '../context.js';
 import type { CliContext } from '../program.js';
 import { HARNESSES_FILE, PID_FILE, type HarnessSummary } from './run.js';
-import { wakesText } from './wake-client.js';
+import { pendingText, wakesText } from './wake-client.js';
 
 function known(state: string, config: string | undefined): Map<string, { onWake: boolean }> {
   const out = new Map<string, { onWake: boolean }>();
@@ -195,7 +195,7 @@ export function localWakeLs(
       );
     if (list.length < all.length)
       ctx.io.err(`berm: listed the earliest ${list.length} of ${all.length} pending wakes\n`);
-    else if (!g.json && list.length > 0) ctx.io.err(`berm: ${store.dues.count()} wakes pending\n`);
+    else if (!g.json && list.length > 0) ctx.io.err(`berm: ${pendingText(store.dues.count())}\n`);
   } finally {
     store.close();
   }
