@@ -35,6 +35,7 @@ export interface PgJob {
     | 'get'
     | 'list'
     | 'count'
+    | 'countArmedBy'
     | 'index'
     | 'claim'
     | 'claimDue'
@@ -72,6 +73,8 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
         return sql.list(p, a[0] as { harness?: string; limit?: number });
       case 'count':
         return sql.count(p);
+      case 'countArmedBy':
+        return sql.countArmedBy(p, a[0] as string, a[1] as number);
       case 'index': {
         const r = await sql.index(p, a[0] as number);
         return { when: Float64Array.from(r.when), seq: Float64Array.from(r.seq) };

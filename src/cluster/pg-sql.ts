@@ -9,7 +9,8 @@
  *   berm_wakes        pending wakes. seq (bigserial) orders armings; id is unique among pending
  *                     first deliveries (a partial unique index), so re-arming replaces; a
  *                     redelivery row (a claim whose lease expired) may share its id with the next
- *                     pending occurrence of the same schedule.
+ *                     pending occurrence of the same schedule. Indexed by due order and by
+ *                     armed_by (a harness's own wakes, counted for harnessPendingWakes).
  *   berm_claims       claimed wakes: running on `owner` until `lease_until` (ms, database clock).
  *                     An owner renews its leases; an expired claim goes back to berm_wakes as a
  *                     redelivery with a fresh seq and keeps its attempt count.
@@ -31,7 +32,7 @@ import type { Authority } from '../runtime/protocol.js';
 import type { WakeRecord } from '../runtime/store.js';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Channel of due-set changes. */
 export const WAKES_CHANNEL = 'berm_wakes';
@@ -115,6 +116,11 @@ const MIGRATIONS: string[] = [
   `
   ALTER TABLE berm_wakes ADD COLUMN authority jsonb;
   ALTER TABLE berm_claims ADD COLUMN authority jsonb;
+  `,
+  // 2 -> 3: the queue counts the wakes one harness armed (its harnessPendingWakes limit) on an
+  // index range rather than a scan of the due-set
+  `
+  CREATE INDEX IF NOT EXISTS berm_wakes_armed_by ON berm_wakes (armed_by);
   `,
 ];
 
@@ -296,6 +302,15 @@ export async function list(
 /** Number of pending wakes. */
 export async function count(db: Queryable): Promise<number> {
   const r = await db.query<{ n: string }>('SELECT count(*) AS n FROM berm_wakes');
+  return Number(r.rows[0]!.n);
+}
+
+/** Number of pending wakes armed by `armedBy`, counted up to `upTo` (see DueStore.countArmedBy). */
+export async function countArmedBy(db: Queryable, armedBy: string, upTo: number): Promise<number> {
+  const r = await db.query<{ n: string }>(
+    'SELECT count(*) AS n FROM (SELECT 1 FROM berm_wakes WHERE armed_by = $1 LIMIT $2) x',
+    [armedBy, upTo],
+  );
   return Number(r.rows[0]!.n);
 }
 

@@ -454,6 +454,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
         }
         return counted.n;
       },
+      countArmedBy: (armedBy: string, upTo: number) => this.call<number>('countArmedBy', armedBy, upTo),
       index: (afterSeq: number) => {
         try {
           return this.call<{ when: Float64Array; seq: Float64Array }>('index', afterSeq);

@@ -1,7 +1,8 @@
 /**
- * Assembly of bermd: settings → token check → grants → runtime → deployment store (restored
- * without running a guest) → HTTP server, with the boot log, and the graceful stop (stop
- * accepting, drain up to a bound, persist, release workers).
+ * Assembly of bermd: settings → token check → grants → runtime → HTTP server listening (answering
+ * 503 with the progress to everything that needs the deployments) → deployment store (restored
+ * without running a guest) → served, with the boot log, and the graceful stop (stop accepting,
+ * drain up to a bound, persist, release workers).
  *
  * Boot refusals (thrown as {@link BootError}): a non-loopback address without a token, a token
  * file that cannot be read, a declaration file with refused entries or an fs/exec root that does
@@ -151,6 +152,9 @@ export async function startDaemon(
     );
     show('max-image-bytes', settings.maxImageBytes);
     show('max-body-bytes', settings.maxBodyBytes);
+    show('max-code-bytes', settings.maxCodeBytes);
+    show('max-symbols', settings.maxSymbols);
+    show('max-relocations', settings.maxRelocations);
     show('body-timeout-ms', settings.bodyTimeoutMs);
     show('write-timeout-ms', settings.writeTimeoutMs);
     // a cap above the open-file limit cannot hold: the kernel would reset the extra connections
@@ -188,16 +192,71 @@ export async function startDaemon(
       log,
     });
     for (const [k, v, source] of backend.limits?.() ?? []) log(`  ${k.padEnd(16)} ${v}  (${source})`);
-    const deployments = new Deployments(store, backend, grants);
-    // a few deployments in flight per worker keep every worker (and this thread's reading and
-    // checking of the images) busy; more would only queue on the workers
+    const deployments = new Deployments(store, backend, grants, {
+      maxCodeBytes: settings.maxCodeBytes.value,
+      maxSymbols: settings.maxSymbols.value,
+      maxRelocations: settings.maxRelocations.value,
+    });
+    const server = new DaemonServer({
+      backend,
+      deployments,
+      token: token.token,
+      limits: {
+        maxImageBytes: settings.maxImageBytes.value,
+        maxBodyBytes: settings.maxBodyBytes.value,
+        bodyTimeoutMs: settings.bodyTimeoutMs.value,
+        writeTimeoutMs: settings.writeTimeoutMs.value,
+        maxConnections: conns.value,
+      },
+      version: packageVersion(),
+      log,
+    });
+    // Listen before the restore, so a long one does not refuse connections: until it is done (and,
+    // with a shared store, the deployments follow the database) every request that needs them is
+    // answered 503 with the progress, so no client meets a deployment it acknowledged missing and
+    // no wake is armed or fires for a harness not yet restored; /health and /metrics answer.
     const restoring = deployments.store.entries().length;
-    const t0 = Date.now();
-    const problems = await deployments.restore(Math.min(16, 2 * settings.workers.value));
-    if (restoring > 0)
-      log(`  restored ${restoring - problems.length} of ${restoring} deployments in ${Date.now() - t0} ms`);
-    // with a shared store: deployments follow the database before any wake may fire
-    if (backend.join) problems.push(...(await backend.join(deployments)));
+    const gated = restoring > 0 || backend.join !== undefined;
+    if (gated) {
+      server.setBooting(() => {
+        const p = deployments.restoreProgress();
+        return p !== null
+          ? `restoring ${p.done} of ${p.total} deployments`
+          : `restored ${restoring} deployments; following the shared store`;
+      });
+    }
+    let address: AddressInfo;
+    try {
+      address = await server.listen(host, port);
+    } catch (e) {
+      await backend.close(0);
+      throw e;
+    }
+    const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    const url = `http://${hostPart}:${address.port}`;
+    // tools that wait for "listening on http://..." before using the deployments still can: this
+    // line says "listening at", the one after the restore "listening on"
+    if (gated)
+      log(
+        `listening at ${url}, restore not done: ${restoring} deployments to restore (the API answers 503 with Retry-After until it is; /health and /metrics answer)`,
+      );
+
+    let problems: string[];
+    let restored = 0;
+    try {
+      // a few deployments in flight per worker keep every worker (and this thread's reading and
+      // checking of the images) busy; more would only queue on the workers
+      const t0 = Date.now();
+      problems = await deployments.restore(Math.min(16, 2 * settings.workers.value));
+      restored = restoring - problems.length;
+      if (restoring > 0) log(`  restored ${restored} of ${restoring} deployments in ${Date.now() - t0} ms`);
+      // with a shared store: deployments follow the database before any wake may fire
+      if (backend.join) problems.push(...(await backend.join(deployments)));
+    } catch (e) {
+      await server.close(0);
+      await backend.close(0);
+      throw e;
+    }
     // the due-set as it came back, before any of it fires: the operator sees the schedules survived
     const st = backend.stats();
     log(
@@ -218,31 +277,12 @@ export async function startDaemon(
     for (const n of grants.names()) {
       if (!deployments.get(n)) log(`  declared ${n} (not deployed yet)`);
     }
-
-    const server = new DaemonServer({
-      backend,
-      deployments,
-      token: token.token,
-      limits: {
-        maxImageBytes: settings.maxImageBytes.value,
-        maxBodyBytes: settings.maxBodyBytes.value,
-        bodyTimeoutMs: settings.bodyTimeoutMs.value,
-        writeTimeoutMs: settings.writeTimeoutMs.value,
-        maxConnections: conns.value,
-      },
-      version: packageVersion(),
-      log,
-    });
-    let address: AddressInfo;
-    try {
-      address = await server.listen(host, port);
-    } catch (e) {
-      await backend.close(0);
-      throw e;
-    }
-    const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    const url = `http://${hostPart}:${address.port}`;
-    log(`listening on ${url}`);
+    server.setBooting(null);
+    log(
+      restoring > 0
+        ? `listening on ${url} (restore done: ${restored} of ${restoring} deployments restored)`
+        : `listening on ${url}`,
+    );
 
     let stopping: Promise<void> | null = null;
     const stop = (): Promise<void> => {

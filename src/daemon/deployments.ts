@@ -1,6 +1,7 @@
 /**
  * The daemon's deployments: what is published under which name, with its manifest and grant.
- * A deploy is checked on the serving thread only as far as reading headers goes (ELF structure,
+ * A deploy is checked against the translation bounds (src/daemon/image-bounds.ts) and on the
+ * serving thread only as far as reading headers goes (ELF structure,
  * manifest, tool exports: parsing, no translation), then compiled by the runtime on a worker,
  * then recorded durably (src/daemon/store.ts), and only then published and acknowledged. Deploys
  * and undeploys of one name are serialised. Listeners of 'changed' (MCP list_changed) hear every
@@ -15,6 +16,7 @@ import { DEFAULT_CALL_LIMITS, describeArgError, Harness, TOOL_PREFIX } from '../
 import type { Backend, DeployGrant } from './backend.js';
 import type { Grants } from './grants.js';
 import { HttpError } from './http.js';
+import { checkCodeBounds, checkTableBounds, DEFAULT_IMAGE_BOUNDS, type ImageBounds } from './image-bounds.js';
 import { DeploymentStore, sha256Hex } from './store.js';
 
 /** A published harness. */
@@ -46,12 +48,18 @@ export function describe(d: Deployment): Record<string, unknown> {
 }
 
 /**
- * Read the manifest of an ELF and check that its tools are exported, without translating.
- * @throws HttpError 400 with the ELF reader's, manifest's or export check's message.
+ * Check an ELF against the translation bounds (symbols and relocations from the section headers
+ * before anything is read, code once read), read its manifest and check that its tools are
+ * exported, without translating.
+ * @param bounds what the image may cost to translate (src/daemon/image-bounds.ts)
+ * @throws HttpError 413 over a bound (naming it and the image's figure); 400 with the ELF
+ *   reader's, manifest's or export check's message.
  */
-export function inspectImage(bytes: Uint8Array): Manifest {
+export function inspectImage(bytes: Uint8Array, bounds: ImageBounds = DEFAULT_IMAGE_BOUNDS): Manifest {
+  checkTableBounds(bytes, bounds);
   try {
     const image = readElf(bytes);
+    checkCodeBounds(image, bounds);
     const manifest = parseManifest(image.manifest);
     const exported = new Set(
       image.functions.flatMap((f) => (f.global ? f.names.filter((n) => n.startsWith(TOOL_PREFIX)) : [])),
@@ -80,11 +88,14 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   /** digests with a deploy in progress, and how many */
   private readonly deploying = new Map<string, number>();
   private readonly busy = (digest: string): boolean => this.deploying.has(digest);
+  /** progress of a restore in progress, or null */
+  private restoring: { done: number; total: number } | null = null;
 
   constructor(
     readonly store: DeploymentStore,
     private readonly backend: Backend,
     private readonly grants: Grants,
+    private readonly bounds: ImageBounds = DEFAULT_IMAGE_BOUNDS,
   ) {
     super();
   }
@@ -104,13 +115,15 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     const entries = [...this.store.entries()];
     const problems: (string | null)[] = entries.map(() => null);
     let next = 0;
+    const progress = { done: 0, total: entries.length };
+    this.restoring = progress;
     const lane = async (): Promise<void> => {
       while (next < entries.length) {
         const i = next++;
         const [name, entry] = entries[i]!;
         try {
           const bytes = this.store.readImage(entry.digest);
-          const manifest = inspectImage(bytes);
+          const manifest = inspectImage(bytes, this.bounds);
           const granted = this.grants.grantFor(name, entry.digest);
           await this.backend.deploy(name, bytes, granted);
           this.published.set(name, {
@@ -125,11 +138,24 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
             `harness ${name} (sha256 ${entry.digest}) not restored: ${(e as Error).message}; ` +
             `deploy it again (PUT /harnesses/${name}) or remove it (DELETE /harnesses/${name})`;
         }
+        progress.done++;
       }
     };
     const lanes = Math.max(1, Math.min(Math.floor(concurrency) || 1, entries.length));
-    await Promise.all(Array.from({ length: lanes }, lane));
+    try {
+      await Promise.all(Array.from({ length: lanes }, lane));
+    } finally {
+      this.restoring = null;
+    }
     return problems.filter((p): p is string => p !== null);
+  }
+
+  /**
+   * While {@link restore} runs: the stored deployments it has finished (restored or reported) and
+   * how many there are; null otherwise.
+   */
+  restoreProgress(): { done: number; total: number } | null {
+    return this.restoring === null ? null : { ...this.restoring };
   }
 
   /** Published harnesses, sorted by name. */
@@ -166,7 +192,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
       if (cur && cur.digest === digest && sameGrant(cur.granted, granted)) {
         return { deployment: cur, changed: false };
       }
-      const manifest = inspectImage(bytes);
+      const manifest = inspectImage(bytes, this.bounds);
       // the image is durable before anything serves it (a full disk refuses the deploy here); while
       // this deploy runs, no undeploy or failed deploy of another name deletes the same image
       this.deploying.set(digest, (this.deploying.get(digest) ?? 0) + 1);

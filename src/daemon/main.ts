@@ -22,6 +22,18 @@ const program = new Command('bermd')
     'bearer token on the first line (env BERMD_TOKEN_FILE; else the token itself in env BERMD_TOKEN, else BERM_TOKEN)',
   )
   .option('--max-image-bytes <size>', 'largest ELF a deploy accepts (default 64M; env BERMD_MAX_IMAGE_BYTES)')
+  .option(
+    '--max-code-bytes <size>',
+    'largest executable code of a deployed image, translation bound (default 4M; env BERMD_MAX_CODE_BYTES)',
+  )
+  .option(
+    '--max-symbols <n>',
+    'most .symtab entries of a deployed image, translation bound (default 131072; env BERMD_MAX_SYMBOLS)',
+  )
+  .option(
+    '--max-relocations <n>',
+    'most relocations of a deployed image, translation bound (default 1048576; env BERMD_MAX_RELOCATIONS)',
+  )
   .option('--max-body-bytes <size>', 'largest body of other requests (default 2M; env BERMD_MAX_BODY_BYTES)')
   .option(
     '--body-timeout <ms>',
@@ -81,6 +93,9 @@ const flags: Flags = {
   tokenFile: o.tokenFile,
   maxImageBytes: o.maxImageBytes,
   maxBodyBytes: o.maxBodyBytes,
+  maxCodeBytes: o.maxCodeBytes,
+  maxSymbols: o.maxSymbols,
+  maxRelocations: o.maxRelocations,
   bodyTimeoutMs: o.bodyTimeout,
   writeTimeoutMs: o.writeTimeout,
   maxConnections: o.maxConnections,

@@ -135,15 +135,29 @@ export class DaemonServer {
   /** sockets with reply bytes waiting: bytes taken so far and since when that figure stands */
   private readonly stalls = new Map<Socket, { taken: number; since: number }>();
   private readonly sweeper: NodeJS.Timeout;
+  /** while the daemon restores its deployments: what it is doing, for the 503s and /health */
+  private booting: (() => string) | null = null;
 
   constructor(private readonly o: DaemonServerOptions) {
     this.auth = new BearerAuth(o.token);
     this.metrics = new Metrics(o.backend, () => o.deployments.list().length);
     this.mcp = new McpEndpoint(o.deployments, o.backend, o.version);
-    this.http = createServer({ keepAliveTimeout: 5000 }, (req, res) => void this.serve(req, res));
+    // A connection that never finishes its headers (slowloris: a byte now and then, or none) holds
+    // a slot of --max-connections before any authentication: Node's headersTimeout closes it with
+    // a 408, but only when its connection check runs, every 30 s by default, so such a connection
+    // stayed 30-40 s whatever the timeout. The check runs at a quarter of the timeout instead
+    // (100 ms to 1 s: it walks the open connections, at most --max-connections of them).
+    const headersTimeout = Math.min(o.limits.bodyTimeoutMs, 60_000);
+    this.http = createServer(
+      {
+        keepAliveTimeout: 5000,
+        connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.floor(headersTimeout / 4))),
+      },
+      (req, res) => void this.serve(req, res),
+    );
     // the body deadline is ours (a JSON 408); Node's own request timeout stays as a backstop
     this.http.requestTimeout = Math.max(o.limits.bodyTimeoutMs * 4, 60_000);
-    this.http.headersTimeout = Math.min(o.limits.bodyTimeoutMs, 60_000);
+    this.http.headersTimeout = headersTimeout;
     this.sweeper = setInterval(
       () => this.sweepStalled(),
       Math.min(1000, Math.max(25, Math.floor(o.limits.writeTimeoutMs / 4))),
@@ -193,6 +207,17 @@ export class DaemonServer {
         s.destroy();
       }
     }
+  }
+
+  /**
+   * Mark the daemon as restoring (a function saying how far, e.g. "restoring 3 of 12
+   * deployments") or done (null). While restoring, every request that needs the deployments or
+   * the due-set (`/harnesses...`, `/wakes...`, `/mcp`) is answered `503` with `Retry-After: 1`
+   * and the progress, after authentication; `/health` answers `200 {"status":"restoring",
+   * "restore"}` and `/metrics` as always.
+   */
+  setBooting(progress: (() => string) | null): void {
+    this.booting = progress;
   }
 
   /** Listen on host:port (port 0: an ephemeral port). @returns the bound address */
@@ -259,7 +284,8 @@ export class DaemonServer {
         route = '/health';
         if (method !== 'GET' && method !== 'POST' && method !== 'HEAD') throw notAllowed(method, 'GET');
         if (method === 'POST') await readBody(req, this.bodyLimits());
-        sendJson(res, 200, { status: 'ok' });
+        const booting = this.booting;
+        sendJson(res, 200, booting === null ? { status: 'ok' } : { status: 'restoring', restore: booting() });
         return;
       }
       refuseBrowsers(req, this.auth.enabled);
@@ -271,6 +297,11 @@ export class DaemonServer {
         res.writeHead(200, { 'content-type': m.contentType });
         res.end(m.text);
         return;
+      }
+      if (this.booting !== null) {
+        route = 'restoring';
+        res.setHeader('retry-after', '1');
+        throw new HttpError(503, `bermd is restoring its deployments (${this.booting()}); retry shortly`);
       }
       if (url.pathname === '/mcp') {
         route = '/mcp';

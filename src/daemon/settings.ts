@@ -5,6 +5,7 @@
  */
 import { availableParallelism, homedir } from 'node:os';
 import * as path from 'node:path';
+import { DEFAULT_IMAGE_BOUNDS } from './image-bounds.js';
 
 /** One resolved setting. */
 export interface Setting<T> {
@@ -23,6 +24,12 @@ export interface Settings {
   tokenFile: Setting<string | null>;
   maxImageBytes: Setting<number>;
   maxBodyBytes: Setting<number>;
+  /** bytes of executable code an image may have (translation bound; src/daemon/image-bounds.ts) */
+  maxCodeBytes: Setting<number>;
+  /** .symtab entries an image may have (translation bound) */
+  maxSymbols: Setting<number>;
+  /** relocation entries an image may have (translation bound) */
+  maxRelocations: Setting<number>;
   bodyTimeoutMs: Setting<number>;
   /**
    * a connection whose written reply bytes wait unread (no progress) for this long is closed, ms
@@ -137,6 +144,24 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
       env: 'BERMD_MAX_BODY_BYTES',
       def: () => 2 << 20,
       parse: parseBytes,
+    },
+    maxCodeBytes: {
+      flag: 'max-code-bytes',
+      env: 'BERMD_MAX_CODE_BYTES',
+      def: () => DEFAULT_IMAGE_BOUNDS.maxCodeBytes,
+      parse: parseBytes,
+    },
+    maxSymbols: {
+      flag: 'max-symbols',
+      env: 'BERMD_MAX_SYMBOLS',
+      def: () => DEFAULT_IMAGE_BOUNDS.maxSymbols,
+      parse: parsePositive,
+    },
+    maxRelocations: {
+      flag: 'max-relocations',
+      env: 'BERMD_MAX_RELOCATIONS',
+      def: () => DEFAULT_IMAGE_BOUNDS.maxRelocations,
+      parse: parsePositive,
     },
     bodyTimeoutMs: {
       flag: 'body-timeout',

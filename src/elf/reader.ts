@@ -148,6 +148,50 @@ function within(off: number, len: number, size: number): boolean {
   return off >= 0 && len >= 0 && off <= size && len <= size - off;
 }
 
+/** The table sizes an ELF declares (see {@link elfTableSizes}). */
+export interface ElfTableSizes {
+  /** entries of every SHT_SYMTAB section (24 bytes each): an upper bound of the guest functions */
+  symbols: number;
+  /** entries of every SHT_RELA section (24 bytes each) */
+  relocations: number;
+}
+
+/**
+ * Count the symbols and relocations an ELF declares, reading only its ELF header and section
+ * headers (constant memory, no table parsed), so a caller can refuse an image too large to read
+ * and translate before {@link readElf} builds its tables: the reader keeps every symbol and
+ * relocation as an object (a 21 MB ELF of 500,000 functions took ~480 MiB to read).
+ *
+ * @param bytes the whole ELF file
+ * @returns the counts, or null when the headers are not those of an ELF64 file whose section
+ *   header table and symbol and relocation tables lie inside it (readElf then names the
+ *   problem); the tables of a crafted file may overlap, so the counts are upper bounds of what
+ *   readElf will parse (each at most the file's size / 24)
+ */
+export function elfTableSizes(bytes: Uint8Array): ElfTableSizes | null {
+  const size = bytes.length;
+  if (size < 64 || bytes[0] !== 0x7f || bytes[1] !== 0x45 || bytes[2] !== 0x4c || bytes[3] !== 0x46)
+    return null;
+  if (bytes[4] !== 2 || bytes[5] !== 1) return null;
+  const r = new Reader(bytes);
+  const shoff = r.u64(40);
+  const shnum = r.u16(60);
+  if (shnum > 0 && (r.u16(58) !== 64 || !within(shoff, shnum * 64, size))) return null;
+  let symbols = 0;
+  let relocations = 0;
+  for (let i = 0; i < shnum; i++) {
+    const s = shoff + i * 64;
+    const type = r.u32(s + 4);
+    if (type !== SHT_SYMTAB && type !== SHT_RELA) continue;
+    const bytes = r.u64(s + 32);
+    // a table past the end of the file is readElf's to name ('truncated')
+    if (!within(r.u64(s + 24), bytes, size)) return null;
+    if (type === SHT_SYMTAB) symbols += Math.floor(bytes / 24);
+    else relocations += Math.floor(bytes / 24);
+  }
+  return { symbols, relocations };
+}
+
 /**
  * Parse and validate a berm harness.
  *

@@ -39,6 +39,12 @@ export interface RuntimeLimits {
   maxPayloadBytes: number;
   /** wakes pending in the due-set at once (default 10,000,000) */
   maxPendingWakes: number;
+  /**
+   * wakes pending at once that one harness armed itself (berm.wake.arm, the protocol door's
+   * schedule_wake, berm.call.after; default 10,000): one harness cannot fill the due-set. Wakes
+   * the operator arms (API, CLI) do not count
+   */
+  harnessPendingWakes: number;
   /** longest delay a wake may be armed for (default 10 years) */
   maxDelayMs: number;
   /** journal file size at which it is rotated (default 64 MiB) */
@@ -68,6 +74,7 @@ export function defaultLimits(poolSize: number): RuntimeLimits {
     overrun: 'skip',
     maxPayloadBytes: 64 * 1024,
     maxPendingWakes: 10_000_000,
+    harnessPendingWakes: 10_000,
     maxDelayMs: 10 * 365 * 24 * 3600 * 1000,
     journalRotateBytes: 64 * 1024 * 1024,
     journalKeep: 4,
@@ -88,6 +95,7 @@ export function checkLimits(l: RuntimeLimits): void {
     'chainInvocations',
     'maxPayloadBytes',
     'maxPendingWakes',
+    'harnessPendingWakes',
     'journalRotateBytes',
     'journalKeep',
   ];
@@ -118,6 +126,7 @@ export type LimitName =
   | 'overrun'
   | 'maxPayloadBytes'
   | 'maxPendingWakes'
+  | 'harnessPendingWakes'
   | 'maxDelayMs'
   | 'closed';
 

@@ -242,6 +242,11 @@ export class BermRuntime extends EventEmitter {
   private maxSeq = 0;
   /** pending wakes in the store (kept here: counting rows per arm would be O(n)) */
   private pendingCount = 0;
+  /**
+   * Per arming harness: an upper bound of its pending wakes (a count from the store, plus the
+   * wakes it armed since) and when that count was taken (see {@link checkArmQuota})
+   */
+  private readonly armedCounts = new Map<string, { n: number; at: number }>();
   /** due wakes up to this instant have been counted as spilled once */
   private spillMark = -Infinity;
   /**
@@ -1112,8 +1117,38 @@ export class BermRuntime extends EventEmitter {
         throw new ArmError(
           `wake id ${JSON.stringify(w.id)} is taken by a wake this harness does not own; choose another id`,
         );
+      // a re-arm replaces its own wake: only a new one counts against the harness's quota
+      if (!held) {
+        this.checkArmQuota(w.armedBy);
+        const record = this.put(w);
+        this.armedCounts.get(w.armedBy)!.n++;
+        return record;
+      }
     }
     return this.put(w);
+  }
+
+  /**
+   * The harnessPendingWakes limit: refuse a new wake armed by harness `by` when `by` already has
+   * that many pending. The store is counted (a bounded index range) only when the kept upper bound
+   * would reach the limit or is a second old (wakes fire and are cancelled meanwhile, and with a
+   * shared store other daemons arm too), so arming below the limit costs no count.
+   * @throws LimitError harnessPendingWakes
+   */
+  private checkArmQuota(by: string): void {
+    const max = this.limits.harnessPendingWakes;
+    const now = Date.now();
+    let c = this.armedCounts.get(by);
+    if (!c || c.n + 1 > max || now - c.at >= 1000) {
+      c = { n: this.store.dues.countArmedBy(by, max), at: now };
+      this.armedCounts.set(by, c);
+    }
+    if (c.n >= max)
+      throw new LimitError(
+        'harnessPendingWakes',
+        max,
+        `harness ${by} has ${max} wakes pending that it armed; cancel some (berm.wake.cancel) or let them fire first`,
+      );
   }
 
   /**
@@ -1143,6 +1178,10 @@ export class BermRuntime extends EventEmitter {
     const depth = (spec.chain?.depth ?? -1) + 1;
     if (depth > this.limits.chainDepth)
       throw new LimitError('chainDepth', this.limits.chainDepth, `berm.call.after at depth ${depth}`);
+    if (!held) {
+      this.checkArmQuota(spec.by);
+      this.armedCounts.get(spec.by)!.n++;
+    }
     return this.put({
       id: `${CALL_AFTER_PREFIX}${spec.by}`,
       kind: 'call',

@@ -108,6 +108,7 @@ class SqliteDues implements DueStore {
       ins: p(`INSERT INTO wakes (${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`),
       get: p('SELECT * FROM wakes WHERE id = ?'),
       count: p('SELECT count(*) AS n FROM wakes'),
+      countArmedBy: p('SELECT count(*) AS n FROM (SELECT 1 FROM wakes WHERE armed_by = ? LIMIT ?)'),
       index: p('SELECT when_ms, seq FROM wakes WHERE seq > ? ORDER BY seq').raw(true),
       take: p('DELETE FROM wakes WHERE seq = ? RETURNING *'),
       claimIns: p(
@@ -171,6 +172,10 @@ class SqliteDues implements DueStore {
 
   count(): number {
     return (this.s.count.get() as { n: number }).n;
+  }
+
+  countArmedBy(armedBy: string, upTo: number): number {
+    return (this.s.countArmedBy.get(armedBy, upTo) as { n: number }).n;
   }
 
   index(afterSeq: number): { when: Float64Array; seq: Float64Array } {
@@ -394,6 +399,7 @@ export class SqliteStore implements RuntimeStore {
           armed_by TEXT NOT NULL, chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL,
           attempt INTEGER NOT NULL DEFAULT 0, authority TEXT);
         CREATE INDEX IF NOT EXISTS wakes_when ON wakes (when_ms, seq);
+        CREATE INDEX IF NOT EXISTS wakes_armed_by ON wakes (armed_by);
         CREATE TABLE IF NOT EXISTS claims (
           seq INTEGER NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL, harness TEXT NOT NULL,
           entry TEXT NOT NULL, when_ms REAL NOT NULL, payload TEXT NOT NULL, armed_by TEXT NOT NULL,

@@ -66,6 +66,11 @@ export interface DueStore {
   list(options?: { harness?: string; limit?: number }): WakeRecord[];
   /** Number of pending wakes. */
   count(): number;
+  /**
+   * Number of pending wakes whose armedBy is `armedBy`, counted up to `upTo` (a result of `upTo`
+   * means at least that many): a bounded index range, however large the due-set.
+   */
+  countArmedBy(armedBy: string, upTo: number): number;
   /** (when, seq) of every pending wake with seq > afterSeq, in seq order, as two flat arrays. */
   index(afterSeq: number): { when: Float64Array; seq: Float64Array };
   /**

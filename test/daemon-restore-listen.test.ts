@@ -1,0 +1,116 @@
+// bermd listens before it restores its deployments: during a long restore a client gets a 503
+// with Retry-After and the progress (not "connection refused"), /health and /metrics answer, and
+// the boot log says whether the restore is done; once it is, everything is served. The restore is
+// held back at the runtime's deploy (a real runtime behind a gate), over real HTTP.
+import t from 'tap';
+import { startDaemon } from '../src/daemon/daemon.js';
+import { createRuntimeBackend } from '../src/daemon/runtime-backend.js';
+import { resolveSettings } from '../src/daemon/settings.js';
+import { elf, testDaemon } from './helpers/daemon.js';
+import { TEST_CACHE } from './helpers/fixtures.js';
+
+t.test('a restore in progress: 503 with progress, health and metrics answer', async (t) => {
+  const first = await testDaemon();
+  for (const name of ['echo', 'text'])
+    t.equal(
+      (
+        await first.req(`/harnesses/${name}`, {
+          method: 'PUT',
+          body: elf(`fixtures/build/${name}-gcc-O2.elf`),
+        })
+      ).status,
+      200,
+    );
+  await first.stop();
+
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let early!: (url: string) => void;
+  const listening = new Promise<string>((r) => (early = r));
+  const logs: string[] = [];
+  const settings = {
+    ...resolveSettings({ addr: '127.0.0.1:0', root: first.root, workers: '1', cacheDir: TEST_CACHE }, {}),
+    limit: [],
+  };
+  let deploys = 0;
+  let finished = 0;
+  const booted = startDaemon(
+    settings,
+    async (ctx) => {
+      const b = await createRuntimeBackend(ctx);
+      const deploy = b.deploy.bind(b);
+      b.deploy = async (...a) => {
+        // the first deployment comes back at once, the second waits for the gate
+        if (deploys++ === 1) await gate;
+        const r = await deploy(...a);
+        finished++;
+        return r;
+      };
+      return b;
+    },
+    {},
+    (l) => {
+      logs.push(l);
+      const m = /^listening at (http:\/\/\S+), restore not done/.exec(l);
+      if (m) early(m[1]!);
+    },
+  );
+  // without listening first, the boot waits for the gate: give up after 10 s and fail
+  const giveUp = setTimeout(() => {
+    early('');
+    open();
+  }, 10_000);
+  const url = await listening;
+  t.not(url, '', 'bermd listens while the restore is held back');
+  if (url === '') {
+    clearTimeout(giveUp);
+    const d = await booted;
+    await d.stop();
+    return;
+  }
+  t.notOk(
+    logs.some((l) => /^listening on /.test(l)),
+    'no "listening on" line (what tools wait for) before the restore is done',
+  );
+  t.ok(logs.some((l) => /restore not done: 2 deployments to restore/.test(l)));
+
+  // wait until the first deployment is back: the progress then says 1 of 2
+  for (let i = 0; i < 400 && finished < 1; i++) await new Promise((r) => setTimeout(r, 25));
+  await new Promise((r) => setTimeout(r, 50));
+  const health = await fetch(`${url}/health`);
+  t.equal(health.status, 200);
+  t.same(await health.json(), { status: 'restoring', restore: 'restoring 1 of 2 deployments' });
+  const metrics = await fetch(`${url}/metrics`);
+  t.equal(metrics.status, 200);
+  t.match(await metrics.text(), /berm_http_requests_total/);
+  for (const [path, init] of [
+    ['/harnesses', {}],
+    ['/harnesses/echo/tools/echo', { method: 'POST', body: '{}' }],
+    ['/wakes', {}],
+    ['/mcp', { method: 'POST', body: '{}' }],
+  ] as const) {
+    const r = await fetch(url + path, init);
+    t.equal(r.status, 503, path);
+    t.equal(r.headers.get('retry-after'), '1', `${path}: Retry-After`);
+    t.same(await r.json(), {
+      error: 'bermd is restoring its deployments (restoring 1 of 2 deployments); retry shortly',
+    });
+  }
+
+  clearTimeout(giveUp);
+  open();
+  const d = await booted;
+  t.teardown(() => d.stop());
+  t.ok(
+    logs.some((l) => l === `listening on ${url} (restore done: 2 of 2 deployments restored)`),
+    logs.join('\n'),
+  );
+  t.same(await (await fetch(`${url}/health`)).json(), { status: 'ok' });
+  const call = await fetch(`${url}/harnesses/echo/tools/echo`, { method: 'POST', body: '{"a":1}' });
+  t.same(await call.json(), { done: '{"a":1}' });
+  const list = (await (await fetch(`${url}/harnesses`)).json()) as { harnesses: { name: string }[] };
+  t.same(
+    list.harnesses.map((h) => h.name),
+    ['echo', 'text'],
+  );
+});
