@@ -891,8 +891,17 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[2] === 'section') {
+  const name = process.argv[3] ?? '';
+  if (!Object.hasOwn(SECTIONS, name)) {
+    rmSync(WORK, { recursive: true, force: true });
+    process.stderr.write(
+      `bench/run.ts section: no section ${JSON.stringify(name)}; the sections are ${Object.keys(SECTIONS).join(', ')} ` +
+        '(memory, daemon and scale-out run only in the whole bench; bench/daemon.ts and bench/scale-out.ts run alone)\n',
+    );
+    process.exit(2);
+  }
   try {
-    await SECTIONS[process.argv[3]]();
+    await SECTIONS[name]();
   } finally {
     rmSync(WORK, { recursive: true, force: true });
   }
