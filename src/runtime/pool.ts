@@ -4,10 +4,12 @@
  * worker (the ELF bytes and the compiled WebAssembly.Module, which V8 shares between threads) and
  * replayed to a replacement worker.
  *
- * A watchdog per run: at the chain's deadline the run's interrupt flag is raised (a guest in
- * translated code stops within a fuel slice); if the worker is still busy `graceMs` later it is
- * stuck in a host call, so it is terminated and replaced and that run fails with a clear error —
- * the pool keeps its size and nothing else is lost.
+ * A watchdog per run, armed when the worker reports that it starts the guest (a run posted to a
+ * worker waits behind what the worker is still doing: that time is not the guest's): at the
+ * chain's deadline the run's interrupt flag is raised (a guest in translated code stops within a
+ * fuel slice); if the worker is still busy `graceMs` later it is stuck in a host call, so it is
+ * terminated and replaced and that run fails with a clear error — the pool keeps its size and
+ * nothing else is lost.
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Grant } from '../capabilities/types.js';
@@ -40,10 +42,22 @@ export interface Compiled {
   exports: string[];
 }
 
-/** A run's outcome from the pool: the worker's, or `lost` when the worker had to be replaced. */
+/**
+ * A run's outcome from the pool: the worker's, or `lost` when the worker had to be replaced;
+ * `started` whether the worker had started the guest by then. `waitMs`: ms between posting the
+ * run and the worker's report that it starts it (the worker finishing earlier work), as the
+ * pool's thread saw them.
+ */
 export type PoolResult =
-  | { lost: false; result: RunResult; logs: string[]; fuelUsed: number; invocations: number }
-  | { lost: true; message: string };
+  | {
+      lost: false;
+      result: RunResult;
+      logs: string[];
+      fuelUsed: number;
+      invocations: number;
+      waitMs: number;
+    }
+  | { lost: true; message: string; started: boolean; waitMs: number };
 
 /** One run handed to the pool. */
 export interface PoolJob {
@@ -54,6 +68,11 @@ export interface PoolJob {
   chain: Extract<ToWorker, { type: 'run' }>['chain'];
   /** the invocation's instant, ms since the epoch (see ToWorker 'run') */
   now: number;
+  /**
+   * the chain's time budget, ms, counted from the guest's start in the worker (a chain that
+   * starts with this run); absent: `chain.deadline` is the deadline
+   */
+  timeoutMs?: number;
   interrupt: SharedArrayBuffer;
   onLog?: (line: string) => void;
 }
@@ -67,6 +86,12 @@ interface Slot {
     resolve: (r: PoolResult) => void;
     onLog?: (line: string) => void;
     timers: NodeJS.Timeout[];
+    interrupt: SharedArrayBuffer;
+    graceMs: number;
+    /** performance.now() when the run was posted */
+    posted: number;
+    /** performance.now() when the worker reported that it starts the guest; null before */
+    started: number | null;
   } | null;
   compiles: Map<number, { resolve: (c: Compiled) => void; reject: (e: Error) => void }>;
   dead: boolean;
@@ -166,6 +191,9 @@ export class WorkerPool {
       case 'log':
         if (slot.job?.id === m.id) slot.job.onLog?.(m.line);
         return;
+      case 'started':
+        if (slot.job?.id === m.id) this.watch(slot, m.deadline);
+        return;
       case 'optimized': {
         // replacement workers get the optimised tier with the deployment; live ones swap it in
         for (const d of this.deployments.values()) {
@@ -200,6 +228,7 @@ export class WorkerPool {
           logs: m.logs,
           fuelUsed: m.fuelUsed,
           invocations: m.invocations,
+          waitMs: (job.started ?? job.posted) - job.posted,
         });
         this.opts.onIdle();
         return;
@@ -228,7 +257,12 @@ export class WorkerPool {
       this.slots[i] = this.spawn();
       this.opts.onReplace?.(why);
     }
-    job?.resolve({ lost: true, message: why });
+    job?.resolve({
+      lost: true,
+      message: why,
+      started: job.started !== null,
+      waitMs: (job.started ?? performance.now()) - job.posted,
+    });
     if (!this.closed) this.opts.onIdle();
   }
 
@@ -278,24 +312,16 @@ export class WorkerPool {
     if (!slot) throw new Error('no idle worker');
     const id = this.nextId++;
     return new Promise((resolve) => {
-      const left = Math.max(0, job.chain.deadline - Date.now());
-      const timers = [
-        // the guest checks its own deadline at every poll; this catches one that stopped polling
-        setTimeout(
-          () => Atomics.store(new Int32Array(job.interrupt), 0, 1),
-          left + Math.min(100, graceMs / 2),
-        ),
-        setTimeout(() => {
-          if (slot.job?.id !== id) return;
-          void slot.worker.terminate();
-          this.lose(
-            slot,
-            `the invocation was still running ${graceMs} ms after its deadline (stuck in a host call?); its worker was terminated and replaced`,
-          );
-        }, left + graceMs),
-      ];
-      for (const t of timers) t.unref();
-      slot.job = { id, resolve, ...(job.onLog ? { onLog: job.onLog } : {}), timers };
+      slot.job = {
+        id,
+        resolve,
+        ...(job.onLog ? { onLog: job.onLog } : {}),
+        timers: [],
+        interrupt: job.interrupt,
+        graceMs,
+        posted: performance.now(),
+        started: null,
+      };
       // a busy worker keeps the process alive until its run ends
       slot.worker.ref();
       slot.worker.postMessage({
@@ -306,11 +332,38 @@ export class WorkerPool {
         entry: job.entry,
         args: job.args,
         chain: job.chain,
+        ...(job.timeoutMs !== undefined ? { timeoutMs: job.timeoutMs } : {}),
         now: job.now,
         interrupt: job.interrupt,
         streamLogs: job.onLog !== undefined,
       } satisfies ToWorker);
     });
+  }
+
+  /**
+   * The watchdog of the run `slot` holds, from the moment its worker starts the guest: the
+   * deadline the worker fixed then (ms since the epoch), not the moment the run was posted, so a
+   * guest never loses its budget to the worker's earlier work.
+   */
+  private watch(slot: Slot, deadline: number): void {
+    const job = slot.job!;
+    job.started = performance.now();
+    const { id, graceMs } = job;
+    const left = Math.max(0, deadline - Date.now());
+    const timers = [
+      // the guest checks its own deadline at every poll; this catches one that stopped polling
+      setTimeout(() => Atomics.store(new Int32Array(job.interrupt), 0, 1), left + Math.min(100, graceMs / 2)),
+      setTimeout(() => {
+        if (slot.job?.id !== id) return;
+        void slot.worker.terminate();
+        this.lose(
+          slot,
+          `the invocation was still running ${graceMs} ms after its deadline (stuck in a host call?); its worker was terminated and replaced`,
+        );
+      }, left + graceMs),
+    ];
+    for (const t of timers) t.unref();
+    job.timers = timers;
   }
 
   /** Raise the interrupt of every running job (shutdown past the drain bound). */

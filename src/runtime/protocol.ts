@@ -88,6 +88,13 @@ export type ToWorker =
       args: string | Uint8Array;
       chain: ChainSpec;
       /**
+       * the chain's budget of time, ms, when the chain starts with this run: the worker fixes the
+       * chain's deadline when it starts the guest (its clock then + timeoutMs), so time the run
+       * spent waiting behind other work of the worker (a translation, deployments replayed to a
+       * replacement) is not taken from the guest. Absent: `chain.deadline` holds.
+       */
+      timeoutMs?: number;
+      /**
        * the invocation's instant, ms since the epoch: the `now` of its wake or notify record, the
        * start of a tool call; the schedule capability counts the invocation's delays from it
        */
@@ -139,6 +146,11 @@ export type FromWorker =
    */
   | { type: 'optimized'; from: string; module: WebAssembly.Module; info: CompileInfo }
   | { type: 'log'; id: number; line: string }
+  /**
+   * the worker starts run `id` now: its chain's deadline is `deadline` (ms since the epoch; the
+   * pool's watchdog counts from it)
+   */
+  | { type: 'started'; id: number; deadline: number }
   | {
       type: 'done';
       id: number;

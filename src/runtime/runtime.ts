@@ -58,7 +58,7 @@ export interface InvocationInfo {
   start: number;
   /** ms the run took (queue wait excluded) */
   ms: number;
-  /** ms it waited in the queue */
+  /** ms it waited in the queue, and for its worker to finish earlier work */
   waitMs: number;
   /** fuel drawn by the chain during this run */
   fuel: number;
@@ -190,7 +190,10 @@ interface Job {
   entry: string;
   args: string | Uint8Array;
   chain: ChainSpec;
-  /** deadline relative to the start when the chain starts here */
+  /**
+   * the chain starts here: its deadline is timeoutMs after the guest's start in its worker (not
+   * after the launch: the worker may first finish earlier work)
+   */
   fresh: boolean;
   enqueuedAt: number;
   resolve: (o: Outcome) => void;
@@ -638,7 +641,6 @@ export class BermRuntime extends EventEmitter {
   private launch(j: Job): void {
     const interrupt = new SharedArrayBuffer(4);
     const startedAt = j.now ?? Date.now();
-    if (j.fresh) j.chain = { ...j.chain, deadline: Date.now() + this.limits.timeoutMs };
     this.running.set(interrupt, j);
     this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 0) + 1);
     const t0 = performance.now();
@@ -651,6 +653,7 @@ export class BermRuntime extends EventEmitter {
           entry: j.entry,
           args: j.argsAt ? j.argsAt(startedAt) : j.args,
           chain: j.chain,
+          ...(j.fresh ? { timeoutMs: this.limits.timeoutMs } : {}),
           now: startedAt,
           interrupt,
           ...(j.onLog ? { onLog: j.onLog } : {}),
@@ -667,8 +670,9 @@ export class BermRuntime extends EventEmitter {
           chain: j.chain.id,
           depth: j.chain.depth,
           start: startedAt,
-          ms: performance.now() - t0,
-          waitMs: startedAt - j.enqueuedAt,
+          // the guest's run, from its start in the worker; the wait for the worker is queue wait
+          ms: performance.now() - t0 - r.waitMs,
+          waitMs: startedAt - j.enqueuedAt + r.waitMs,
           fuel: r.lost ? 0 : r.fuelUsed,
         };
         const outcome: Outcome = r.lost

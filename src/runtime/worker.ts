@@ -128,7 +128,12 @@ async function handle(msg: ToWorker): Promise<void> {
       executor.upgrade(msg.from, msg.module, msg.info);
       return;
     case 'run': {
-      const chain = Executor.chain(msg.chain, msg.interrupt);
+      // the chain's time counts from here, not from when the run was posted: this worker may have
+      // been busy with earlier messages (a translation, a deployment) meanwhile
+      const spec =
+        msg.timeoutMs === undefined ? msg.chain : { ...msg.chain, deadline: Date.now() + msg.timeoutMs };
+      post({ type: 'started', id: msg.id, deadline: spec.deadline });
+      const chain = Executor.chain(spec, msg.interrupt);
       const fuelBefore = chain.fuel.left;
       const onLog = msg.streamLogs ? (line: string) => post({ type: 'log', id: msg.id, line }) : undefined;
       const { result, logs } = executor.run(

@@ -1,0 +1,68 @@
+// A wake delivery gets its whole timeoutMs from the moment its guest starts, whatever kept the
+// worker from starting it (docs/wakes.md, "A delivery's budget"): a worker still busy with a
+// translation that the pool does not count as a run. Before, the chain's deadline (and the
+// watchdog) counted from the moment the run was posted, so a recurring harness posted behind a
+// cold compile longer than its timeout was journaled `trapped Interrupted` with fuel 0 and never
+// re-armed: its schedule ended for a cause that was the host's.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import t from 'tap';
+import { BermRuntime, type JournalRecord } from '../src/runtime/index.js';
+import { ROOT } from './helpers/fixtures.js';
+
+const TICKER = new Uint8Array(fs.readFileSync(path.join(ROOT, 'examples/ticker.elf')));
+// 2.3 MB of unoptimised Rust: a cold translation that takes seconds (the test checks it did)
+const BIG = new Uint8Array(fs.readFileSync(path.join(ROOT, 'fixtures/rust/build/rs_json-O0.elf')));
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-wake-start-'));
+t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+
+const TIMEOUT_MS = 400;
+
+/** The first journal record of the ticker's wake. */
+function firstTick(rt: BermRuntime): Promise<JournalRecord> {
+  return new Promise((resolve) => {
+    const on = (r: JournalRecord) => {
+      if (r.trigger !== 'wake' || r.wake !== 'ticker') return;
+      rt.off('invocation', on);
+      resolve(r);
+    };
+    rt.on('invocation', on);
+  });
+}
+
+for (const graceMs of [60_000, 200]) {
+  t.test(`a wake posted behind a cold compile runs and re-arms (graceMs ${graceMs})`, async (t) => {
+    const rt = await BermRuntime.create({
+      state: path.join(tmp, `s${n++}`),
+      poolSize: 1,
+      cacheDir: null, // every compile translates
+      limits: { timeoutMs: TIMEOUT_MS, graceMs },
+    });
+    t.teardown(() => rt.close());
+    await rt.deploy('ticker', TICKER, { capabilities: ['schedule', 'storage'] });
+    rt.start();
+    const tick = firstTick(rt);
+    // the only worker takes the translation; the pool still counts it idle (no run on it)
+    const t0 = Date.now();
+    const big = rt.deploy('big', BIG, { capabilities: [] }).then(
+      () => Date.now(),
+      () => Date.now(),
+    );
+    const PERIOD = 3_600_000;
+    rt.arm({ harness: 'ticker', id: 'ticker', payload: JSON.stringify({ period_ms: PERIOD }) });
+    const r = await tick;
+    const compiled = await big;
+    t.ok(
+      compiled - t0 > 2 * TIMEOUT_MS,
+      `the translation kept the worker busy longer than the timeout (${compiled - t0} ms)`,
+    );
+    t.equal(r.outcome, 'ok', `the occurrence ran: ${r.detail ?? ''}`);
+    t.equal(r.attempt, 1);
+    t.ok(r.fuel > 0, 'the guest ran');
+    const next = rt.list().find((w) => w.id === 'ticker');
+    t.ok(next, 'the schedule is still armed');
+    t.equal(next?.when, r.scheduledAt! + PERIOD, 'one period after the occurrence');
+  });
+}
