@@ -66,3 +66,36 @@ for (const graceMs of [60_000, 200]) {
     t.equal(next?.when, r.scheduledAt! + PERIOD, 'one period after the occurrence');
   });
 }
+
+t.test('a wake does not wait behind a translation while another worker is idle', async (t) => {
+  // the translation goes to an idle worker; the wake due meanwhile goes to the other one, not
+  // into the translating worker's queue (where it waited for the whole translation)
+  const rt = await BermRuntime.create({
+    state: path.join(tmp, `s${n++}`),
+    poolSize: 2,
+    cacheDir: null,
+    limits: { timeoutMs: 30_000 },
+  });
+  t.teardown(() => rt.close());
+  await rt.deploy('ticker', TICKER, { capabilities: ['schedule', 'storage'] });
+  rt.start();
+  const ran = new Promise<{ rec: JournalRecord; waitMs: number }>((resolve) => {
+    const on = (rec: JournalRecord, o: { info: { waitMs: number } | null } | null) => {
+      if (rec.trigger !== 'wake' || rec.wake !== 'ticker') return;
+      rt.off('invocation', on);
+      resolve({ rec, waitMs: o?.info?.waitMs ?? NaN });
+    };
+    rt.on('invocation', on);
+  });
+  const t0 = Date.now();
+  const big = rt.deploy('big', BIG, { capabilities: [] }).then(
+    () => Date.now(),
+    () => Date.now(),
+  );
+  rt.arm({ harness: 'ticker', id: 'ticker', payload: JSON.stringify({ period_ms: 3_600_000 }) });
+  const { rec, waitMs } = await ran;
+  const compileMs = (await big) - t0;
+  t.ok(compileMs > 1000, `the translation took ${compileMs} ms`);
+  t.equal(rec.outcome, 'ok');
+  t.ok(waitMs < compileMs / 2, `the wake waited ${waitMs} ms, not the translation's ${compileMs} ms`);
+});

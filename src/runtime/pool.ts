@@ -116,6 +116,16 @@ export interface PoolOptions {
   onOptimized?: (from: string, info: CompileInfo) => void;
 }
 
+/**
+ * Whether a worker may be handed a run now: alive, started up, running nothing and translating
+ * nothing. A run posted to a worker that is translating would wait for the whole translation
+ * (seconds for a large harness on a loaded machine) while another worker may be idle; it stays in
+ * the queue (or the due-set) instead, where its wait is seen (queue depth, spills, lateness).
+ */
+function free(s: Slot): boolean {
+  return s.job === null && !s.dead && s.ready && s.compiles.size === 0;
+}
+
 /** A fixed-size pool of queue workers. */
 export class WorkerPool {
   private readonly slots: Slot[] = [];
@@ -133,10 +143,10 @@ export class WorkerPool {
     return this.slots.length;
   }
 
-  /** Workers not running an invocation. */
+  /** Workers free to start an invocation now (see {@link free}). */
   idle(): number {
     let n = 0;
-    for (const s of this.slots) if (s.job === null && !s.dead && s.ready) n++;
+    for (const s of this.slots) if (free(s)) n++;
     return n;
   }
 
@@ -186,6 +196,8 @@ export class WorkerPool {
           e.name = m.errorName;
           c.reject(e);
         }
+        // the worker may take runs again
+        if (free(slot)) this.opts.onIdle();
         return;
       }
       case 'log':
@@ -308,7 +320,7 @@ export class WorkerPool {
    * @throws Error when no worker is idle.
    */
   run(job: PoolJob, graceMs: number): Promise<PoolResult> {
-    const slot = this.slots.find((s) => s.job === null && !s.dead && s.ready);
+    const slot = this.slots.find(free);
     if (!slot) throw new Error('no idle worker');
     const id = this.nextId++;
     return new Promise((resolve) => {
