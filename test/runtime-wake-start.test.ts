@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
 import { BermRuntime, type JournalRecord } from '../src/runtime/index.js';
-import { ROOT } from './helpers/fixtures.js';
+import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
 
 const TICKER = new Uint8Array(fs.readFileSync(path.join(ROOT, 'examples/ticker.elf')));
 // 2.3 MB of unoptimised Rust: a cold translation that takes seconds (the test checks it did)
@@ -98,4 +98,39 @@ t.test('a wake does not wait behind a translation while another worker is idle',
   t.ok(compileMs > 1000, `the translation took ${compileMs} ms`);
   t.equal(rec.outcome, 'ok');
   t.ok(waitMs < compileMs / 2, `the wake waited ${waitMs} ms, not the translation's ${compileMs} ms`);
+});
+
+t.test('a wake whose worker dies before its guest starts is re-delivered, attempt 2', async (t) => {
+  // nothing of the delivery ran, so nothing is owed to the guest's budget: the claim stays and the
+  // occurrence is delivered again, as after a crash of the process (docs/wakes.md)
+  const marker = path.join(tmp, 'exited');
+  process.env.BERM_TEST_EXIT_MARKER = marker;
+  const rt = await BermRuntime.create({
+    state: path.join(tmp, `s${n++}`),
+    poolSize: 1,
+    cacheDir: TEST_CACHE,
+    limits: { timeoutMs: 30_000 },
+    workerModules: [new URL('./helpers/exit-on-run.ts', import.meta.url)],
+  });
+  t.teardown(() => rt.close());
+  await rt.deploy('doomed', TICKER, { capabilities: ['schedule', 'storage'] });
+  rt.start();
+  // the first journal record of the wake: before, the dropped delivery (error worker-lost)
+  const ran = new Promise<JournalRecord>((resolve) =>
+    rt.on('invocation', (r: JournalRecord) => r.wake === 'doomed-tick' && resolve(r)),
+  );
+  const PERIOD = 3_600_000;
+  rt.arm({ harness: 'doomed', id: 'doomed-tick', payload: JSON.stringify({ period_ms: PERIOD }) });
+  const r = await ran;
+  t.ok(fs.existsSync(marker), 'the first worker died on the run');
+  t.equal(rt.stats().workersReplaced, 1);
+  t.match(
+    r,
+    { trigger: 'wake', outcome: 'ok', attempt: 2 },
+    `the delivery ran, the second time: ${r.detail ?? ''}`,
+  );
+  t.ok(r.fuel > 0, 'the guest ran');
+  t.equal(rt.stats().redeliveries, 1);
+  const next = rt.list().find((w) => w.id === 'doomed-tick');
+  t.equal(next?.when, r.scheduledAt! + PERIOD, 'the schedule is still armed, one period on');
 });

@@ -663,6 +663,13 @@ export class BermRuntime extends EventEmitter {
       .then((r) => {
         this.running.delete(interrupt);
         this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 1) - 1);
+        if (r.lost && !r.started && j.wake) {
+          this.redeliverUnstarted(j, r.message);
+          this.pending--;
+          this.emit('idle-check');
+          this.dispatch();
+          return;
+        }
         const info: InvocationInfo = {
           trigger: j.trigger,
           harness: j.harness,
@@ -684,6 +691,26 @@ export class BermRuntime extends EventEmitter {
         this.emit('idle-check');
         this.dispatch();
       });
+  }
+
+  /**
+   * A wake delivery whose worker was lost before it started the guest (the worker crashed or was
+   * replaced while the run waited in its messages): nothing of it ran, so it is not an outcome of
+   * the guest and nothing is journaled. Its claim stays, and it is delivered again with attempt +
+   * 1 (counted in `redeliveries`), as after a crash of the process; while shutting down, the
+   * claim is left for the next start.
+   */
+  private redeliverUnstarted(j: Job, why: string): void {
+    const w = j.wake!;
+    this.log(
+      `wake ${w.id} of ${j.harness} (attempt ${w.attempt}) is delivered again: its worker was lost before the guest started (${why})`,
+    );
+    const deferred = j.scheduleKey !== undefined ? this.schedules.get(j.scheduleKey)?.deferred : undefined;
+    if (j.scheduleKey !== undefined) this.schedules.delete(j.scheduleKey);
+    if (this.closed) return;
+    this.redeliver.push(w);
+    if (deferred) this.redeliver.push(deferred);
+    this.armTimer();
   }
 
   private finish(j: Job, o: Outcome): void {
