@@ -45,7 +45,8 @@ class Wakes implements ServerWakes {
     return this.pending.delete(id);
   }
   list(harness?: string) {
-    return [...this.pending.values()].filter((w) => harness === undefined || w.harness === harness);
+    const wakes = [...this.pending.values()].filter((w) => harness === undefined || w.harness === harness);
+    return { wakes, truncated: false };
   }
 }
 

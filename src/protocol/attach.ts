@@ -14,6 +14,7 @@
  * here, so this module knows the queue's shape but not its code.
  */
 import type { CapabilityReply } from '../capabilities/types.js';
+import { LIST_WAKES_MAX_BYTES, type WakeListOptions } from '../runtime/store.js';
 import { textField } from '../wire/fields.js';
 import {
   DEFAULT_RATE,
@@ -45,6 +46,31 @@ export interface QueueWake {
  */
 const LIST_WAKES_LIMIT = 1000;
 
+/**
+ * The earliest pending wakes of `harness` (of all harnesses when undefined), at most
+ * {@link LIST_WAKES_LIMIT} and at most {@link LIST_WAKES_MAX_BYTES} of payload, with whether some
+ * were left out. The queue is asked for one wake more and one byte more than a page holds: the
+ * wake past either bound shows that more are pending, and only it is read beyond the page.
+ */
+export function listPage(
+  queue: Pick<QueueSurface, 'list'>,
+  harness?: string,
+): { wakes: WakeView[]; truncated: boolean } {
+  const got = queue.list({
+    ...(harness !== undefined ? { harness } : {}),
+    limit: LIST_WAKES_LIMIT + 1,
+    maxBytes: LIST_WAKES_MAX_BYTES + 1,
+  });
+  let bytes = 0;
+  for (let i = 0; i < got.length; i++) {
+    bytes += Buffer.byteLength(got[i]!.payload);
+    if (i === LIST_WAKES_LIMIT || bytes > LIST_WAKES_MAX_BYTES) {
+      return { wakes: got.slice(0, i).map(view), truncated: true };
+    }
+  }
+  return { wakes: got.map(view), truncated: false };
+}
+
 /** What the door needs of the queue (BermRuntime satisfies it). */
 export interface QueueSurface {
   /** arm a wake of `harness`'s on_wake; throws (ArmError, LimitError) when refused */
@@ -63,8 +89,8 @@ export interface QueueSurface {
   }): QueueWake;
   /** cancel a pending wake (one `harness` owns when given) */
   cancel(id: string, harness?: string): boolean;
-  /** pending wakes, earliest first (at most `limit`) */
-  list(options?: { harness?: string; limit?: number }): QueueWake[];
+  /** pending wakes, earliest first (at most `limit`, ending at `maxBytes` of payload: DueStore.list) */
+  list(options?: WakeListOptions): QueueWake[];
   /** enqueue `harness`'s on_notify; `chain` is the publishing invocation's (the child runs deeper) */
   notify(
     harness: string,
@@ -151,8 +177,7 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
       }
     },
     cancel: (id) => queue.cancel(id),
-    list: (harness) =>
-      queue.list({ ...(harness !== undefined ? { harness } : {}), limit: LIST_WAKES_LIMIT }).map(view),
+    list: (harness) => listPage(queue, harness),
   };
   let server: ProtocolServer | undefined;
   if (options.endpoint) {
@@ -179,7 +204,7 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
         case 'publish':
           return json(bus.publish(r.source, r.payload, { chain }));
         case 'list_wakes':
-          return json(queue.list({ harness, limit: LIST_WAKES_LIMIT }).map(view));
+          return json(listPage(queue, harness).wakes);
         case 'arm':
           try {
             return json(

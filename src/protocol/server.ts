@@ -37,7 +37,10 @@ export interface ServerWakes {
     id?: string;
   }): WakeView | { refused: string } | Promise<WakeView | { refused: string }>;
   cancel(id: string): boolean | Promise<boolean>;
-  list(harness?: string): WakeView[] | Promise<WakeView[]>;
+  /** the earliest pending wakes (of `harness`, when given), bounded, and whether more are pending */
+  list(
+    harness?: string,
+  ): { wakes: WakeView[]; truncated: boolean } | Promise<{ wakes: WakeView[]; truncated: boolean }>;
 }
 
 /** Requests of one connection being answered at once (their answers are written in order). */
@@ -313,11 +316,9 @@ export class ProtocolServer {
       }
       case 'list_wakes': {
         const h = str('harness');
-        return ok(
-          encodeServer('berm', {
-            wake_list: fitWakes(await this.options.wakes.list(h === '' ? undefined : h)),
-          }),
-        );
+        const page = await this.options.wakes.list(h === '' ? undefined : h);
+        const fit = fitWakes(page.wakes);
+        return ok(encodeServer('berm', { wake_list: page.truncated ? { ...fit, truncated: true } : fit }));
       }
       case 'subscribe_event': {
         if (!events) return fail(501, 'subscribe_event: this endpoint has no event bus');

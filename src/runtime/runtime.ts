@@ -37,7 +37,7 @@ import {
 import { WorkerPool, type Compiled } from './pool.js';
 import type { Authority, ChainSpec, HostRequest, RunResult, TrapInfo } from './protocol.js';
 import { SqliteStore } from './sqlite-store.js';
-import type { JournalRecord, RuntimeStore, WakeRecord, WakeSpec } from './store.js';
+import type { JournalRecord, RuntimeStore, WakeListOptions, WakeRecord, WakeSpec } from './store.js';
 
 /** Entry a wake runs. */
 export const ON_WAKE = 'on_wake';
@@ -1227,8 +1227,8 @@ export class BermRuntime extends EventEmitter {
     return done;
   }
 
-  /** Pending wakes, earliest first. */
-  list(options: { harness?: string; limit?: number } = {}): WakeRecord[] {
+  /** Pending wakes, earliest first, as DueStore.list bounds them. */
+  list(options: WakeListOptions = {}): WakeRecord[] {
     return this.store.dues.list(options);
   }
 
