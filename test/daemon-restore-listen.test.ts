@@ -2,10 +2,14 @@
 // with Retry-After and the progress (not "connection refused"), /health and /metrics answer, and
 // the boot log says whether the restore is done; once it is, everything is served. The restore is
 // held back at the runtime's deploy (a real runtime behind a gate), over real HTTP.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { startDaemon } from '../src/daemon/daemon.js';
 import { createRuntimeBackend } from '../src/daemon/runtime-backend.js';
 import { resolveSettings } from '../src/daemon/settings.js';
+import { AgentClient, decodeServer, encodeClient, parseEndpoint, type Plain } from '../src/protocol/index.js';
 import { elf, testDaemon } from './helpers/daemon.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 
@@ -113,4 +117,71 @@ t.test('a restore in progress: 503 with progress, health and metrics answer', as
     list.harnesses.map((h) => h.name),
     ['echo', 'text'],
   );
+});
+
+t.test('the protocol endpoint answers 503 while the restore is held, not "no harness"', async (t) => {
+  // it listened (and armed into the due-set) from before the restore: a schedule_wake for a
+  // deployed harness not yet restored was refused 422 "no harness named qg is deployed", an
+  // answer a client takes as final, so the agent daemon's reminder was lost
+  const first = await testDaemon();
+  t.equal(
+    (await first.req('/harnesses/qg', { method: 'PUT', body: elf('test/data/queue-guest.elf') })).status,
+    200,
+  );
+  await first.stop();
+  const sock = join(mkdtempSync(join(tmpdir(), 'berm-restore-door-')), 'door.sock');
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let early!: () => void;
+  const listening = new Promise<void>((r) => (early = r));
+  const settings = {
+    ...resolveSettings(
+      {
+        addr: '127.0.0.1:0',
+        root: first.root,
+        workers: '1',
+        cacheDir: TEST_CACHE,
+        protocolEndpoint: `unix:${sock}`,
+      },
+      {},
+    ),
+    limit: [],
+  };
+  const booted = startDaemon(
+    settings,
+    async (ctx) => {
+      const b = await createRuntimeBackend(ctx);
+      const deploy = b.deploy.bind(b);
+      b.deploy = async (...a) => {
+        await gate;
+        return deploy(...a);
+      };
+      return b;
+    },
+    {},
+    (l) => {
+      if (/^listening at /.test(l)) early();
+    },
+  );
+  const giveUp = setTimeout(open, 10_000);
+  t.teardown(async () => {
+    clearTimeout(giveUp);
+    open();
+    await (await booted).stop();
+  });
+  await listening;
+  const c = new AgentClient(parseEndpoint(`unix:${sock}`));
+  t.teardown(() => c.close());
+  const ask = async (body: Plain) =>
+    decodeServer((await c.call(encodeClient('berm', body), { timeoutMs: 5_000 }))[0]!);
+  const held = await ask({ schedule_wake: { harness: 'qg', delay_ms: 600_000, payload: 'p', id: 'r1' } });
+  t.match(held, {
+    msg: 'error',
+    error: { code: 503, message: /bermd is restoring its deployments.*retry shortly/ },
+  });
+  t.equal(decodeServer((await c.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
+  open();
+  await booted;
+  const ok = await ask({ schedule_wake: { harness: 'qg', delay_ms: 600_000, payload: 'p', id: 'r1' } });
+  t.match(ok, { berm: { wake: { id: 'r1', harness: 'qg' } } }, 'armed once the restore is done');
 });

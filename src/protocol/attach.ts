@@ -117,6 +117,8 @@ export interface AttachOptions {
    * DEFAULT_RATE); guests' calls take their token through the service.
    */
   rate?: RateLimit;
+  /** the endpoint's ProtocolServerOptions.notReady (503 while it says why) */
+  notReady?: () => string | null;
 }
 
 /** The door attached to a queue. */
@@ -182,7 +184,13 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
   let server: ProtocolServer | undefined;
   if (options.endpoint) {
     try {
-      server = await ProtocolServer.listen({ endpoint: options.endpoint, wakes, events: bus, log });
+      server = await ProtocolServer.listen({
+        endpoint: options.endpoint,
+        wakes,
+        events: bus,
+        log,
+        ...(options.notReady ? { notReady: options.notReady } : {}),
+      });
     } catch (e) {
       bus.close();
       throw e;

@@ -192,6 +192,12 @@ export interface ProtocolServerOptions {
   now?: () => number;
   /** most connections open at once; more are closed as they arrive (default 16) */
   maxConnections?: number;
+  /**
+   * Why the due-set cannot be used yet (bermd restoring its deployments), or null when it can:
+   * while it says why, every request but ping is answered ErrorMsg 503 with that text, an answer
+   * a client retries (a 422 "no harness named ..." for a harness not yet restored is final)
+   */
+  notReady?: () => string | null;
 }
 
 /**
@@ -356,6 +362,11 @@ export class ProtocolServer {
         if (!inner) return err(400, 'empty berm message');
         op = inner.name;
         body = inner.body;
+      }
+      const waitFor = op === 'ping' ? null : (this.options.notReady?.() ?? null);
+      if (waitFor !== null) {
+        log(`unavailable: ${waitFor}`);
+        return err(503, waitFor);
       }
       const reply = await this.dispatch(op, body);
       log(reply.ok ? 'ok' : `error: ${reply.error}`);

@@ -743,6 +743,11 @@ export class BermRuntime extends EventEmitter {
    * harnesses are deployed: a wake whose harness is not deployed when it fires is journaled as an
    * error and dropped. Calls and notifications run without it.
    */
+  /** Whether {@link start} was called and {@link close} was not: wakes are delivered. */
+  get delivering(): boolean {
+    return this.started && !this.closed;
+  }
+
   start(): void {
     if (this.started || this.closed) return;
     this.started = true;
