@@ -14,7 +14,6 @@
  * here, so this module knows the queue's shape but not its code.
  */
 import type { CapabilityReply } from '../capabilities/types.js';
-import { LIST_WAKES_MAX_BYTES, type WakeListOptions } from '../runtime/store.js';
 import { textField } from '../wire/fields.js';
 import {
   DEFAULT_RATE,
@@ -45,6 +44,12 @@ export interface QueueWake {
  * of payload each, and the list is built on the queue's thread.
  */
 const LIST_WAKES_LIMIT = 1000;
+
+/**
+ * Most payload bytes (UTF-8) one list_wakes answers: 4 MiB, bermd's GET /wakes budget (the
+ * runtime's LIST_WAKES_MAX_BYTES; this layer sees the queue only through {@link QueueSurface}).
+ */
+const LIST_WAKES_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
  * The earliest pending wakes of `harness` (of all harnesses when undefined), at most
@@ -90,7 +95,7 @@ export interface QueueSurface {
   /** cancel a pending wake (one `harness` owns when given) */
   cancel(id: string, harness?: string): boolean;
   /** pending wakes, earliest first (at most `limit`, ending at `maxBytes` of payload: DueStore.list) */
-  list(options?: WakeListOptions): QueueWake[];
+  list(options?: { harness?: string; limit?: number; maxBytes?: number }): QueueWake[];
   /** enqueue `harness`'s on_notify; `chain` is the publishing invocation's (the child runs deeper) */
   notify(
     harness: string,
