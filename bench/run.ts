@@ -8,12 +8,14 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -258,9 +260,25 @@ function benchCompile(): void {
   }
 }
 
+/**
+ * Compile `elf` with an engine on `cacheDir` and write the entry before returning: the cache
+ * writes its entries on a later turn of the event loop, and a child started with spawnSync right
+ * after would not find them.
+ */
+async function compiledInto(
+  cacheDir: string,
+  elf: string,
+  config: { tier?: 'optimized' | 'baseline'; memorySize?: number },
+): Promise<void> {
+  const engine = new Engine({ cacheDir, ...config });
+  await engine.compile(elf);
+  engine.cache?.flush();
+}
+
 // ---------------------------------------------------------------------------------------------
 // 6. Process start: the CLI making one tool call from the warm cache, start to exit, against
-//    `node -e 0` measured in the same run (interleaved, medians), and `berm --version`.
+//    `node -e 0` measured in the same run (interleaved, medians), and `berm --version`; the call
+//    both from this checkout and from an installed copy of the package.
 // ---------------------------------------------------------------------------------------------
 function benchStartup(): void {
   const n = QUICK ? 5 : 21;
@@ -269,6 +287,19 @@ function benchStartup(): void {
   const call = [berm, '--cache-dir', CACHE, 'call', elf, 'echo', '{"x":1}'];
   const version = [berm, '--version'];
   const built = builtIsCurrent();
+  // What `npm install` leaves (the package's files: bin/, dist/, package.json; no src/), in a scratch
+  // folder with node_modules linked: bin/launch.js then runs dist/ as built, without the walk of
+  // src/ that a checkout makes at every start to find edits made after the build (bin/launch.js
+  // currentBuild; ~2 ms for its ~150 files).
+  let installedCall: string[] | null = null;
+  if (built) {
+    const installed = join(WORK, 'installed');
+    mkdirSync(installed);
+    for (const p of ['bin', 'dist', 'package.json'])
+      cpSync(join(ROOT, p), join(installed, p), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules'), join(installed, 'node_modules'));
+    installedCall = [join(installed, 'bin', 'berm.js'), ...call.slice(1)];
+  }
   progress(`process start: node -e 0, berm call, berm --version x${n} (${built ? 'dist/' : 'TS sources'})`);
   // NODE_EXTRA_CA_CERTS makes every Node process parse that CA bundle at start (~45 ms here with
   // Debian's 220 KB bundle, set by this machine's environment): it would add the same constant to
@@ -290,14 +321,17 @@ function benchStartup(): void {
   // short-lived process would start the background optimiser on every call
   time([berm, '--cache-dir', CACHE, 'compile', elf]);
   time(call, '{"x":1}');
+  if (installedCall) time(installedCall, '{"x":1}');
   const node: number[] = [];
   const calls: number[] = [];
+  const installedCalls: number[] = [];
   const versions: number[] = [];
   const nodeEnv: number[] = [];
   const callsEnv: number[] = [];
   for (let i = 0; i < n; i++) {
     node.push(time(['-e', '0']));
     calls.push(time(['--stack-size=4000', ...call], '{"x":1}'));
+    if (installedCall) installedCalls.push(time(['--stack-size=4000', ...installedCall], '{"x":1}'));
     versions.push(time(['--stack-size=4000', ...version]));
     if (inherited !== undefined) {
       nodeEnv.push(time(['-e', '0'], undefined, process.env));
@@ -316,6 +350,11 @@ function benchStartup(): void {
   fig('startup.node_e0_ms', base, 'ms', 'node -e 0, process start to exit (same run, interleaved)');
   fig('startup.cli_call_ms', c, 'ms', `berm call echo, warm cache, start to exit (${from})`);
   fig('startup.cli_call_vs_node', c / base, 'x', 'berm call / node -e 0 (target <= 2)');
+  if (installedCalls.length > 0) {
+    const ic = median(installedCalls);
+    fig('startup.installed_cli_call_ms', ic, 'ms', 'the same call from an installed copy (no src/ to check)');
+    fig('startup.installed_cli_call_vs_node', ic / base, 'x', 'installed berm call / node -e 0');
+  }
   fig('startup.cli_version_ms', v, 'ms', 'berm --version, start to exit');
   fig('startup.cli_version_vs_node', v / base, 'x', 'berm --version / node -e 0');
   if (inherited !== undefined) {
@@ -575,7 +614,7 @@ async function benchSpeed(): Promise<void> {
   for (const { tier, prefix } of tiers) {
     // translated here once, into the cache each round's process compiles from
     const elf = join(FIX, 'compute-gcc-O2.elf');
-    await new Engine({ cacheDir: CACHE, tier }).compile(elf);
+    await compiledInto(CACHE, elf, { tier });
     const vsNative: number[] = [];
     const vsNativeMedian: number[] = [];
     const vsNativeThread: number[] = [];
@@ -688,7 +727,7 @@ async function benchMemory(): Promise<void> {
     [MiB, 'mem1MiB'],
   ] as const) {
     const elf = join(FIX, 'echo-gcc-O2.elf');
-    await new Engine({ cacheDir: CACHE, memorySize }).compile(elf); // make sure the child hits the cache
+    await compiledInto(CACHE, elf, { memorySize }); // make sure the child hits the cache
     progress(`memory ${tag}: ${n} live instances (child process)`);
     const r = nodeChild(['memory', elf, CACHE, String(memorySize), String(n)], true);
     if (tag === 'mem64MiB') {
@@ -852,8 +891,17 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[2] === 'section') {
+  const name = process.argv[3] ?? '';
+  if (!Object.hasOwn(SECTIONS, name)) {
+    rmSync(WORK, { recursive: true, force: true });
+    process.stderr.write(
+      `bench/run.ts section: no section ${JSON.stringify(name)}; the sections are ${Object.keys(SECTIONS).join(', ')} ` +
+        '(memory, daemon and scale-out run only in the whole bench; bench/daemon.ts and bench/scale-out.ts run alone)\n',
+    );
+    process.exit(2);
+  }
   try {
-    await SECTIONS[process.argv[3]]();
+    await SECTIONS[name]();
   } finally {
     rmSync(WORK, { recursive: true, force: true });
   }

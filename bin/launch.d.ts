@@ -6,3 +6,8 @@ export function builtIsCurrent(): boolean;
  * it exists (bin/launch.js).
  */
 export function launch(entry: string, bundle?: string): Promise<unknown>;
+/**
+ * Give V8's --stack-size flag its default value back when node started with another one, keeping
+ * the larger stack, so that code caches made under the default flags are taken (bin/launch.js).
+ */
+export function restoreStackSizeFlag(): void;

@@ -108,6 +108,45 @@ function checkBundle(bytes, record) {
 }
 
 /**
+ * V8's default for its --stack-size flag on this architecture, in KB: V8_DEFAULT_STACK_SIZE_KB in
+ * V8's src/common/globals.h, 864 on arm, arm64 and ia32, 984 on the others.
+ */
+const V8_DEFAULT_STACK_SIZE_KB = ['arm', 'arm64', 'ia32'].includes(process.arch) ? 864 : 984;
+
+/**
+ * Give V8's --stack-size flag back its default value when node was started with another one (the
+ * launchers' shebang has --stack-size=4000), keeping the larger stack.
+ *
+ * Why: V8 sets a thread's stack limit from the flag once, when the isolate starts; the shebang's
+ * value gives the main thread room for deep guest recursion (README, "Limits worth knowing"). But
+ * V8 also folds every flag that is not at its default into the hash that guards code caches
+ * (FlagList::Hash, checked when a cache is deserialised), and Node's built-in modules come with a
+ * code cache made under the default flags: with --stack-size=4000 V8 refuses it for every built-in
+ * module the process loads, and each is compiled from source and its functions parsed again when
+ * first called (measured with callgrind on a warm `berm call`: ~40 M of its ~240 M main-thread
+ * instructions). Setting the flag to its default after start changes no limit (V8 does not read it
+ * again: the same recursion depth before and after, after awaits, timers and worker threads) and
+ * makes the hash the default one again, so built-in modules load from Node's cache.
+ *
+ * Through process.binding('v8') (the binding node:v8 wraps, already loaded at start): loading
+ * node:v8 here would compile it and its dependencies from source first (~6 ms). process.binding
+ * is deprecated (DEP0111) and Node prints a warning for this module: it is silenced around this
+ * one call. A Node without it keeps the flag: the same behaviour, a slower start.
+ */
+function restoreStackSizeFlag() {
+  if (!process.execArgv.some((a) => /^--stack[-_]size=/.test(a))) return;
+  const quiet = process.noDeprecation;
+  process.noDeprecation = true;
+  try {
+    process.binding('v8').setFlagsFromString(`--stack-size=${V8_DEFAULT_STACK_SIZE_KB}`);
+  } catch {
+    // no such binding in this Node: keep the flag (see above)
+  } finally {
+    process.noDeprecation = quiet;
+  }
+}
+
+/**
  * Set the V8 flags src/engine/v8-flags.ts sets (--experimental-wasm-branch-hinting on V8 9 to 12,
  * --wasm-inlining on V8 11 unless the process refuses it with node's --no-wasm-inlining or with
  * BERM_WASM_INLINING=0; the same rules, which test/cli-bundle.test.ts checks through the code
@@ -159,7 +198,13 @@ function runBundle(file, record) {
   const source = `(function (exports, require, module, __filename, __dirname, __bermImport) {${bytes.toString('utf8')}\n})`;
   // V8 refuses a code cache made under other flags (it checks a hash of them), and the engine sets
   // flags when it loads (src/engine/v8-flags.ts), after the bundle is compiled but before a writing
-  // run makes the cache at exit: set them now, so the cache is made and read under the same flags
+  // run makes the cache at exit: set them now, so the cache is made and read under the same flags.
+  // Node's cache of its built-in modules was made under the default flags (see
+  // restoreStackSizeFlag), so a built-in module loaded after this point is compiled from source:
+  // make the standard streams first, which every command writes (their modules: tty, net or the
+  // file stream, depending on what fd 1 and 2 are).
+  void process.stdout;
+  void process.stderr;
   engineFlags();
   const script = new vm.Script(source, { filename: file, cachedData });
   if (process.env.BERM_CODE_CACHE === 'write') {
@@ -197,6 +242,7 @@ function runBundle(file, record) {
  * @returns a promise settled once the entry module has been evaluated
  */
 async function launch(entry, bundle) {
+  restoreStackSizeFlag();
   if (typeof WebAssembly !== 'object') {
     // `node --jitless` (or --no-expose-wasm) removes the WebAssembly global, and every guest runs
     // as a WebAssembly module: say so once instead of failing inside the first module load
@@ -232,4 +278,5 @@ async function launch(entry, bundle) {
 }
 
 exports.builtIsCurrent = builtIsCurrent;
+exports.restoreStackSizeFlag = restoreStackSizeFlag;
 exports.launch = launch;

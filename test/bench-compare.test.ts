@@ -1,7 +1,12 @@
 // bench/lib/compare.ts: figure-by-figure ratios of two benchmark result files (logic only, no timing).
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { compareResults, comparisonTable } from '../bench/lib/compare.js';
 import { geomean, percentile, type Figure, type Results } from '../bench/lib/figures.js';
+import { ROOT } from './helpers/fixtures.js';
 
 function results(figures: Record<string, Partial<Figure> & { value: number }>): Results {
   const full: Record<string, Figure> = {};
@@ -66,3 +71,43 @@ t.test('statistics helpers', async (t) => {
   t.ok(Number.isNaN(percentile([], 50)));
   t.equal(geomean([2, 8]), 4);
 });
+
+t.test(
+  'bench/compare.ts: exit 1 only for a regression under --fail; 2 for what is not a comparison',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'berm-compare-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const base = join(dir, 'base.json');
+    const slower = join(dir, 'slower.json');
+    const notResults = join(dir, 'other.json');
+    writeFileSync(base, JSON.stringify(results({ lat: { value: 10 } })));
+    writeFileSync(slower, JSON.stringify(results({ lat: { value: 20 } })));
+    writeFileSync(notResults, '{"name":"berm"}');
+    const compare = (...args: string[]) =>
+      spawnSync(process.execPath, ['--import', './scripts/ts/register.mjs', 'bench/compare.ts', ...args], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+    t.equal(compare(base, slower).status, 0, 'a regression without --fail');
+    t.equal(compare(base, slower, '--fail').status, 1, 'a regression with --fail');
+    t.equal(compare(base, base, '--fail').status, 0, 'no regression');
+    const cases: [string[], string][] = [
+      [
+        [base, join(dir, 'missing.json'), '--fail'],
+        `bench/compare.ts: cannot read ${join(dir, 'missing.json')}: ENOENT`,
+      ],
+      [[notResults, slower, '--fail'], `bench/compare.ts: ${notResults} is not a benchmark results file`],
+      [[base, slower, '--threshold', 'x', '--fail'], '--threshold must be a number >= 1 (got x)'],
+      [[base, slower, '--threshold', '0.5'], '--threshold must be a number >= 1 (got 0.5)'],
+      [[base, slower, '--fial'], 'unknown option --fial'],
+      [[base], 'usage: bench/compare.ts A.json B.json'],
+    ];
+    for (const [args, message] of cases) {
+      const r = compare(...args);
+      t.equal(r.status, 2, args.join(' '));
+      t.match(r.stderr, message, args.join(' '));
+      t.notMatch(r.stderr, /\n\s+at /, 'no stack trace');
+    }
+  },
+);

@@ -1,9 +1,11 @@
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
 import { CAPABILITIES, CAPABILITY_NAMES, stageReply } from '../src/capabilities/index.js';
 import { runSync, shutdownBridge } from '../src/capabilities/common/sync.js';
 import { closeStores } from '../src/capabilities/storage/index.js';
+import { CALL_DEADLINE } from '../src/capabilities/types.js';
 import { hostAllowed } from '../src/capabilities/http/policy.js';
 import { decodeFields, parseStagedLength } from '../src/wire/fields.js';
 import { F, ctx, dec, okText, scratch, startServer } from './helpers/cap-util.js';
@@ -281,4 +283,61 @@ t.test('call', async (t) => {
     }),
     { error: /runtime bug/ },
   );
+});
+
+t.test("one call's deadline does not become the connect timeout of later fetches", async (t) => {
+  // A server whose accept queue is full (it listens and does not accept): the kernel drops
+  // further SYNs, so a connect waits for the client's SYN retransmission (1 s, then 3 s); the
+  // server starts accepting after 2.3 s, so a connect takes ~3 s. The fetch job's undici Agent
+  // was built by the first fetch of the thread with that call's budget as its connect timeout:
+  // a first call with 2 s left made every later fetch of every harness give up connecting after
+  // under 2 s, whatever its own budget.
+  const py = spawn(
+    'python3',
+    [
+      '-c',
+      `import socket, sys, time, threading
+s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)
+port = s.getsockname()[1]
+fill = []
+for _ in range(3):
+    f = socket.socket(); f.setblocking(False); f.connect_ex(('127.0.0.1', port)); fill.append(f)
+time.sleep(0.2)
+print(port, flush=True)
+sys.stdin.readline()
+time.sleep(2.3)
+def serve(c):
+    c.settimeout(10)
+    try:
+        if c.recv(65536):
+            c.sendall(b'HTTP/1.1 200 OK\\r\\ncontent-length: 2\\r\\nconnection: close\\r\\n\\r\\nok')
+    except Exception:
+        pass
+    c.close()
+s.settimeout(10)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()`,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  t.teardown(() => py.kill('SIGKILL'));
+  const port = Number(await new Promise<string>((r) => py.stdout.once('data', (d: Buffer) => r(String(d)))));
+  shutdownBridge(); // a fresh bridge worker: its fetch job builds its Agent anew
+  const { root, cleanup } = scratch();
+  t.teardown(cleanup);
+  t.same(okText(fsc['berm.fs.grep']!(F('x', '**'), ctx({ root }))), '', 'the worker is up (a grep)');
+  const c = ctx({ hosts: ['127.0.0.1'] });
+  // the thread's first fetch, 2 s before its deadline (port 1 refuses at once)
+  const first = httpc['berm.http.fetch']!(
+    F('GET', 'http://127.0.0.1:1/', ''),
+    ctx({ hosts: ['127.0.0.1'] }, { limits: { [CALL_DEADLINE]: Date.now() + 2_000 } }),
+  );
+  t.match(first, { error: /ECONNREFUSED/ });
+  py.stdin.write('go\n');
+  const t0 = Date.now();
+  const r = httpc['berm.http.fetch']!(F('GET', `http://127.0.0.1:${port}/`, ''), c);
+  const took = Date.now() - t0;
+  t.same('fields' in r ? dec(r.fields[0]!) : r, '200', `the slow connect succeeded after ${took} ms`);
+  t.equal('fields' in r ? dec(r.fields[2]!) : '', 'ok');
 });

@@ -319,6 +319,31 @@ if (!builtIsCurrent()) {
     writeFileSync(script, text);
   });
 
+  t.test(
+    'an embedder started with --stack-size=4000 gets the baseline script from its code cache',
+    async (t) => {
+      // the engine sets --stack-size back to V8's default when it loads (v8-flags.ts): the cache was
+      // made under the default value, and V8 refuses a cache made under other flags
+      const code = [
+        `await import(${JSON.stringify(join(ROOT, 'dist', 'engine', 'engine.js'))});`,
+        `const { loadBaseline } = await import(${JSON.stringify(join(ROOT, 'dist', 'engine', 'baseline-script.js'))});`,
+        `process.stdout.write((await loadBaseline()).source);`,
+      ].join('\n');
+      const run = (flags: string[]) =>
+        new Promise<string>((done, reject) => {
+          const child = spawn(process.execPath, [...flags, '--input-type=module', '-e', code], {
+            stdio: ['ignore', 'pipe', 'inherit'],
+          });
+          let out = '';
+          child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+          child.on('error', reject);
+          child.on('close', () => done(out));
+        });
+      t.equal(await run(['--stack-size=4000']), 'script+cache', 'with --stack-size=4000');
+      t.equal(await run([]), 'script+cache', 'without');
+    },
+  );
+
   t.test('the baseline script writes what the sources write', async (t) => {
     const { loadBaseline } = (await import(
       join(ROOT, 'dist', 'engine', 'baseline-script.js')

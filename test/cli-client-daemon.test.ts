@@ -231,7 +231,9 @@ t.test('wake add|ls|rm reach /wakes', async (t) => {
   const ls = await berm(['wake', 'ls', '--json']);
   t.equal(ls.code, 0, ls.stderr);
   t.same(JSON.parse(ls.stdout), []);
-  t.equal((await berm(['wake', 'ls'])).stdout, 'no wakes pending\n');
+  const none = await berm(['wake', 'ls']);
+  t.equal(none.stdout, 'no wakes pending\n');
+  t.equal(none.stderr, '', 'said once');
   const add = await berm(['wake', 'add', 'echo', '--in', '1h']);
   // echo has no on_wake: the daemon refuses, and the CLI shows the daemon's reason
   t.equal(add.code, 2);
@@ -269,6 +271,27 @@ t.test('wake add|ls|rm reach /wakes', async (t) => {
   const text = (await berm(['wake', 'ls'])).stdout;
   t.match(text, /^ID +HARNESS +DUE +IN +PAYLOAD$/m);
   t.match(text, /^w-later +qg +\S+ +10m +"later"$/m, 'due in 10 minutes, shown in minutes');
+  // bermd answers a page of the due-set (1,000 wakes unless asked): a cut list says so on stderr
+  const all = await berm(['wake', 'ls']);
+  t.equal(all.stderr, 'berm: 2 wakes pending\n');
+  const page = await berm(['wake', 'ls', '--limit', '1']);
+  t.equal(page.code, 0, page.stderr);
+  t.same(
+    page.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/ +/)[0]),
+    ['w-later'],
+    'the earliest one',
+  );
+  t.equal(page.stderr, 'berm: listed the earliest 1 of 2 pending wakes; --limit N lists up to 10000\n');
+  const pageJson = await berm(['wake', 'ls', '--limit', '1', '--json']);
+  t.same(
+    (JSON.parse(pageJson.stdout) as { id: string }[]).map((w) => w.id),
+    ['w-later'],
+  );
+  t.match(pageJson.stderr, /listed the earliest 1 of 2 pending wakes/);
   t.equal((await berm(['wake', 'rm', 'w-later'])).stdout, 'cancelled w-later\n');
   t.equal((await berm(['wake', 'rm', bw.id, '--json'])).code, 0);
   t.same(JSON.parse((await berm(['wake', 'ls', '--json'])).stdout), []);
@@ -282,6 +305,27 @@ t.test('wake add|ls|rm reach /wakes', async (t) => {
     pending = JSON.parse((await berm(['wake', 'ls', '--json'])).stdout);
   }
   t.same(pending, [], 'the due wake fired');
+
+  // an undeploy leaves the harness's wakes armed: rm says how many, and that a redeploy keeps them
+  for (const id of ['w-x', 'w-y'])
+    t.equal((await berm(['wake', 'add', 'qg', '--in', '1h', '--id', id])).code, 0);
+  const undeploy = await berm(['rm', 'qg']);
+  t.equal(undeploy.code, 0, undeploy.stderr);
+  t.equal(undeploy.stdout, 'removed qg\n');
+  t.equal(
+    undeploy.stderr,
+    'berm: 2 wakes of qg stay pending (berm wake ls): each runs if qg is deployed again by its due time, ' +
+      'else it is dropped then (berm wake rm ID cancels one)\n',
+  );
+  t.same(
+    (JSON.parse((await berm(['wake', 'ls', '--json'])).stdout) as { id: string }[]).map((w) => w.id),
+    ['w-x', 'w-y'],
+    'what rm reported is what is pending',
+  );
+  for (const id of ['w-x', 'w-y']) t.equal((await berm(['wake', 'rm', id])).code, 0);
+  t.equal((await berm(['deploy', 'qg', QG])).code, 0);
+  const quiet = await berm(['rm', 'qg']);
+  t.equal(quiet.stderr, '', 'no wakes: no note');
 });
 
 t.test('deploy REF pulls from a registry, then uploads', async (t) => {

@@ -2,7 +2,8 @@
 // --host and token resolution, telling `inspect FILE` from `inspect NAME`, the SSE parser (against
 // the examples of the WHATWG server-sent events section), delays and due times, and the refusal
 // when nothing listens. End to end against a real bermd: test/cli-client-daemon.test.ts.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,9 +17,10 @@ import {
   listText,
   shortDigest,
 } from '../src/cli/commands/daemon-verbs.js';
-import { parseAt, parseDelay, untilText, wakesText } from '../src/cli/commands/wake-client.js';
+import { parseAt, parseDelay, pendingText, untilText, wakesText } from '../src/cli/commands/wake-client.js';
 import type { Io } from '../src/cli/context.js';
 import { runCli } from '../src/cli/program.js';
+import { ROOT } from './helpers/fixtures.js';
 
 const TMP = mkdtempSync(join(tmpdir(), 'berm-cli-client-'));
 t.teardown(() => rmSync(TMP, { recursive: true, force: true }));
@@ -172,6 +174,7 @@ t.test('delays, due times and listings', async (t) => {
     'the time until due in the units wake add --in takes',
   );
   t.equal(wakesText([]), 'no wakes pending\n');
+  t.same([0, 1, 2].map(pendingText), ['0 wakes pending', '1 wake pending', '2 wakes pending']);
   t.equal(
     wakesText(
       [{ id: 'w1', harness: 'echo', due_at: Date.UTC(2026, 11, 1, 8), payload: 'p' }],
@@ -179,7 +182,50 @@ t.test('delays, due times and listings', async (t) => {
     ),
     'ID  HARNESS  DUE                       IN       PAYLOAD\nw1  echo     2026-12-01T08:00:00.000Z  60s      "p"\n',
   );
+  // a berm.call.after wake runs a tool: HARNESS shows harness.tool
+  t.match(
+    wakesText(
+      [{ id: 'after:a', harness: 'echo', due_at: 0, payload: '{}', kind: 'call', entry: 'echo_len' }],
+      0,
+    ),
+    /^after:a +echo\.echo_len +1970-01-01T00:00:00\.000Z +0s +"\{\}"$/m,
+  );
 });
+
+t.test(
+  'wake ls --limit on a berm run state directory: the earliest N, and stderr says how many',
+  async (t) => {
+    const qg = join(ROOT, 'test', 'data', 'queue-guest.elf');
+    const dir = mkdtempSync(join(TMP, 'limit-'));
+    const config = join(dir, 'h.toml');
+    const digest = createHash('sha256').update(readFileSync(qg)).digest('hex');
+    writeFileSync(config, `[[harnesses]]\nname = "qg"\nsource = "${qg}"\nsha256 = "${digest}"\n`);
+    const state = join(dir, 'state');
+    const add = captureIo();
+    const argv = ['wake', 'add', 'qg', '--state', state, '--config', config, '--in', '1h', '--id', 'w'];
+    t.equal(await runCli([...argv, '--count', '3', '--spread', '3000'], { io: add }), 0, add.stderr);
+    const page = captureIo();
+    t.equal(await runCli(['wake', 'ls', '--state', state, '--limit', '2'], { io: page }), 0, page.stderr);
+    // the table bermd's list is shown in (it was a format of its own, without a header)
+    t.match(page.stdout, /^ID +HARNESS +DUE +IN +PAYLOAD\nw-0 +qg +\S+Z +60m +""\nw-1 +qg +\S+Z +60m +""\n$/);
+    t.equal(page.stderr, 'berm: listed the earliest 2 of 3 pending wakes\n');
+    const whole = captureIo();
+    t.equal(await runCli(['wake', 'ls', '--state', state, '--json'], { io: whole }), 0);
+    t.equal((JSON.parse(whole.stdout) as unknown[]).length, 3, 'no --limit: every wake');
+    // rm of an id that is not pending is refused on stderr with exit 2, in bermd's words (it was a
+    // line on stdout); --json gives the shapes the daemon side gives
+    const rm = captureIo();
+    t.equal(await runCli(['wake', 'rm', 'nope', '--state', state], { io: rm }), 2);
+    t.equal(rm.stdout, '');
+    t.equal(rm.stderr, 'berm: wake rm nope: no wake with id nope\n');
+    const rmJson = captureIo();
+    t.equal(await runCli(['wake', 'rm', 'nope', '--state', state, '--json'], { io: rmJson }), 2);
+    t.match(JSON.parse(rmJson.stdout), { status: 'error', message: 'wake rm nope: no wake with id nope' });
+    const ok = captureIo();
+    t.equal(await runCli(['wake', 'rm', 'w-1', '--state', state, '--json'], { io: ok }), 0);
+    t.same(JSON.parse(ok.stdout), { status: 'ok', id: 'w-1' });
+  },
+);
 
 /** A port nothing listens on: bind one, note it, close it. */
 async function deadPort(): Promise<number> {
@@ -210,7 +256,7 @@ t.test('usage errors and an unreachable daemon', async (t) => {
   t.equal(await runCli(['ls', '--host', host, '--json'], { io: json }), 2);
   t.match(JSON.parse(json.stdout), { status: 'error', message: /is bermd running/ });
 
-  const cases: [string[], RegExp][] = [
+  const cases: [string[], RegExp | string][] = [
     [['deploy', 'Bad.Name', 'x'], /invalid harness name 'Bad\.Name'/],
     [['deploy', 'ok', join(TMP, 'nonexistent')], /no such file \(nor a registry reference/],
     [['wake', 'add', 'echo', '--host', host], /exactly one of --in DELAY and --at TIME/],
@@ -240,6 +286,19 @@ t.test('usage errors and an unreachable daemon', async (t) => {
       /wake add: --count, --spread, --config work only with --state DIR/,
     ],
     [['invoke', 'echo'], /missing required argument 'tool'/],
+    // --host and --token-file belong to the verbs: written before one, the refusal says where they go
+    [
+      ['--host', host, 'ls'],
+      `--host is an option of the client verbs (ls, deploy, invoke, wake, ...): it goes after the verb: berm ls --host ${host}\n`,
+    ],
+    [
+      ['--json', `--host=${host}`, 'wake', 'ls'],
+      `it goes after the verb: berm --json wake ls --host=${host}\n`,
+    ],
+    [
+      ['--token-file', 'a b', 'invoke', 'e', 'echo', '{"x":1}'],
+      `berm invoke e echo '{"x":1}' --token-file 'a b'\n`,
+    ],
     [
       ['wake', 'ls', '--state', TMP, '--host', host],
       /--state .* and --host\/--token-file .* exclude each other/,

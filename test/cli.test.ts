@@ -126,6 +126,24 @@ t.test('compile --json warms the cache and reports per-file outcomes', async (t)
   t.notMatch(gone.stderr, `${missing}: ${missing}`, 'the file is named once');
 });
 
+t.test('compile reports an ELF that translates but is not a harness a deploy accepts', async (t) => {
+  // test/data/edge.elf: a raw RV64 ELF without .berm.abi (bermd refuses it: no .berm.abi section)
+  const edge = join(BUILD, '..', '..', 'test', 'data', 'edge.elf');
+  const r = await berm([...C, 'compile', '--json', edge, TEXT]);
+  t.equal(r.code, 0, 'translated: cached all the same');
+  const rep = JSON.parse(r.stdout);
+  t.match(rep.files[0], {
+    ok: true,
+    harness: false,
+    notHarness: /^no \.berm\.abi section: build the harness/,
+  });
+  t.match(rep.files[1], { ok: true, harness: true });
+  t.notOk('notHarness' in rep.files[1]);
+  const text = await berm([...C, 'compile', edge]);
+  t.equal(text.code, 0);
+  t.match(text.stderr, `berm: ${edge}: translated, but not a harness bermd deploys: no .berm.abi section`);
+});
+
 t.test('cache ls and cache clear on a temp dir', async (t) => {
   const dir = join(TMP, 'cache-copy');
   cpSync(CACHE, dir, { recursive: true });

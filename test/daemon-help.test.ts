@@ -52,3 +52,30 @@ t.test('an address in use: exit 1, the error and what to do', async (t) => {
   );
   t.match(err, 'choose another --addr (port 0 picks a free one)');
 });
+
+t.test(
+  'a bad flag is a refused boot: exit 2 as docs/daemon.md says, and --help lists the exit codes',
+  async (t) => {
+    const bermd = (...args: string[]) =>
+      spawnSync(process.execPath, [join(ROOT, 'bin', 'bermd.js'), ...args], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+    for (const [args, message] of [
+      [['--nope'], "error: unknown option '--nope'"],
+      [['--addr'], "error: option '--addr <host:port>' argument missing"],
+      [['serve'], 'error: too many arguments'],
+    ] as const) {
+      const r = bermd(...args);
+      t.equal(r.status, 2, args.join(' '));
+      t.match(r.stderr, message);
+      t.notMatch(r.stderr, /listening on/);
+    }
+    const help = bermd('--help');
+    t.equal(help.status, 0);
+    t.match(help.stdout, /Exit codes:\n {2}0 .*\n {2}1 .*\n {2}2 {2}the boot is refused: a bad flag/);
+    t.equal(bermd('--version').status, 0);
+    const doc = readFileSync(join(ROOT, 'docs', 'daemon.md'), 'utf8');
+    t.match(doc, /Exit codes: 0 after a graceful stop; 2 when the boot is refused \(a bad flag or setting/);
+  },
+);

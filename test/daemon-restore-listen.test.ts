@@ -3,6 +3,9 @@
 // the boot log says whether the restore is done; once it is, everything is served. The restore is
 // held back at the runtime's deploy (a real runtime behind a gate), over real HTTP.
 import t from 'tap';
+import { DaemonClient, resolveTarget } from '../src/cli/commands/daemon-client.js';
+import type { Io } from '../src/cli/context.js';
+import { runCli } from '../src/cli/program.js';
 import { startDaemon } from '../src/daemon/daemon.js';
 import { createRuntimeBackend } from '../src/daemon/runtime-backend.js';
 import { resolveSettings } from '../src/daemon/settings.js';
@@ -113,4 +116,77 @@ t.test('a restore in progress: 503 with progress, health and metrics answer', as
     list.harnesses.map((h) => h.name),
     ['echo', 'text'],
   );
+});
+
+t.test('the berm client verbs wait out a restore (503 with Retry-After) instead of failing', async (t) => {
+  const first = await testDaemon();
+  t.equal(
+    (await first.req('/harnesses/echo', { method: 'PUT', body: elf('fixtures/build/echo-gcc-O2.elf') }))
+      .status,
+    200,
+  );
+  await first.stop();
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let early!: (url: string) => void;
+  const listening = new Promise<string>((r) => (early = r));
+  const settings = {
+    ...resolveSettings({ addr: '127.0.0.1:0', root: first.root, workers: '1', cacheDir: TEST_CACHE }, {}),
+    limit: [],
+  };
+  const booted = startDaemon(
+    settings,
+    async (ctx) => {
+      const b = await createRuntimeBackend(ctx);
+      const deploy = b.deploy.bind(b);
+      b.deploy = async (...a) => {
+        await gate;
+        return deploy(...a);
+      };
+      return b;
+    },
+    {},
+    (l) => {
+      const m = /^listening at (http:\/\/\S+), restore not done/.exec(l);
+      if (m) early(m[1]!);
+    },
+  );
+  const giveUp = setTimeout(() => {
+    early('');
+    open();
+  }, 10_000);
+  const url = await listening;
+  t.not(url, '', 'bermd listens while the restore is held back');
+  // without waiting, a verb meets the 503 (what a CI job's deploy got right after a restart: exit 4)
+  const impatient = new DaemonClient(resolveTarget({ host: url }, {}), 0);
+  await t.rejects(impatient.list(), { message: /bermd is restoring its deployments .*\(HTTP 503\)/ });
+  await impatient.close();
+
+  const io = (): Io & { stdout: string; stderr: string } => {
+    const o = {
+      stdout: '',
+      stderr: '',
+      out: (s: string) => void (o.stdout += s),
+      err: (s: string) => void (o.stderr += s),
+      readStdin: async () => '',
+      stderrIsTTY: false,
+      progressStream: process.stderr,
+    };
+    return o;
+  };
+  const t0 = Date.now();
+  const invokeIo = io();
+  const lsIo = io();
+  const invoked = runCli(['invoke', 'echo', 'echo', '{"after":"restore"}', '--host', url], { io: invokeIo });
+  const listed = runCli(['ls', '--host', url], { io: lsIo });
+  await new Promise((r) => setTimeout(r, 1500));
+  clearTimeout(giveUp);
+  open();
+  t.equal(await invoked, 0, invokeIo.stderr);
+  t.equal(invokeIo.stdout, '{"after":"restore"}\n');
+  t.equal(await listed, 0, lsIo.stderr);
+  t.match(lsIo.stdout, /^echo +[0-9a-f]{12} +echo, echo_len$/m);
+  t.ok(Date.now() - t0 >= 1500, 'they waited for the restore');
+  const d = await booted;
+  await d.stop();
 });

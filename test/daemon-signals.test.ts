@@ -2,7 +2,7 @@
 // exit 0, state persisted); a refused boot exits 2 with the reason.
 import t from 'tap';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO, elf } from './helpers/daemon.js';
@@ -101,3 +101,54 @@ t.test('--version prints the package version and exits 0 without booting', async
   t.equal(r.status, 0, r.stderr);
   t.equal(r.stdout.trim(), pkg.version);
 });
+
+t.test(
+  'one process per --root: a second bermd or berm run is refused; SIGKILL frees it',
+  { timeout: 120_000 },
+  async (t) => {
+    const root = mkdtempSync(join(tmpdir(), 'bermd-lock-'));
+    const first = await start(root);
+    t.teardown(() => void first.proc.kill('SIGKILL'));
+    const put = await fetch(`${first.url}/harnesses/echo`, {
+      method: 'PUT',
+      body: elf('fixtures/build/echo-gcc-O2.elf'),
+    });
+    t.equal(put.status, 200);
+    const holder = `bermd --addr 127.0.0.1:0 (pid ${first.proc.pid})`;
+
+    const second = spawnSync(
+      process.execPath,
+      [BERMD, '--addr', '127.0.0.1:0', '--root', root, '--workers', '1'],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    t.equal(second.status, 1, 'a conflict with a running process, as an address in use');
+    t.match(
+      second.stderr,
+      `bermd: cannot start: --root ${root} is in use by ${holder}: one process owns a state directory`,
+    );
+    t.notMatch(second.stderr, /listening on/);
+
+    const run = spawnSync(
+      process.execPath,
+      [join(REPO, 'bin/berm.js'), 'run', '--config', join(REPO, 'examples/runtime.toml'), '--state', root],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    t.equal(run.status, 2);
+    t.match(run.stderr, `berm: --state ${root} is in use by ${holder}`);
+
+    // the first one was never disturbed
+    const r = await fetch(`${first.url}/harnesses/echo/tools/echo`, { method: 'POST', body: '{"still":1}' });
+    t.same(await r.json(), { done: '{"still":1}' });
+    t.same(readdirSync(join(root, 'deployments', 'images')).length, 1);
+
+    // the kernel drops the lock with the process, however it ends
+    first.proc.kill('SIGKILL');
+    await first.exit;
+    const next = await start(root);
+    t.teardown(() => void next.proc.kill('SIGKILL'));
+    t.match(next.stderr(), /harness echo sha256 [0-9a-f]{64}/);
+  },
+);

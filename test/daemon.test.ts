@@ -19,6 +19,7 @@ const MISBEHAVE = elf('fixtures/build/misbehave-gcc-O2.elf');
 const TEXT = elf('fixtures/build/text-gcc-O2.elf');
 const PROBE = elf('examples/probe.elf');
 const OS = elf('examples/os.elf');
+const QG = elf('test/data/queue-guest.elf');
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 function fnv1a64(s: string): string {
@@ -323,6 +324,30 @@ t.test('grants come only from the declaration; a sha256 mismatch refuses the dep
   );
 });
 
+t.test('the declaration is read at boot: an edit needs a restart, and the 403 says so', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'bermd-decl-'));
+  const file = join(dir, 'decl.toml');
+  const declare = (digest: string): void =>
+    writeFileSync(file, `[[harnesses]]\nname = "pinned"\nsource = "x.elf"\nsha256 = "${digest}"\n`);
+  declare(sha(OS));
+  const root = mkdtempSync(join(tmpdir(), 'bermd-test-'));
+  let d = await testDaemon({ config: file }, {}, root);
+  t.teardown(() => d.stop());
+  // the operator pins the new build in the file while bermd runs: bermd still holds the old pin
+  declare(sha(ECHO));
+  const put = await d.req('/harnesses/pinned', { method: 'PUT', body: ECHO });
+  t.equal(put.status, 403);
+  const error = ((await put.json()) as { error: string }).error;
+  t.match(error, `declared "pinned" with sha256 ${sha(OS)} when bermd started`);
+  t.match(error, `set sha256 = "${sha(ECHO)}" there and restart bermd`);
+  // the operator, who must act, sees the refusal in bermd's log too
+  t.ok(d.logs.includes(`refused the deploy of pinned: ${error}`), d.logs.join('\n'));
+  // the restart the message asks for is what grants it
+  await d.stop();
+  d = await testDaemon({ config: file }, {}, root);
+  t.equal((await d.req('/harnesses/pinned', { method: 'PUT', body: ECHO })).status, 200);
+});
+
 t.test('boot refuses an fs root that does not exist, naming the fix', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'bermd-decl-'));
   const file = join(dir, 'decl.toml');
@@ -351,6 +376,29 @@ t.test('deployments survive a restart; re-deploying the same bytes is free', asy
   );
   const r = await d2.req('/harnesses/echo/tools/echo', { method: 'POST', body: '{"k":1}' });
   t.same(await r.json(), { done: '{"k":1}' });
+});
+
+t.test('the boot log says how many wakes came back with the due-set', async (t) => {
+  const d = await testDaemon();
+  t.ok(d.logs.includes('  wakes            0 pending, 0 to re-deliver'), 'an empty due-set');
+  t.equal((await d.req('/harnesses/qg', { method: 'PUT', body: QG })).status, 200);
+  for (const id of ['a', 'b', 'c']) {
+    const arm = await d.req('/wakes', {
+      method: 'POST',
+      body: JSON.stringify({ harness: 'qg', delay_ms: 3_600_000, id }),
+    });
+    t.equal(arm.status, 201);
+  }
+  t.equal((await d.req('/wakes/b', { method: 'DELETE' })).status, 204);
+  await d.stop();
+  const d2 = await testDaemon({}, {}, d.root);
+  t.teardown(() => d2.stop());
+  t.ok(d2.logs.includes('  wakes            2 pending, 0 to re-deliver'), d2.logs.join('\n'));
+  t.ok(
+    d2.logs.indexOf('  wakes            2 pending, 0 to re-deliver') <
+      d2.logs.findIndex((l) => l.startsWith('listening on')),
+    'before listening',
+  );
 });
 
 t.test(

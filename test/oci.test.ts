@@ -141,16 +141,21 @@ t.test('WWW-Authenticate challenges', async (t) => {
   await t.rejects(fetchBearerToken(agent, { scheme: 'bearer', params: {} }, ['x'], null), {
     message: /without naming a realm/,
   });
-  t.same(credentialsFromEnv({}), null);
-  t.match(credentialsFromEnv({ GITHUB_TOKEN: 'g' }), {
+  t.same(credentialsFromEnv({}, 'ghcr.io'), null);
+  t.match(credentialsFromEnv({ GITHUB_TOKEN: 'g' }, 'ghcr.io'), {
     username: 'berm',
     password: 'g',
     source: 'GITHUB_TOKEN',
   });
-  t.match(credentialsFromEnv({ GITHUB_TOKEN: 'g', BERM_REGISTRY_USER: 'u', BERM_REGISTRY_PASSWORD: 'p' }), {
-    username: 'u',
-    password: 'p',
-  });
+  t.same(credentialsFromEnv({ GITHUB_TOKEN: 'g' }, 'registry.example.org'), null, 'GITHUB_TOKEN is for GHCR');
+  t.same(credentialsFromEnv({ GITHUB_TOKEN: 'g' }, '127.0.0.1'), null);
+  t.match(
+    credentialsFromEnv(
+      { GITHUB_TOKEN: 'g', BERM_REGISTRY_USER: 'u', BERM_REGISTRY_PASSWORD: 'p' },
+      'registry.example.org',
+    ),
+    { username: 'u', password: 'p' },
+  );
 });
 
 t.test('artifact manifests that are not harnesses are refused by name', async (t) => {
@@ -387,10 +392,24 @@ t.test('token authentication against a real token endpoint', async (t) => {
     kind: 'unauthorized',
     message: /wants credentials \(status 401\): set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD/,
   });
-  await t.rejects(pullHarness(ref, { env: { GITHUB_TOKEN: 'wrong' } }), {
+  await t.rejects(
+    pullHarness(ref, { env: { BERM_REGISTRY_USER: 'alice', BERM_REGISTRY_PASSWORD: 'wrong' } }),
+    {
+      kind: 'unauthorized',
+      message: /refused the credentials from BERM_REGISTRY_USER\/BERM_REGISTRY_PASSWORD/,
+    },
+  );
+  // GITHUB_TOKEN is GHCR's: this registry's token endpoint is not asked with it
+  const before = tokens.requests.length;
+  await t.rejects(pullHarness(ref, { env: { GITHUB_TOKEN: 'ghp_not_for_you' } }), {
     kind: 'unauthorized',
-    message: /refused the credentials from GITHUB_TOKEN/,
+    message: /wants credentials \(status 401\)/,
   });
+  t.ok(tokens.requests.length > before, 'the token endpoint was asked');
+  t.notOk(
+    tokens.requests.slice(before).some((r) => r.user !== null),
+    'anonymously: GITHUB_TOKEN was not sent',
+  );
   const r = await berm(['pull', `${secured.host}/team/echo:v1`, '-o', join(TMP, 'tok.elf')], creds);
   t.equal(r.code, 0, r.stderr);
   t.ok(readFileSync(join(TMP, 'tok.elf')).equals(ECHO));
@@ -421,4 +440,87 @@ t.test('Basic challenges and refusals from a plain HTTP server', async (t) => {
     message: /MANIFEST_UNKNOWN: manifest unknown/,
   });
   t.equal(seen, 'Basic ' + Buffer.from('bob:pw').toString('base64'));
+  // a registry that is not GHCR asking for Basic credentials never gets GITHUB_TOKEN (every
+  // GitHub Actions job has one; this registry could be anyone's)
+  seen = undefined;
+  await t.rejects(pullHarness(ref, { env: { GITHUB_TOKEN: 'ghp_not_for_you' } }), {
+    kind: 'unauthorized',
+    message: /wants a user name and password: .*GITHUB_TOKEN is sent to ghcr\.io only/,
+  });
+  t.equal(seen, undefined, 'no Authorization header was sent');
+});
+
+t.test('a registry that drips its answer is cut at the exchange deadline', async (t) => {
+  // answers /v2/ at once, then sends the manifest (or, once the manifest came whole, the blob)
+  // one byte every 200 ms: undici's timeouts are per wait (120 s between chunks), so this held
+  // berm pull for as long as the registry liked
+  const elf = u8(ECHO);
+  const abi = abiOf(elf);
+  const cfg = {
+    mediaType: 'application/vnd.berm.manifest.v1+json',
+    digest: sha(Buffer.from(abi)),
+    size: abi.length,
+  };
+  const layer = { mediaType: 'application/vnd.berm.harness.v1', digest: sha(ECHO), size: ECHO.length };
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      artifactType: 'application/vnd.berm.harness.v1',
+      config: cfg,
+      layers: [layer],
+    }),
+  );
+  let dripManifest = true;
+  const timers = new Set<NodeJS.Timeout>();
+  const srv = createServer((req, res) => {
+    if (req.url === '/v2/') return void res.writeHead(200).end('{}');
+    const isManifest = req.url!.includes('/manifests/');
+    const body = isManifest ? manifest : req.url!.endsWith(cfg.digest) ? Buffer.from(abi) : ECHO;
+    res.writeHead(200, {
+      'content-type': isManifest ? 'application/vnd.oci.image.manifest.v1+json' : 'application/octet-stream',
+      'content-length': String(body.length),
+    });
+    if (isManifest && !dripManifest) return void res.end(body);
+    let i = 0;
+    const iv = setInterval(() => {
+      if (res.destroyed || i >= body.length) {
+        clearInterval(iv);
+        timers.delete(iv);
+        if (!res.destroyed) res.end();
+        return;
+      }
+      res.write(body.subarray(i, ++i));
+    }, 200);
+    timers.add(iv);
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  t.teardown(() => {
+    for (const iv of timers) clearInterval(iv);
+    srv.closeAllConnections();
+    return new Promise<void>((r) => srv.close(() => r()));
+  });
+  const ref = parseReference(`127.0.0.1:${(srv.address() as AddressInfo).port}/slow/echo:v1`);
+  const attempt = async (): Promise<{ error: unknown; ms: number }> => {
+    const t0 = Date.now();
+    const error = await Promise.race([
+      pullHarness(ref, { env: {}, exchangeBaseMs: 1_500 }).then(
+        () => null,
+        (e: unknown) => e,
+      ),
+      new Promise((r) => setTimeout(() => r('still waiting after 15 s'), 15_000)),
+    ]);
+    return { error, ms: Date.now() - t0 };
+  };
+  const m = await attempt();
+  t.match(m.error, { kind: 'unreachable', message: /manifests\/v1: no complete answer within 1500 ms/ });
+  t.ok(m.ms < 8_000, `the manifest's drip was cut after ${m.ms} ms`);
+  // a blob's deadline adds its size at 64 KiB/s: the config blob (a few hundred bytes) gets ~1.5 s
+  dripManifest = false;
+  const b = await attempt();
+  t.match(b.error, {
+    kind: 'unreachable',
+    message: /blobs\/sha256:[0-9a-f]{64}: no complete answer within 15\d\d ms/,
+  });
+  t.ok(b.ms < 8_000, `the blob's drip was cut after ${b.ms} ms`);
 });

@@ -3,6 +3,7 @@
 // door shapes, scoping to the invocation's authority, redaction, skill narrowing, the access log
 // and the rate limit, declarations refusing never-grantable messages, and a real guest (RV64
 // harness test/data/door-guest.elf) calling through the linker.
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -27,6 +28,7 @@ import {
   configureProtocol,
   decodeServer,
   encodeClient,
+  encodeServer,
   frame,
   parseEndpoint,
   PROTOCOL_CAPABILITIES,
@@ -79,6 +81,29 @@ t.test('framing: big-endian length, 16 MiB cap, split and joined chunks', async 
   t.same(
     r.push(two).map((x) => [...x]),
     [[1, 2, 3], [9]],
+  );
+  // fed one byte at a time, and all at once: the same payloads (an empty one included)
+  const many = [
+    new Uint8Array(0),
+    new Uint8Array([7]),
+    new Uint8Array(70_000).fill(5),
+    new Uint8Array([1, 2]),
+  ];
+  const stream = Buffer.concat(many.map((m) => frame(m)));
+  const bytewise = new FrameReader();
+  const got: number[][] = [];
+  for (let i = 0; i < stream.length; i++)
+    got.push(...bytewise.push(stream.subarray(i, i + 1)).map((x) => [...x]));
+  t.same(
+    got,
+    many.map((m) => [...m]),
+    'byte by byte',
+  );
+  t.equal(bytewise.pending, 0);
+  t.same(
+    new FrameReader().push(stream).map((x) => [...x]),
+    many.map((m) => [...m]),
+    'in one chunk',
   );
   t.throws(() => frame(new Uint8Array(MAX_FRAME + 1)), /over the limit of 16777216/);
   const big = Buffer.alloc(4);
@@ -634,4 +659,43 @@ t.test("a daemon that never answers costs a call its deadline, not the door's ti
   t.ok(waited < DEFAULT_PROTOCOL_TIMEOUT_MS - 1000, `returned after ${waited} ms`);
   configureProtocol({ endpoint: dbl.endpoint, log: null });
   t.ok('fields' in ping([], ctxOf({ [CALL_DEADLINE]: Date.now() + 30_000 })), 'the next call goes through');
+});
+
+t.test('a daemon that streams without end is cut at 16 MiB, not at the timeout', async (t) => {
+  // answers every request with 8 MiB chunk events and never the end event: the door's client once
+  // kept collecting (up to 10,000 events of up to 16 MiB each) until the call's timeout, gigabytes
+  // of host memory for one guest call. The daemon is a child process: the door's call blocks this
+  // thread until it returns.
+  const eventFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berm-flood-')), 'event');
+  fs.writeFileSync(eventFile, frame(encodeServer('stream', { chunk: { content: 'x'.repeat(8 << 20) } })));
+  t.teardown(() => fs.rmSync(path.dirname(eventFile), { recursive: true, force: true }));
+  const flood = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const ev = require('fs').readFileSync(process.argv[1]);
+       const srv = require('net').createServer((s) => {
+         s.on('error', () => {});
+         s.once('data', () => {
+           const pump = () => { while (!s.destroyed && s.write(ev)); if (!s.destroyed) s.once('drain', pump); };
+           pump();
+         });
+       });
+       srv.listen(0, '127.0.0.1', () => console.log(srv.address().port));`,
+      eventFile,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  t.teardown(() => flood.kill('SIGKILL'));
+  const port = Number(
+    await new Promise<string>((r) => flood.stdout.once('data', (d: Buffer) => r(String(d)))),
+  );
+  const t0 = Date.now();
+  const r = door('stream', { content: 'hello' }, scope(), {
+    transport: bridgeTransport(`127.0.0.1:${port}`, 12_000),
+  });
+  const waited = Date.now() - t0;
+  t.match(r, /^error: .*sent an answer of more than 16777216 bytes/);
+  t.ok(waited < 8_000, `cut after ${waited} ms, not at the 12 s timeout`);
+  t.equal((door('ping', {}) as Envelope).msg, 'pong', 'the next call (another daemon) goes through');
 });

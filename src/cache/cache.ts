@@ -102,7 +102,7 @@ function removeFile(path: string): boolean {
 /**
  * The user's home directory: $HOME, as `os.homedir()` answers when it is set, else what
  * `os.homedir()` finds in the password database. node:os is loaded only then: under the CLI's
- * non-default V8 flags every built-in module loaded is compiled from source (src/util/clock.ts).
+ * non-default V8 flags every built-in module loaded late is compiled from source (src/util/clock.ts).
  */
 function homeDirectory(): string {
   const home = process.env.HOME;

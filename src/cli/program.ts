@@ -92,13 +92,51 @@ const COMMANDS: { words: readonly string[]; load: () => Promise<Register> }[] = 
 /** Global options that take a value (as a separate argument). */
 const VALUE_OPTIONS = new Set(['--cache-dir', '--memory', '--fuel', '--timeout']);
 
+/**
+ * Options of the client verbs (daemon-options.ts): not global, so they go after the verb. Skipped
+ * with their value when looking for the command word, so that one written before the verb is
+ * reported as misplaced rather than taken for the verb.
+ */
+const CLIENT_VALUE_OPTIONS = new Set(['--host', '--token-file']);
+
 /** The command word of `argv`: its first argument that is neither an option nor a global option's value. */
 export function commandWord(argv: readonly string[]): string | undefined {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') return argv[i + 1];
-    if (VALUE_OPTIONS.has(a)) i++;
+    if (VALUE_OPTIONS.has(a) || CLIENT_VALUE_OPTIONS.has(a)) i++;
     else if (!a.startsWith('-')) return a;
+  }
+  return undefined;
+}
+
+/** `w` as one POSIX shell word (single-quoted unless it is plain). */
+function shellWord(w: string): string {
+  return /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * The fix for a client option written before the verb (`berm --host URL ls`), which commander
+ * reports only as `unknown option '--host'`: the same command line with that option moved to the
+ * end, where the verb takes it.
+ * @returns the hint line, or undefined when no client option precedes the command word
+ */
+export function misplacedClientOption(argv: readonly string[]): string | undefined {
+  const word = commandWord(argv);
+  const end = word === undefined ? argv.length : argv.indexOf(word);
+  for (let i = 0; i < end; i++) {
+    const a = argv[i];
+    const name = a.split('=')[0];
+    if (!CLIENT_VALUE_OPTIONS.has(name)) continue;
+    const taken = a.includes('=') ? 1 : 2;
+    const moved = [...argv.slice(0, i), ...argv.slice(i + taken)];
+    const dash = moved.indexOf('--');
+    const at = dash < 0 ? moved.length : dash;
+    moved.splice(at, 0, ...argv.slice(i, i + taken));
+    return (
+      `berm: ${name} is an option of the client verbs (ls, deploy, invoke, wake, ...): it goes after ` +
+      `the verb: berm ${moved.map(shellWord).join(' ')}`
+    );
   }
   return undefined;
 }
@@ -177,6 +215,8 @@ export async function runCli(argv: string[], options: ProgramOptions = {}): Prom
     await built.program.parseAsync(argv, { from: 'user' });
   } catch (e) {
     if (e instanceof CommanderError) {
+      const hint = e.code === 'commander.unknownOption' ? misplacedClientOption(argv) : undefined;
+      if (hint !== undefined) built.ctx.io.err(hint + '\n');
       // help and --version exit 0; usage errors (and `berm` without a command) exit 2
       return e.exitCode === 0 ? ExitCode.Ok : ExitCode.BadInput;
     }

@@ -79,6 +79,8 @@ export interface RuntimeStats {
   queueDepth: number;
   inFlight: number;
   wakesPending: number;
+  /** claims of deliveries a stop cut short, fired again (attempt + 1) once the runtime starts */
+  wakesClaimed?: number;
   spills: number;
   translations: number;
 }

@@ -6,11 +6,13 @@
  *
  * Boot refusals (thrown as {@link BootError}): a non-loopback address without a token, a token
  * file that cannot be read, a declaration file with refused entries or an fs/exec root that does
- * not exist (each with its fix), a damaged deployment index.
+ * not exist (each with its fix), a damaged deployment index. A `--root` held by another process
+ * is a {@link RootInUseError} (src/runtime/state-lock.ts): the lock is taken before anything
+ * under the root is read and released by the stop (or the process's end).
  */
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import type { LimitSource, RuntimeLimits } from '../runtime/index.js';
+import { StateLock, StateLockError, type LimitSource, type RuntimeLimits } from '../runtime/index.js';
 import { LimitsError, limitsFromFile, limitsFromFlags, mergeLimits } from '../runtime/settings.js';
 import { packageVersion } from '../util/package-version.js';
 import { isLoopback, loadToken } from './auth.js';
@@ -25,6 +27,14 @@ import { DeploymentStore } from './store.js';
 /** A reason bermd will not start; the message says what to change. */
 export class BootError extends Error {
   override name = 'BootError';
+}
+
+/**
+ * Another process (a bermd, a `berm run`) holds `--root`: like an address in use, a conflict with
+ * something running rather than a bad setting (bermd exits 1). The message names the holder.
+ */
+export class RootInUseError extends Error {
+  override name = 'RootInUseError';
 }
 
 /** What the runtime is built from (the daemon picks the directories; the runtime owns them). */
@@ -112,169 +122,190 @@ export async function startDaemon(
     throw new BootError(`limits: ${(e as Error).message}`);
   }
   const root = settings.root.value;
-  let store: DeploymentStore;
+  // one process per root, taken before anything under it is read or cleaned (the deployment
+  // store deletes temporary files it takes for a crash's leftovers)
+  let lock: StateLock;
   try {
-    store = DeploymentStore.open(path.join(root, 'deployments'));
+    lock = StateLock.acquire(root, `bermd --addr ${host}:${port}`, '--root');
   } catch (e) {
-    throw new BootError(`deployment store: ${(e as Error).message}`);
+    if (e instanceof StateLockError) throw new RootInUseError(e.message);
+    throw e;
   }
+  try {
+    let store: DeploymentStore;
+    try {
+      store = DeploymentStore.open(path.join(root, 'deployments'));
+    } catch (e) {
+      throw new BootError(`deployment store: ${(e as Error).message}`);
+    }
 
-  log(`bermd ${packageVersion()} (node ${process.version}, pid ${process.pid})`);
-  const show = (label: string, s: { value: unknown; source: string }, v = String(s.value)): void =>
-    log(`  ${label.padEnd(16)} ${v}  (${s.source})`);
-  show('addr', settings.addr, `${host}:${port}`);
-  show('root', settings.root);
-  const cacheDir = settings.cacheDir.value ?? path.join(root, 'cache');
-  show('cache-dir', settings.cacheDir, cacheDir);
-  show('config', settings.config, settings.config.value ?? 'none: every harness runs without capabilities');
-  log(
-    `  ${'token'.padEnd(16)} ${token.token === null ? 'none (loopback only)' : 'required'}  (${token.source})`,
-  );
-  show('max-image-bytes', settings.maxImageBytes);
-  show('max-body-bytes', settings.maxBodyBytes);
-  show('max-code-bytes', settings.maxCodeBytes);
-  show('max-symbols', settings.maxSymbols);
-  show('max-relocations', settings.maxRelocations);
-  show('body-timeout-ms', settings.bodyTimeoutMs);
-  show('write-timeout-ms', settings.writeTimeoutMs);
-  // a cap above the open-file limit cannot hold: the kernel would reset the extra connections
-  const fdLimit = openFileLimit();
-  const conns = clampConnections(settings.maxConnections.value, fdLimit);
-  show(
-    'max-connections',
-    settings.maxConnections,
-    conns.warning === null
-      ? String(conns.value)
-      : `${conns.value} (asked ${settings.maxConnections.value}; open-file limit ${fdLimit})`,
-  );
-  if (conns.warning !== null) log(`  warning: ${conns.warning}`);
-  show('workers', settings.workers);
-  show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
-  show(
-    'store',
-    settings.store,
-    settings.store.value === null
-      ? `sqlite under ${root}`
-      : `${settings.store.value.replace(/:[^:@/]*@/, ':***@')} (shared; docs/scale-out.md)`,
-  );
-  if (settings.store.value !== null) show('lease-ms', settings.leaseMs);
+    log(`bermd ${packageVersion()} (node ${process.version}, pid ${process.pid})`);
+    const show = (label: string, s: { value: unknown; source: string }, v = String(s.value)): void =>
+      log(`  ${label.padEnd(16)} ${v}  (${s.source})`);
+    show('addr', settings.addr, `${host}:${port}`);
+    show('root', settings.root);
+    const cacheDir = settings.cacheDir.value ?? path.join(root, 'cache');
+    show('cache-dir', settings.cacheDir, cacheDir);
+    show('config', settings.config, settings.config.value ?? 'none: every harness runs without capabilities');
+    log(
+      `  ${'token'.padEnd(16)} ${token.token === null ? 'none (loopback only)' : 'required'}  (${token.source})`,
+    );
+    show('max-image-bytes', settings.maxImageBytes);
+    show('max-body-bytes', settings.maxBodyBytes);
+    show('max-code-bytes', settings.maxCodeBytes);
+    show('max-symbols', settings.maxSymbols);
+    show('max-relocations', settings.maxRelocations);
+    show('body-timeout-ms', settings.bodyTimeoutMs);
+    show('write-timeout-ms', settings.writeTimeoutMs);
+    // a cap above the open-file limit cannot hold: the kernel would reset the extra connections
+    const fdLimit = openFileLimit();
+    const conns = clampConnections(settings.maxConnections.value, fdLimit);
+    show(
+      'max-connections',
+      settings.maxConnections,
+      conns.warning === null
+        ? String(conns.value)
+        : `${conns.value} (asked ${settings.maxConnections.value}; open-file limit ${fdLimit})`,
+    );
+    if (conns.warning !== null) log(`  warning: ${conns.warning}`);
+    show('workers', settings.workers);
+    show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
+    show(
+      'store',
+      settings.store,
+      settings.store.value === null
+        ? `sqlite under ${root}`
+        : `${settings.store.value.replace(/:[^:@/]*@/, ':***@')} (shared; docs/scale-out.md)`,
+    );
+    if (settings.store.value !== null) show('lease-ms', settings.leaseMs);
 
-  const backend = await makeBackend({
-    root,
-    cacheDir,
-    workers: settings.workers.value,
-    limits: limits.limits,
-    limitSources: limits.sources,
-    protocolEndpoint: settings.protocolEndpoint.value,
-    store: settings.store.value,
-    leaseMs: settings.leaseMs.value,
-    grants,
-    log,
-  });
-  for (const [k, v, source] of backend.limits?.() ?? []) log(`  ${k.padEnd(16)} ${v}  (${source})`);
-  const deployments = new Deployments(store, backend, grants, {
-    maxCodeBytes: settings.maxCodeBytes.value,
-    maxSymbols: settings.maxSymbols.value,
-    maxRelocations: settings.maxRelocations.value,
-  });
-  const server = new DaemonServer({
-    backend,
-    deployments,
-    token: token.token,
-    limits: {
-      maxImageBytes: settings.maxImageBytes.value,
-      maxBodyBytes: settings.maxBodyBytes.value,
-      bodyTimeoutMs: settings.bodyTimeoutMs.value,
-      writeTimeoutMs: settings.writeTimeoutMs.value,
-      maxConnections: conns.value,
-    },
-    version: packageVersion(),
-    log,
-  });
-  // Listen before the restore, so a long one does not refuse connections: until it is done (and,
-  // with a shared store, the deployments follow the database) every request that needs them is
-  // answered 503 with the progress, so no client meets a deployment it acknowledged missing and
-  // no wake is armed or fires for a harness not yet restored; /health and /metrics answer.
-  const restoring = deployments.store.entries().length;
-  const gated = restoring > 0 || backend.join !== undefined;
-  if (gated) {
-    server.setBooting(() => {
-      const p = deployments.restoreProgress();
-      return p !== null
-        ? `restoring ${p.done} of ${p.total} deployments`
-        : `restored ${restoring} deployments; following the shared store`;
+    const backend = await makeBackend({
+      root,
+      cacheDir,
+      workers: settings.workers.value,
+      limits: limits.limits,
+      limitSources: limits.sources,
+      protocolEndpoint: settings.protocolEndpoint.value,
+      store: settings.store.value,
+      leaseMs: settings.leaseMs.value,
+      grants,
+      log,
     });
-  }
-  let address: AddressInfo;
-  try {
-    address = await server.listen(host, port);
-  } catch (e) {
-    await backend.close(0);
-    throw e;
-  }
-  const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${hostPart}:${address.port}`;
-  // tools that wait for "listening on http://..." before using the deployments still can: this
-  // line says "listening at", the one after the restore "listening on"
-  if (gated)
-    log(
-      `listening at ${url}, restore not done: ${restoring} deployments to restore (the API answers 503 with Retry-After until it is; /health and /metrics answer)`,
-    );
-
-  let problems: string[];
-  let restored = 0;
-  try {
-    // a few deployments in flight per worker keep every worker (and this thread's reading and
-    // checking of the images) busy; more would only queue on the workers
-    const t0 = Date.now();
-    problems = await deployments.restore(Math.min(16, 2 * settings.workers.value));
-    restored = restoring - problems.length;
-    if (restoring > 0) log(`  restored ${restored} of ${restoring} deployments in ${Date.now() - t0} ms`);
-    // with a shared store: deployments follow the database before any wake may fire
-    if (backend.join) problems.push(...(await backend.join(deployments)));
-  } catch (e) {
-    await server.close(0);
-    await backend.close(0);
-    throw e;
-  }
-  backend.start?.();
-  for (const d of deployments.list()) {
-    const g = d.granted;
-    const args = Object.entries(g.grant)
-      .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
-      .join(' ');
-    log(
-      `  harness ${d.name} sha256 ${d.digest} capabilities: ${g.capabilities.join(', ') || 'none'}${args ? ` ${args}` : ''}`,
-    );
-  }
-  for (const p of problems) log(`  warning: ${p}`);
-  for (const n of grants.names()) {
-    if (!deployments.get(n)) log(`  declared ${n} (not deployed yet)`);
-  }
-  server.setBooting(null);
-  log(
-    restoring > 0
-      ? `listening on ${url} (restore done: ${restored} of ${restoring} deployments restored)`
-      : `listening on ${url}`,
-  );
-
-  let stopping: Promise<void> | null = null;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      const t0 = Date.now();
-      log('stopping: no new connections; draining in-flight requests');
-      // one bound for the whole drain: the queue's drainMs limit (HTTP requests, then the runtime)
-      const bound = backend.drainMs;
-      const left = await server.close(bound);
-      const remaining = Math.max(0, bound - (Date.now() - t0));
-      await backend.close(remaining);
+    for (const [k, v, source] of backend.limits?.() ?? []) log(`  ${k.padEnd(16)} ${v}  (${source})`);
+    const deployments = new Deployments(store, backend, grants, {
+      maxCodeBytes: settings.maxCodeBytes.value,
+      maxSymbols: settings.maxSymbols.value,
+      maxRelocations: settings.maxRelocations.value,
+    });
+    const server = new DaemonServer({
+      backend,
+      deployments,
+      token: token.token,
+      limits: {
+        maxImageBytes: settings.maxImageBytes.value,
+        maxBodyBytes: settings.maxBodyBytes.value,
+        bodyTimeoutMs: settings.bodyTimeoutMs.value,
+        writeTimeoutMs: settings.writeTimeoutMs.value,
+        maxConnections: conns.value,
+      },
+      version: packageVersion(),
+      log,
+    });
+    // Listen before the restore, so a long one does not refuse connections: until it is done (and,
+    // with a shared store, the deployments follow the database) every request that needs them is
+    // answered 503 with the progress, so no client meets a deployment it acknowledged missing and
+    // no wake is armed or fires for a harness not yet restored; /health and /metrics answer.
+    const restoring = deployments.store.entries().length;
+    const gated = restoring > 0 || backend.join !== undefined;
+    if (gated) {
+      server.setBooting(() => {
+        const p = deployments.restoreProgress();
+        return p !== null
+          ? `restoring ${p.done} of ${p.total} deployments`
+          : `restored ${restoring} deployments; following the shared store`;
+      });
+    }
+    let address: AddressInfo;
+    try {
+      address = await server.listen(host, port);
+    } catch (e) {
+      await backend.close(0);
+      throw e;
+    }
+    const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    const url = `http://${hostPart}:${address.port}`;
+    // tools that wait for "listening on http://..." before using the deployments still can: this
+    // line says "listening at", the one after the restore "listening on"
+    if (gated)
       log(
-        left === 0
-          ? `stopped after ${Date.now() - t0} ms; state persisted under ${root}`
-          : `stopped after ${Date.now() - t0} ms with ${left} request(s) cut off by the drain bound; state persisted under ${root}`,
+        `listening at ${url}, restore not done: ${restoring} deployments to restore (the API answers 503 with Retry-After until it is; /health and /metrics answer)`,
       );
-    })();
-    return stopping;
-  };
-  return { address, url, server, deployments, backend, stop };
+
+    let problems: string[];
+    let restored = 0;
+    try {
+      // a few deployments in flight per worker keep every worker (and this thread's reading and
+      // checking of the images) busy; more would only queue on the workers
+      const t0 = Date.now();
+      problems = await deployments.restore(Math.min(16, 2 * settings.workers.value));
+      restored = restoring - problems.length;
+      if (restoring > 0) log(`  restored ${restored} of ${restoring} deployments in ${Date.now() - t0} ms`);
+      // with a shared store: deployments follow the database before any wake may fire
+      if (backend.join) problems.push(...(await backend.join(deployments)));
+    } catch (e) {
+      await server.close(0);
+      await backend.close(0);
+      throw e;
+    }
+    // the due-set as it came back, before any of it fires: the operator sees the schedules survived
+    const st = backend.stats();
+    log(
+      `  wakes            ${st.wakesPending} pending` +
+        (st.wakesClaimed === undefined ? '' : `, ${st.wakesClaimed} to re-deliver`),
+    );
+    backend.start?.();
+    for (const d of deployments.list()) {
+      const g = d.granted;
+      const args = Object.entries(g.grant)
+        .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
+        .join(' ');
+      log(
+        `  harness ${d.name} sha256 ${d.digest} capabilities: ${g.capabilities.join(', ') || 'none'}${args ? ` ${args}` : ''}`,
+      );
+    }
+    for (const p of problems) log(`  warning: ${p}`);
+    for (const n of grants.names()) {
+      if (!deployments.get(n)) log(`  declared ${n} (not deployed yet)`);
+    }
+    server.setBooting(null);
+    log(
+      restoring > 0
+        ? `listening on ${url} (restore done: ${restored} of ${restoring} deployments restored)`
+        : `listening on ${url}`,
+    );
+
+    let stopping: Promise<void> | null = null;
+    const stop = (): Promise<void> => {
+      stopping ??= (async () => {
+        const t0 = Date.now();
+        log('stopping: no new connections; draining in-flight requests');
+        // one bound for the whole drain: the queue's drainMs limit (HTTP requests, then the runtime)
+        const bound = backend.drainMs;
+        const left = await server.close(bound);
+        const remaining = Math.max(0, bound - (Date.now() - t0));
+        await backend.close(remaining);
+        lock.release();
+        log(
+          left === 0
+            ? `stopped after ${Date.now() - t0} ms; state persisted under ${root}`
+            : `stopped after ${Date.now() - t0} ms with ${left} request(s) cut off by the drain bound; state persisted under ${root}`,
+        );
+      })();
+      return stopping;
+    };
+    return { address, url, server, deployments, backend, stop };
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
 }

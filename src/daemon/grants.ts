@@ -5,7 +5,8 @@
  * gets none. What a harness's manifest asks for is never granted.
  *
  * The daemon receives images over the API, so a declaration's `source` is not read here; the
- * sha256 is what binds a grant to bytes.
+ * sha256 is what binds a grant to bytes. The file is read once, when the daemon boots: an edit
+ * (a new sha256, another grant) takes effect at the next start, and the 403 says so.
  */
 import * as fs from 'node:fs';
 import { loadDeclarations, type HarnessDeclaration } from '../config/declarations.js';
@@ -67,7 +68,8 @@ export class Grants {
 
   /**
    * The grant for deploying bytes with `digest` as `name`.
-   * @throws HttpError 403 when `name` is declared with another sha256 (naming both digests).
+   * @throws HttpError 403 when `name` is declared with another sha256 (naming both digests, the
+   *   declaration line and the fix: the file is read once, at boot, so an edit needs a restart).
    */
   grantFor(name: string, digest: string): DeployGrant {
     const d = this.byName.get(name);
@@ -75,7 +77,9 @@ export class Grants {
     if (d.sha256 !== digest) {
       throw new HttpError(
         403,
-        `the image hashes to sha256 ${digest} but ${d.file}:${d.line} declares ${JSON.stringify(name)} with sha256 ${d.sha256}; deploy the declared image, or have the operator update the declaration`,
+        `the image hashes to sha256 ${digest} but ${d.file}:${d.line} declared ${JSON.stringify(name)} with sha256 ${d.sha256} when bermd started; ` +
+          `deploy the declared image, or have the operator set sha256 = "${digest}" there and restart bermd ` +
+          '(it reads the declaration file only at boot)',
       );
     }
     return { capabilities: [...d.capabilities], grant: { ...d.grant } };

@@ -68,7 +68,21 @@ const program = new Command('bermd')
     '--workers <n>',
     'worker threads for guests and translations (default: the core count; env BERMD_WORKERS)',
   )
-  .allowExcessArguments(false);
+  .allowExcessArguments(false)
+  .addHelpText(
+    'after',
+    [
+      '',
+      'Exit codes:',
+      '  0  a graceful stop (SIGTERM, SIGINT)',
+      '  1  the boot stopped: the address or --root is in use by another process, ...',
+      '  2  the boot is refused: a bad flag or setting, no token on a non-loopback',
+      '     address, a refused declaration (the message names the fix)',
+    ].join('\n'),
+  )
+  // a bad flag is a refused boot like a bad setting (exit 2), not commander's default 1: a service
+  // manager told not to restart on 2 must not restart a unit whose command line is wrong
+  .exitOverride((e) => process.exit(e.exitCode === 0 ? 0 : 2));
 program.parse(process.argv);
 const o = program.opts<Record<string, string> & { limit?: string[] }>();
 const flags: Flags = {

@@ -154,6 +154,7 @@ export class QueueBackend implements Backend {
       queueDepth: s.queueDepth,
       inFlight: s.inFlight,
       wakesPending: s.wakesPending,
+      wakesClaimed: s.wakesClaimed,
       spills: s.spills,
       translations: s.translations.translated,
     };

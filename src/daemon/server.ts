@@ -380,10 +380,17 @@ export class DaemonServer {
       if (this.closing) throw new HttpError(503, 'bermd is shutting down');
       const bytes = await readBody(req, this.bodyLimits(this.o.limits.maxImageBytes));
       if (bytes.length === 0) throw new HttpError(400, 'empty body: PUT the harness ELF bytes');
-      const { deployment, changed } = await d.deploy(
-        name,
-        new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length),
-      );
+      let deployed;
+      try {
+        deployed = await d.deploy(name, new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
+      } catch (e) {
+        // a pinned sha256 that differs is the operator's to resolve (the 403 tells the client to
+        // ask them): the operator sees it here, not only whoever deployed
+        if (e instanceof HttpError && e.status === 403)
+          this.o.log(`refused the deploy of ${name}: ${e.message}`);
+        throw e;
+      }
+      const { deployment, changed } = deployed;
       if (changed) {
         const caps = deployment.granted.capabilities.join(', ') || 'none';
         this.o.log(`deployed ${name} sha256 ${deployment.digest} capabilities: ${caps}`);

@@ -23,13 +23,14 @@ import { loadBaseline } from './baseline-script.js';
 import { Slot } from './instance.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
-import { enableBranchHints, enableWasmInlining } from './v8-flags.js';
+import { enableBranchHints, enableWasmInlining, restoreStackSizeFlag } from './v8-flags.js';
 import { warmWrapperCompiler } from './warmup.js';
 import { monotonicMs } from '../util/clock.js';
 import { readRegularFile } from '../util/read-file.js';
 
-// before any module is compiled: the optimising tier's branch hints and V8's Wasm inlining (see
-// v8-flags.ts)
+// before any module is compiled: the optimising tier's branch hints and V8's Wasm inlining, and
+// V8's default --stack-size value back for the code caches the build made (see v8-flags.ts)
+restoreStackSizeFlag();
 enableBranchHints();
 enableWasmInlining();
 // V8's wrapper compiler started on a background thread while the process goes on (warmup.ts)

@@ -9,7 +9,7 @@ import {
   IMPORT_MODULE,
   Imports,
   memoryPages,
-  sharedMemory,
+  SHARED_MEMORY,
   STACK_GUARD,
   TrapKind,
   type HostImports,
@@ -154,8 +154,8 @@ let unweighedShared = false;
 export class Slot {
   /**
    * For a shared memory, except the process's first: an ArrayBuffer of the memory's size that
-   * nothing reads or writes. V8 counts a shared memory as no external memory (the reason the
-   * baseline tier's is shared, abi.ts sharedMemory), so slots dropped by a full pool, by the swap
+   * nothing reads or writes. V8 counts a shared memory as no external memory (the reason a
+   * module's is shared, abi.ts SHARED_MEMORY), so slots dropped by a full pool, by the swap
    * to the optimised tier or with their module would never start a collection: a process churning
    * through baseline-tier instances that touch their memory kept every dropped memory's pages
    * resident (tens of GiB). The ballast is counted as the memory would be and dies with the slot,
@@ -174,13 +174,15 @@ export class Slot {
   readonly dirtyHi: WebAssembly.Global;
   /** the module `wasm` is an instance of (the module's tier when the slot was made) */
   readonly compiled: WebAssembly.Module;
+  /** that module's tier */
+  readonly tier: 'baseline' | 'optimized';
   owner: Instance | null = null;
 
   constructor(readonly module: GuestModule) {
     const { layout } = module;
     const pages = memoryPages(layout.size);
-    // the memory the module's tier imports: shared for the baseline tier (abi.ts sharedMemory)
-    const shared = sharedMemory(module.info.tier);
+    // the memory the module imports (shared, abi.ts SHARED_MEMORY)
+    const shared = SHARED_MEMORY;
     const mem = new WebAssembly.Memory({ initial: pages, maximum: pages, shared });
     this.ballast = shared && unweighedShared ? new ArrayBuffer(pages * 65536) : null;
     if (shared) unweighedShared = true;
@@ -218,6 +220,7 @@ export class Slot {
         Number((process.hrtime.bigint() - epoch) / 1_000_000n),
     } satisfies HostImports & Record<typeof Imports.memory, WebAssembly.Memory>;
     this.compiled = module.wasm;
+    this.tier = module.info.tier;
     this.wasm = new WebAssembly.Instance(module.wasm, { [IMPORT_MODULE]: host });
     this.a0 = this.wasm.exports[Exports.a0] as WebAssembly.Global;
     this.a1 = this.wasm.exports[Exports.a1] as WebAssembly.Global;
@@ -260,6 +263,12 @@ export class Slot {
  */
 export class Instance {
   readonly memory: WasmGuestMemory;
+  /**
+   * The tier of the code this instance runs: its module's tier when the instance's memory was
+   * made. An instance made before the optimised tier was swapped in runs the baseline tier to
+   * its end.
+   */
+  readonly tier: 'baseline' | 'optimized';
   private slot: Slot | null;
   private readonly hostFns: HostTable;
   private readonly fuel: { left: number; readonly budget: number };
@@ -277,6 +286,7 @@ export class Instance {
     this.slot.owner = this;
     this.slot.call.data = opts.data;
     this.memory = this.slot.memory;
+    this.tier = this.slot.tier;
     this.fuel = opts.fuelAccount ?? { left: opts.fuel ?? Infinity, budget: opts.fuel ?? 0 };
     this.interruptFlag = opts.interrupt ? new Int32Array(opts.interrupt, 0, 1) : null;
   }

@@ -28,6 +28,28 @@
  */
 import { setFlagsFromString } from 'node:v8';
 
+/**
+ * V8's default for its --stack-size flag on this architecture, in KB: V8_DEFAULT_STACK_SIZE_KB in
+ * V8's src/common/globals.h, 864 on arm, arm64 and ia32, 984 on the others.
+ */
+export const V8_DEFAULT_STACK_SIZE_KB = ['arm', 'arm64', 'ia32'].includes(process.arch) ? 864 : 984;
+
+/**
+ * Give V8's --stack-size flag its default value back when node started with another one
+ * (`node --stack-size=4000`, as the launchers, the tests and the embedding guide run it), keeping
+ * the larger stack: V8 sets a thread's stack limit from the flag once, at isolate start, but folds
+ * every flag off its default into the hash it checks before taking a code cache. The code caches
+ * the build makes (the baseline translator's script, src/engine/cached-script.ts; the CLI bundle)
+ * are made under the default value (bin/launch.js restores it first thing, with the same reasons
+ * at length), so a process that kept --stack-size=4000 would have them refused. Idempotent.
+ * @returns whether the flag was set now
+ */
+export function restoreStackSizeFlag(execArgv: readonly string[] = process.execArgv): boolean {
+  if (!execArgv.some((a) => /^--stack[-_]size=/.test(a))) return false;
+  setFlagsFromString(`--stack-size=${V8_DEFAULT_STACK_SIZE_KB}`);
+  return true;
+}
+
 let set = false;
 let inlining = false;
 

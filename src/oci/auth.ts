@@ -8,6 +8,9 @@
  * Credentials come from the environment only (`~/.docker/config.json` is not read):
  * `BERM_REGISTRY_USER` and `BERM_REGISTRY_PASSWORD`, else `GITHUB_TOKEN` as the password of user
  * `berm` (GHCR reads the token as the password and ignores the user, as upstream berm relies on).
+ * `GITHUB_TOKEN` is set in every GitHub Actions job whether or not the job means it for a
+ * registry, so it goes to GHCR only ({@link GITHUB_TOKEN_HOSTS}: the registry and the token realm
+ * both on ghcr.io); any other registry, and any realm a registry names elsewhere, never sees it.
  */
 import type { Dispatcher } from 'undici';
 import { OciError } from './errors.js';
@@ -110,17 +113,31 @@ export interface Credentials {
   source: string;
 }
 
+/** The hosts `GITHUB_TOKEN` is sent to: GitHub's container registry, which serves its own tokens. */
+export const GITHUB_TOKEN_HOSTS: readonly string[] = ['ghcr.io'];
+
+/** True when credentials may be sent to `hostname` (GITHUB_TOKEN only to {@link GITHUB_TOKEN_HOSTS}). */
+export function credentialsGoTo(c: Credentials, hostname: string): boolean {
+  return c.source !== 'GITHUB_TOKEN' || GITHUB_TOKEN_HOSTS.includes(hostname.toLowerCase());
+}
+
 /**
- * Credentials from the environment: `BERM_REGISTRY_USER` + `BERM_REGISTRY_PASSWORD`, else
- * `GITHUB_TOKEN` (user `berm`), else null.
+ * Credentials from the environment for the registry on `registryHost`: `BERM_REGISTRY_USER` +
+ * `BERM_REGISTRY_PASSWORD`, else `GITHUB_TOKEN` (user `berm`) when the registry is GHCR, else
+ * null.
  */
-export function credentialsFromEnv(env: Record<string, string | undefined>): Credentials | null {
+export function credentialsFromEnv(
+  env: Record<string, string | undefined>,
+  registryHost: string,
+): Credentials | null {
   const user = env.BERM_REGISTRY_USER;
   const password = env.BERM_REGISTRY_PASSWORD;
   if (user && password)
     return { username: user, password, source: 'BERM_REGISTRY_USER/BERM_REGISTRY_PASSWORD' };
-  if (env.GITHUB_TOKEN) return { username: 'berm', password: env.GITHUB_TOKEN, source: 'GITHUB_TOKEN' };
-  return null;
+  const github: Credentials | null = env.GITHUB_TOKEN
+    ? { username: 'berm', password: env.GITHUB_TOKEN, source: 'GITHUB_TOKEN' }
+    : null;
+  return github && credentialsGoTo(github, registryHost) ? github : null;
 }
 
 /** `Basic base64(user:password)`. */
@@ -172,14 +189,15 @@ export async function fetchBearerToken(
   for (const s of (challenge.params.scope ?? '').split(' ')) if (s && !wanted.includes(s)) wanted.push(s);
   for (const s of wanted) url.searchParams.append('scope', s);
   const headers: Record<string, string> = { accept: 'application/json' };
-  if (credentials) headers.authorization = basicAuthorization(credentials);
+  const sent = credentials && credentialsGoTo(credentials, url.hostname) ? credentials : null;
+  if (sent) headers.authorization = basicAuthorization(sent);
   const res = await httpExchange(dispatcher, url.href, { method: 'GET', headers, maxBytes: 1024 * 1024 });
   if (res.status === 401 || res.status === 403) {
     throw new OciError(
       'unauthorized',
-      credentials
-        ? `the token endpoint ${url.origin}${url.pathname} refused the credentials from ${credentials.source} (status ${res.status})`
-        : `the token endpoint ${url.origin}${url.pathname} wants credentials (status ${res.status}): set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD, or GITHUB_TOKEN`,
+      sent
+        ? `the token endpoint ${url.origin}${url.pathname} refused the credentials from ${sent.source} (status ${res.status})`
+        : `the token endpoint ${url.origin}${url.pathname} wants credentials (status ${res.status}): set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD, or GITHUB_TOKEN for ghcr.io`,
     );
   }
   if (res.status < 200 || res.status >= 300) {

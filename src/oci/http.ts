@@ -29,6 +29,29 @@ export interface ExchangeOptions {
   body?: Uint8Array;
   /** refuse a body longer than this many bytes (default 4 MiB) */
   maxBytes?: number;
+  /**
+   * the whole exchange, request body out and answer in, must end within this many ms (default
+   * {@link EXCHANGE_BASE_MS}); past it the request is aborted
+   */
+  deadlineMs?: number;
+}
+
+/**
+ * Time allowed for one exchange before counting bytes, ms (2 minutes). undici's own timeouts are
+ * per wait (connect, headers, between two body chunks): a registry that sends one byte every
+ * minute never trips them and held `berm pull` for as long as it liked.
+ */
+export const EXCHANGE_BASE_MS = 120_000;
+
+/** Slowest transfer rate allowed for a body of known size, bytes per second (64 KiB/s). */
+export const MIN_TRANSFER_RATE = 64 * 1024;
+
+/**
+ * The deadline of an exchange that moves `bytes` of known size: {@link EXCHANGE_BASE_MS} (or
+ * `baseMs`) plus the time `bytes` take at {@link MIN_TRANSFER_RATE}.
+ */
+export function exchangeDeadline(bytes: number, baseMs = EXCHANGE_BASE_MS): number {
+  return baseMs + Math.ceil((bytes / MIN_TRANSFER_RATE) * 1000);
 }
 
 /** A dispatcher with bounded waits: 30 s to connect, 120 s for headers and between body chunks. */
@@ -49,9 +72,10 @@ export function headerValues(res: Pick<HttpResponse, 'headers'>, name: string): 
 }
 
 /**
- * Send one request and read the whole answer.
- * @throws OciError('unreachable') when no answer arrives (refused, DNS, TLS, timeout), naming the
- *   origin and the system's reason; OciError('too-large') when the body exceeds `maxBytes`.
+ * Send one request and read the whole answer, all within `deadlineMs`.
+ * @throws OciError('unreachable') when no answer arrives (refused, DNS, TLS, timeout) or the
+ *   exchange outlasts its deadline, naming the origin and the reason; OciError('too-large') when
+ *   the body exceeds `maxBytes`.
  */
 export async function httpExchange(
   dispatcher: Dispatcher,
@@ -59,10 +83,18 @@ export async function httpExchange(
   opts: ExchangeOptions,
 ): Promise<HttpResponse> {
   const maxBytes = opts.maxBytes ?? 4 * 1024 * 1024;
+  const deadlineMs = opts.deadlineMs ?? EXCHANGE_BASE_MS;
+  const signal = AbortSignal.timeout(deadlineMs);
+  const late = (): OciError =>
+    new OciError(
+      'unreachable',
+      `${opts.method} ${url}: no complete answer within ${deadlineMs} ms (the registry is too slow; refused)`,
+    );
   let res: Dispatcher.ResponseData;
   try {
     res = await undici().request(url, {
       dispatcher,
+      signal,
       method: opts.method,
       headers: opts.headers,
       body:
@@ -71,6 +103,7 @@ export async function httpExchange(
           : Buffer.from(opts.body.buffer, opts.body.byteOffset, opts.body.byteLength),
     });
   } catch (e) {
+    if (signal.aborted) throw late();
     const err = e as NodeJS.ErrnoException;
     const why = err.code ? `${err.code}${err.message ? ` (${err.message})` : ''}` : err.message;
     throw new OciError('unreachable', `cannot reach ${new URL(url).origin}: ${why}`);
@@ -91,6 +124,7 @@ export async function httpExchange(
     }
   } catch (e) {
     if (e instanceof OciError) throw e;
+    if (signal.aborted) throw late();
     throw new OciError('unreachable', `${opts.method} ${url}: the answer broke off: ${(e as Error).message}`);
   }
   const body = Buffer.concat(chunks);

@@ -23,6 +23,8 @@ import {
 import { sha256Digest, verifyDigest } from './digest.js';
 import { OciError } from './errors.js';
 import {
+  EXCHANGE_BASE_MS,
+  exchangeDeadline,
   header,
   headerValues,
   httpExchange,
@@ -43,6 +45,11 @@ export interface RegistryOptions {
   dispatcher?: Dispatcher;
   /** refuse blobs larger than this many bytes (default 512 MiB) */
   maxBlobBytes?: number;
+  /**
+   * each exchange must end within this many ms plus the time its known bytes (a blob's size, an
+   * upload) take at 64 KiB/s (default {@link EXCHANGE_BASE_MS}, 2 minutes; see ./http.ts)
+   */
+  exchangeBaseMs?: number;
 }
 
 /** A manifest as fetched. */
@@ -95,9 +102,10 @@ export class Registry {
     private readonly ownsDispatcher: boolean,
     env: Record<string, string | undefined>,
     private readonly maxBlobBytes: number,
+    private readonly exchangeBaseMs: number,
   ) {
     this.scope = `repository:${repository}:${access === 'push' ? 'pull,push' : 'pull'}`;
-    this.credentials = credentialsFromEnv(env);
+    this.credentials = credentialsFromEnv(env, new URL(base).hostname);
   }
 
   /**
@@ -115,9 +123,13 @@ export class Registry {
       opts.dispatcher === undefined,
       opts.env ?? process.env,
       opts.maxBlobBytes ?? 512 * 1024 * 1024,
+      opts.exchangeBaseMs ?? EXCHANGE_BASE_MS,
     );
     try {
-      const probe = await httpExchange(dispatcher, `${reg.base}/v2/`, { method: 'GET' });
+      const probe = await httpExchange(dispatcher, `${reg.base}/v2/`, {
+        method: 'GET',
+        deadlineMs: reg.exchangeBaseMs,
+      });
       if (probe.status === 401) {
         await reg.answer(parseChallenges(headerValues(probe, 'www-authenticate').join(', ')));
       } else if (probe.status < 200 || probe.status >= 300) {
@@ -147,7 +159,7 @@ export class Registry {
       if (!this.credentials) {
         throw new OciError(
           'unauthorized',
-          `${this.base} wants a user name and password: set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD (or GITHUB_TOKEN)`,
+          `${this.base} wants a user name and password: set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD (GITHUB_TOKEN is sent to ghcr.io only)`,
         );
       }
       this.authorization = basicAuthorization(this.credentials);
@@ -164,7 +176,14 @@ export class Registry {
    * Send a request to the registry: the Authorization header on the registry's own origin only,
    * one more try after a 401 that carries a new challenge, redirects followed for GET and HEAD.
    */
-  private async send(url: string, opts: ExchangeOptions & { follow?: boolean }): Promise<HttpResponse> {
+  private async send(
+    url: string,
+    opts: ExchangeOptions & { follow?: boolean; expectBytes?: number },
+  ): Promise<HttpResponse> {
+    const deadlineMs = exchangeDeadline(
+      (opts.expectBytes ?? 0) + (opts.body?.length ?? 0),
+      this.exchangeBaseMs,
+    );
     let target = new URL(url, this.base);
     let reauthorized = false;
     for (let hop = 0; ;) {
@@ -177,7 +196,7 @@ export class Registry {
       const headers: Record<string, string> = { ...opts.headers };
       const sameOrigin = target.origin === new URL(this.base).origin;
       if (this.authorization && sameOrigin) headers.authorization = this.authorization;
-      const res = await httpExchange(this.dispatcher, target.href, { ...opts, headers });
+      const res = await httpExchange(this.dispatcher, target.href, { ...opts, headers, deadlineMs });
       if (res.status === 401 && sameOrigin && !reauthorized) {
         const challenges = parseChallenges(headerValues(res, 'www-authenticate').join(', '));
         if (challenges.length > 0) {
@@ -210,7 +229,7 @@ export class Registry {
     if (res.status === 401 || res.status === 403) {
       const fix = this.credentials
         ? ` (credentials from ${this.credentials.source} were refused or lack access)`
-        : ' (set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD, or GITHUB_TOKEN)';
+        : ' (set BERM_REGISTRY_USER and BERM_REGISTRY_PASSWORD, or GITHUB_TOKEN for ghcr.io)';
       return new OciError('unauthorized', msg + fix);
     }
     if (res.status === 404) return new OciError('not-found', msg);
@@ -242,7 +261,12 @@ export class Registry {
         `blob ${digest} is ${size} bytes, more than the bound of ${this.maxBlobBytes}`,
       );
     }
-    const res = await this.send(this.path('blobs', digest), { method: 'GET', follow: true, maxBytes });
+    const res = await this.send(this.path('blobs', digest), {
+      method: 'GET',
+      follow: true,
+      maxBytes,
+      expectBytes: maxBytes,
+    });
     if (res.status !== 200) throw this.refusal(res, `GET blob ${digest}`);
     if (size !== undefined && res.body.length !== size) {
       throw new OciError(

@@ -11,7 +11,7 @@
  * and one that is down gives "the protocol is not connected yet" at once instead of a hang.
  */
 import * as net from 'node:net';
-import { FrameReader, frame } from './frame.js';
+import { FrameReader, MAX_FRAME, frame } from './frame.js';
 import { decodeServer } from './schema.js';
 
 /** Where the agent daemon listens: a Unix socket path or a TCP host and port. */
@@ -58,6 +58,13 @@ export interface CallOptions {
   stream?: boolean;
   /** most replies collected for a stream before the call fails (default 10,000) */
   maxReplies?: number;
+  /**
+   * most payload bytes collected for one answer, all of a stream's replies together, before the
+   * call fails (default {@link MAX_FRAME}, 16 MiB: a stream is folded into one answer, which a
+   * single frame could carry). Without it a daemon could stream 10,000 frames of 16 MiB each
+   * into the host's memory within one call's timeout.
+   */
+  maxBytes?: number;
 }
 
 interface Conn {
@@ -130,8 +137,10 @@ export class AgentClient {
     const conn = await this.connection(Math.min(this.connectTimeoutMs, options.timeoutMs));
     const framed = frame(request);
     const maxReplies = options.maxReplies ?? 10_000;
+    const maxBytes = options.maxBytes ?? MAX_FRAME;
     return new Promise<Uint8Array[]>((resolve, reject) => {
       const replies: Uint8Array[] = [];
+      let bytes = 0;
       // eslint-disable-next-line prefer-const -- assigned once below, read by finish()
       let timer: NodeJS.Timeout | undefined;
       const finish = (err: Error | null) => {
@@ -143,7 +152,15 @@ export class AgentClient {
       };
       conn.onFrame = (payload) => {
         replies.push(payload);
-        if (ends(payload, options.stream ?? false)) finish(null);
+        bytes += payload.length;
+        if (bytes > maxBytes) {
+          this.drop(conn);
+          finish(
+            new Error(
+              `the agent daemon at ${endpointText(this.endpoint)} sent an answer of more than ${maxBytes} bytes`,
+            ),
+          );
+        } else if (ends(payload, options.stream ?? false)) finish(null);
         else if (replies.length >= maxReplies) {
           this.drop(conn);
           finish(new Error(`the stream sent more than ${maxReplies} events`));

@@ -91,6 +91,8 @@ export class HarnessEventBus {
   private readonly maxPerHarness: number;
   /** deliveries started, refused by the queue */
   readonly counts = { delivered: 0, refused: 0 };
+  /** once subscriptions whose delivery is pending (see {@link publish}) */
+  private readonly onceInFlight = new Set<number>();
 
   constructor(private readonly options: EventBusOptions) {
     this.db = new Sqlite(options.database);
@@ -170,19 +172,30 @@ export class HarnessEventBus {
   }
 
   /**
-   * Publish an event: enqueue one notify per subscription of `source` (exact match); a `once`
-   * subscription is removed as its delivery is enqueued.
+   * Publish an event: enqueue one notify per subscription of `source` (exact match). A `once`
+   * subscription is removed when the queue has accepted its delivery, not before: removed first,
+   * a delivery the queue refused (full, rate, chain depth) or a crash before the enqueue was
+   * written lost the subscription with its event. While its delivery is pending it takes no other.
    * @param context the publisher's chain (deliveries run one level deeper) and authority
-   * @returns how many deliveries were enqueued
+   * @returns how many deliveries were started
    */
   publish(source: string, payload: string, context: { chain?: ChainRef } = {}): number {
     const rows = this.db
       .prepare('SELECT * FROM harness_subscriptions WHERE source = ? ORDER BY id')
       .all(source) as Row[];
+    let started = 0;
     for (const row of rows) {
       const s = HarnessEventBus.toSub(row);
-      if (s.once) this.unsubscribe(s.id);
+      if (s.once) {
+        if (this.onceInFlight.has(s.id)) continue;
+        this.onceInFlight.add(s.id);
+      }
+      started++;
       this.counts.delivered++;
+      const refused = (why: string): void => {
+        this.counts.refused++;
+        this.options.onRefused?.(s.harness, source, why);
+      };
       void this.options
         .deliver(
           s.harness,
@@ -194,18 +207,23 @@ export class HarnessEventBus {
         )
         .then(
           (r) => {
-            if (r.refused !== undefined) {
-              this.counts.refused++;
-              this.options.onRefused?.(s.harness, source, r.refused);
-            }
+            if (r.refused !== undefined) refused(r.refused);
+            else if (s.once) this.removeDelivered(s.id);
           },
-          (e: unknown) => {
-            this.counts.refused++;
-            this.options.onRefused?.(s.harness, source, e instanceof Error ? e.message : String(e));
-          },
-        );
+          (e: unknown) => refused(e instanceof Error ? e.message : String(e)),
+        )
+        .finally(() => this.onceInFlight.delete(s.id));
     }
-    return rows.length;
+    return started;
+  }
+
+  /** Remove a once subscription whose delivery was accepted (the bus may be closed by then). */
+  private removeDelivered(id: number): void {
+    try {
+      this.unsubscribe(id);
+    } catch {
+      // closed: the subscription stays and fires again on the next event (at-least-once)
+    }
   }
 
   /** Close the database. */

@@ -23,8 +23,8 @@ import * as net from 'node:net';
 import { endpointText, parseEndpoint, type Endpoint } from './client.js';
 import type { WakeView } from './door.js';
 import { HarnessEventBus, SubscriptionError, targetHarness } from './events.js';
-import { FrameReader, frame } from './frame.js';
-import { decodeClient, encodeServer, member, type Plain } from './schema.js';
+import { FrameReader, MAX_FRAME, frame } from './frame.js';
+import { decodeClient, encode, encodeServer, member, messageType, type Plain } from './schema.js';
 
 /** The due-set as the endpoint reaches it (any harness, any entry: the caller is trusted). */
 export interface ServerWakes {
@@ -40,6 +40,67 @@ export interface ServerWakes {
   list(harness?: string): WakeView[] | Promise<WakeView[]>;
 }
 
+/** Requests of one connection being answered at once (their answers are written in order). */
+const MAX_IN_FLIGHT = 8;
+
+/** Bytes of a varint encoding `n` (protobuf length prefixes). */
+function varintBytes(n: number): number {
+  let k = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 0x80);
+    k++;
+  }
+  return k;
+}
+
+/**
+ * The earliest of `wakes` (the due-set lists them earliest first) whose WakeList fits one frame,
+ * with `truncated` when some were left out: a due-set may hold a thousand listed wakes of up to
+ * 64 KiB of payload each, more than a frame carries.
+ */
+export function fitWakes(wakes: WakeView[]): { wakes: WakeView[]; truncated?: true } {
+  // room for the wrappers: ServerMessage.berm, BermServerMessage.wake_list, WakeList.truncated
+  let size = 64;
+  const info = messageType('WakeInfo');
+  for (let i = 0; i < wakes.length; i++) {
+    const n = encode(info, wakes[i] as unknown as Plain).length;
+    size += 1 + varintBytes(n) + n;
+    if (size > MAX_FRAME) return { wakes: wakes.slice(0, i), truncated: true };
+  }
+  return { wakes };
+}
+
+/**
+ * Make way for the endpoint's Unix socket at `p`: a socket left behind by a daemon that died is
+ * removed; anything else there is refused, never deleted (a mistyped path naming a file, say the
+ * declarations, would otherwise be lost), and so is a socket some process still accepts on.
+ * @throws Error naming the path and what is there
+ */
+async function clearSocketPath(p: string): Promise<void> {
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(p);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new Error(`berm's protocol endpoint ${p}: ${(e as Error).message}`);
+  }
+  if (!st.isSocket()) {
+    throw new Error(
+      `berm's protocol endpoint ${p} exists and is not a socket (refused, not deleted): choose another path`,
+    );
+  }
+  const live = await new Promise<boolean>((resolve) => {
+    const c = net.connect({ path: p });
+    c.once('connect', () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once('error', () => resolve(false));
+  });
+  if (live) throw new Error(`berm's protocol endpoint ${p} is in use: another process accepts on it`);
+  fs.rmSync(p, { force: true });
+}
+
 /** Options of {@link ProtocolServer.listen}. */
 export interface ProtocolServerOptions {
   /** `unix:/path`, `/path` or `127.0.0.1:port` (port 0: any free one) */
@@ -50,7 +111,18 @@ export interface ProtocolServerOptions {
   log?: (line: string) => void;
   /** clock, ms since the epoch */
   now?: () => number;
+  /** most connections open at once; more are closed as they arrive (default 16) */
+  maxConnections?: number;
 }
+
+/**
+ * Default bound on the endpoint's open connections. The agent daemon holds one or a few; without a
+ * bound, a peer that opens connections and keeps them (or a daemon that leaks them on every
+ * reconnect) spent one file descriptor each until bermd's own files (SQLite, the journal) could no
+ * longer be opened. These few fit in the descriptors bermd keeps out of its HTTP connection cap
+ * (FD_RESERVE in src/daemon/fd-limit.ts, 64).
+ */
+export const MAX_ENDPOINT_CONNECTIONS = 16;
 
 /** The endpoint (see the module comment). */
 export class ProtocolServer {
@@ -63,7 +135,9 @@ export class ProtocolServer {
 
   /**
    * Listen on `options.endpoint`.
-   * @throws Error for a non-loopback TCP address, or when the listen fails (address in use...)
+   * @throws Error for a non-loopback TCP address; for a Unix socket path where something other
+   *   than a stale socket lies (a file, a directory, a live socket: never deleted); or when the
+   *   listen fails (address in use...)
    */
   static async listen(options: ProtocolServerOptions): Promise<ProtocolServer> {
     const ep: Endpoint = parseEndpoint(options.endpoint);
@@ -72,13 +146,14 @@ export class ProtocolServer {
         `berm's protocol endpoint listens on a Unix socket or loopback only, not ${endpointText(ep)}: anyone who connects may schedule any harness`,
       );
     }
+    if ('path' in ep) await clearSocketPath(ep.path);
     const server = net.createServer();
+    server.maxConnections = options.maxConnections ?? MAX_ENDPOINT_CONNECTIONS;
     const s = new ProtocolServer(server, options);
     server.on('connection', (c) => s.serve(c));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       if ('path' in ep) {
-        fs.rmSync(ep.path, { force: true });
         server.listen(ep.path, () => {
           fs.chmodSync(ep.path, 0o600);
           resolve();
@@ -106,7 +181,46 @@ export class ProtocolServer {
     socket.on('close', () => this.sockets.delete(socket));
     socket.on('error', () => undefined);
     const reader = new FrameReader();
+    // Requests are answered a few at a time, and not while the socket's write buffer is over its
+    // high-water mark (the peer leaves answers unread): a peer that pipelines requests and never
+    // reads would otherwise have every answer built and queued in memory (60 MB of pings held
+    // 1.4 GB; 5,000 list_wakes in one 45 KB write, ~300 MB). Unanswered frames wait here; the
+    // socket is paused while any wait, so the kernel's buffers, then the peer's writes, fill.
+    const waiting: Uint8Array[] = [];
+    let next = 0;
+    let inFlight = 0;
     let pending: Promise<void> = Promise.resolve();
+    const pump = (): void => {
+      while (
+        next < waiting.length &&
+        inFlight < MAX_IN_FLIGHT &&
+        !socket.writableNeedDrain &&
+        !socket.destroyed
+      ) {
+        const reply = this.answer(waiting[next++]!);
+        inFlight++;
+        // answers go out in request order even when one is slower than the next; answer() never
+        // rejects and keeps within a frame, and anything unforeseen ends this connection only
+        pending = pending
+          .then(async () => {
+            const bytes = await reply;
+            if (!socket.destroyed) socket.write(frame(bytes));
+          })
+          .catch(() => {
+            socket.destroy();
+          })
+          .finally(() => {
+            inFlight--;
+            pump();
+          });
+      }
+      if (next === waiting.length) {
+        waiting.length = 0;
+        next = 0;
+        if (socket.isPaused()) socket.resume();
+      } else if (!socket.isPaused()) socket.pause();
+    };
+    socket.on('drain', pump);
     socket.on('data', (chunk: Buffer) => {
       let frames: Uint8Array[];
       try {
@@ -115,18 +229,27 @@ export class ProtocolServer {
         socket.destroy();
         return;
       }
-      // answers go out in request order even when one is slower than the next
-      for (const f of frames) {
-        const reply = this.answer(f);
-        pending = pending.then(async () => {
-          if (!socket.destroyed) socket.write(frame(await reply));
-        });
-      }
+      for (const f of frames) waiting.push(f);
+      pump();
     });
   }
 
-  /** The encoded ServerMessage answering one encoded ClientMessage. Never rejects. */
+  /**
+   * The encoded ServerMessage answering one encoded ClientMessage, at most {@link MAX_FRAME}
+   * bytes (a larger answer becomes an ErrorMsg 413 naming its size: it could not be framed).
+   * Never rejects.
+   */
   async answer(request: Uint8Array): Promise<Uint8Array> {
+    const bytes = await this.answerUnbounded(request);
+    if (bytes.length <= MAX_FRAME) return bytes;
+    this.options.log?.(`protocol endpoint: answer of ${bytes.length} bytes refused (over the frame limit)`);
+    return encodeServer('error', {
+      code: 413,
+      message: `the answer is ${bytes.length} bytes, over the frame limit of ${MAX_FRAME}`,
+    });
+  }
+
+  private async answerUnbounded(request: Uint8Array): Promise<Uint8Array> {
     const err = (code: number, message: string) => encodeServer('error', { code, message });
     let op = '(undecodable)';
     const log = (outcome: string) => this.options.log?.(`protocol endpoint: ${op} ${outcome}`);
@@ -192,7 +315,7 @@ export class ProtocolServer {
         const h = str('harness');
         return ok(
           encodeServer('berm', {
-            wake_list: { wakes: await this.options.wakes.list(h === '' ? undefined : h) },
+            wake_list: fitWakes(await this.options.wakes.list(h === '' ? undefined : h)),
           }),
         );
       }

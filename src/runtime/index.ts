@@ -14,6 +14,7 @@
  * scheduledAt, firedAt, lateMs, attempt}), 'spill' ({count, lateMs}), 'armed' (WakeRecord),
  * 'deploy' (DeployedHarness), 'undeploy' (name), 'log' (line).
  */
+export { StateLock, StateLockError } from './state-lock.js';
 export {
   ArmError,
   wakeSpec,

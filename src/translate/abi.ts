@@ -68,19 +68,25 @@ export function memoryPages(memorySize: number): number {
 }
 
 /**
- * Whether a tier's module imports a shared memory. The baseline tier's does: V8 counts an
- * unshared WebAssembly.Memory's whole size as external memory of the isolate
- * (`BackingStore::PerIsolateAccountingLength`; a shared one counts 0), and V8's soft limit for
- * external memory is 64 MiB, so the first 64 MiB guest memory of a process starts incremental
- * marking and a full collection ("external memory pressure" in `node --trace-gc`), 5-15 ms in the
- * middle of the cold path to a first call, with nothing to collect. Non-atomic loads and stores
- * compile to the same code for a shared memory; the host sees a SharedArrayBuffer only inside the
- * engine (its reads copy, src/engine/memory.ts). The optimising tier, which long-lived processes
- * run, keeps an unshared memory, so V8 still sees (and collects) the memories dropped there.
+ * Whether a module imports a shared memory: yes, on both tiers. V8 counts an unshared
+ * WebAssembly.Memory's whole size as external memory of the isolate
+ * (`BackingStore::PerIsolateAccountingLength`; a shared one counts 0), with two costs for the
+ * first 64 MiB guest memory of a process, which has nothing to collect:
+ * - V8's soft limit for external memory is 64 MiB: the memory starts incremental marking and a full
+ *   collection ("external memory pressure" in `node --trace-gc`), 5-15 ms in the middle of the
+ *   cold path to a first call;
+ * - while its JSArrayBuffer is young, the next backing store V8 allocates (the instance's own
+ *   globals, in `new WebAssembly.Instance`) starts a scavenge first
+ *   (`Heap::AllocateExternalBackingStore`, young backing stores over twice the semi-space size):
+ *   measured on a warm `berm call` of echo-gcc-O2's optimised entry, instantiation took 2.0-6.4 ms
+ *   with an unshared memory and 0.24-0.29 ms with the shared memory of its baseline entry.
+ * Non-atomic loads and stores compile to the same code for a shared memory; the host sees a
+ * SharedArrayBuffer only inside the engine (its reads copy, src/engine/memory.ts). V8 still
+ * collects dropped memories in a long-lived process: every shared memory but a process's first
+ * comes with a ballast ArrayBuffer of its size that V8 counts (src/engine/instance.ts, Slot).
+ * Threads proposal 4.4 (limits flag 3); Binaryen needs its Atomics feature for it.
  */
-export function sharedMemory(tier: 'baseline' | 'optimized'): boolean {
-  return tier === 'baseline';
-}
+export const SHARED_MEMORY = true;
 
 /** A Wasm value type by name; `pair` is the (i64, i64) tuple guest functions return. */
 export type ValType = 'i32' | 'i64' | 'f64' | 'pair';

@@ -4,7 +4,7 @@
  * first, TurboFan for hot code). The optimising tier (module.ts) replaces it later.
  */
 import type { ElfImage } from '../elf/types.js';
-import { checkOptions, computeLayout, sharedMemory, type TranslateOptions } from './abi.js';
+import { checkOptions, computeLayout, type TranslateOptions } from './abi.js';
 import { ByteModule } from './bytes.js';
 import { buildImage, type Translation } from './image.js';
 
@@ -20,7 +20,6 @@ export function translateBaseline(image: ElfImage, opts: TranslateOptions): Tran
   let code = 0;
   for (const f of image.functions) code += f.size;
   const m = new ByteModule(code);
-  m.sharedMemory = sharedMemory('baseline');
   const { indirectTargets } = buildImage(m, m.types, { kind: 'direct', bytes: m }, image, layout, opts);
   const t1 = performance.now();
   const wasm = m.emitBinary();

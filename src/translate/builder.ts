@@ -98,7 +98,14 @@ export interface ExprBuilder {
   addMemoryImport(name: string, module: string, base: string): void;
   addFunctionExport(name: string, externalName: string): unknown;
   addGlobalExport(name: string, externalName: string): unknown;
-  setMemory(initial: number, maximum: number, exportName?: string | null): void;
+  /** Binaryen's order of parameters; `shared` is kept by Binaryen only here, not by addMemoryImport */
+  setMemory(
+    initial: number,
+    maximum: number,
+    exportName: string | null,
+    segments: readonly never[],
+    shared: boolean,
+  ): void;
 }
 
 /** The value types a builder hands out: Binaryen's, or ByteModule's own. */

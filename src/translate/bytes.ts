@@ -170,7 +170,7 @@ export class ByteModule implements ExprBuilder {
   private readonly imports: { module: string; base: string; type: number; name: string }[] = [];
   private memoryImport: { module: string; base: string } | null = null;
   private memoryPages: [number, number] = [0, 0];
-  /** whether the imported memory is shared (limits flag 3 instead of 1; threads proposal, 4.4) */
+  /** whether the imported memory is shared (limits flag 3 instead of 1; threads proposal, 4.4), set by setMemory */
   sharedMemory = false;
   private readonly globals: { name: string; t: number; mutable: boolean; init: Ref }[] = [];
   private readonly globalIndex = new Map<string, number>();
@@ -601,8 +601,15 @@ export class ByteModule implements ExprBuilder {
   addMemoryImport(_name: string, module: string, base: string): void {
     this.memoryImport = { module, base };
   }
-  setMemory(initial: number, maximum: number): void {
+  setMemory(
+    initial: number,
+    maximum: number,
+    _exportName: string | null = null,
+    _segments: readonly never[] = [],
+    shared = false,
+  ): void {
     this.memoryPages = [initial, maximum];
+    this.sharedMemory = shared;
   }
   addGlobal(name: string, type: Ty, mutable: boolean, init: Ref): void {
     this.globalIndex.set(name, this.globals.length);

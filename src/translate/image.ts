@@ -13,6 +13,7 @@ import {
   IMPORT_SIGNATURES,
   Imports,
   memoryPages,
+  SHARED_MEMORY,
   STACK_GUARD,
   TrapKind,
   TranslateError,
@@ -108,7 +109,7 @@ export function buildImage(
   const pair = t.tuple([i64, i64]);
   const params = t.tuple(new Array(9).fill(i64));
   const pages = memoryPages(opts.memorySize);
-  m.setMemory(pages, pages, null);
+  m.setMemory(pages, pages, null, [], SHARED_MEMORY);
   m.addMemoryImport('0', IMPORT_MODULE, Imports.memory);
   for (const key of ['ecall', 'trap', 'poll', 'csr'] as const) {
     const sig = signatureTypes(t, IMPORT_SIGNATURES[key]);

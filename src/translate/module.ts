@@ -63,6 +63,7 @@ export const MODULE_PASSES = ['dae-optimizing', 'remove-unused-module-elements']
 
 const FEATURES =
   binaryen.Features.MVP |
+  binaryen.Features.Atomics |
   binaryen.Features.MutableGlobals |
   binaryen.Features.SignExt |
   binaryen.Features.TailCall |

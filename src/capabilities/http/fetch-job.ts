@@ -22,6 +22,13 @@ export interface FetchResult {
   body: Uint8Array;
 }
 
+/**
+ * Connect timeout of the shared Agent, ms: the default budget of a whole fetch (HTTP_LIMITS). A
+ * call with less time left is cut by its own signal; the Agent's setting must not come from any
+ * one call, since every later call of every harness on this thread shares the Agent.
+ */
+export const CONNECT_TIMEOUT_MS = 30_000;
+
 let agent: Agent | undefined;
 
 /**
@@ -31,7 +38,9 @@ let agent: Agent | undefined;
  * @throws Error when the request fails, times out (signal) or the body is too large.
  */
 export async function fetchOnce(args: FetchArgs, signal: AbortSignal): Promise<FetchResult> {
-  agent ??= new Agent({ connect: { timeout: args.timeoutMs }, headersTimeout: 0, bodyTimeout: 0 });
+  // Built once per thread: not from this call's budget (a first call with 2 s left once gave
+  // every later fetch a 2 s connect timeout); the call's own budget is `signal`.
+  agent ??= new Agent({ connect: { timeout: CONNECT_TIMEOUT_MS }, headersTimeout: 0, bodyTimeout: 0 });
   const res = await request(args.url, {
     dispatcher: agent,
     method: args.method as 'GET',

@@ -1,7 +1,11 @@
 /**
  * `berm compile FILE...`: translate ELFs into the Wasm cache ahead of time. A progress bar on a
  * terminal; one line per file otherwise; `--json` prints one JSON object for CI pipelines.
- * Every file is attempted; the exit code is the worst one (2 when some file is malformed).
+ * Every file is attempted; the exit code is the worst one (2 when some file is malformed). A file
+ * that translates but is not a harness a deploy accepts (no valid `.berm.abi`, declared tools and
+ * exports that disagree: a raw ELF for `berm exec`) is cached all the same and reported: a warning
+ * line and `"harness": false` with the reason, so a pipeline warming bermd's cache learns it now,
+ * not at the deploy.
  */
 import { createRequire } from 'node:module';
 import type { Command } from 'commander';
@@ -16,11 +20,19 @@ import {
   type ExitCodeValue,
 } from '../context.js';
 import type { CliContext } from '../program.js';
+import { harnessAbi } from './harness-abi.js';
 import { monotonicMs } from '../../util/clock.js';
 
 /** One file's outcome in `compile --json`. */
 export type CompileResult =
-  | ({ file: string; ok: true } & CompileInfo)
+  | ({
+      file: string;
+      ok: true;
+      /** whether a deploy would accept it (see harness-abi.ts) */
+      harness: boolean;
+      /** why not, when `harness` is false */
+      notHarness?: string;
+    } & CompileInfo)
   | { file: string; ok: false; error: string; message: string; exitCode: number };
 
 /** The `compile --json` document. */
@@ -76,11 +88,28 @@ export function registerCompile(program: Command, ctx: CliContext): void {
               const elf = readInputFile(file);
               const m = await engine.compile(elf);
               labelCacheEntry(engine, m.info.key, file, elf);
-              results.push({ file, ok: true, ...m.info });
+              let notHarness: string | undefined;
+              try {
+                harnessAbi(file, elf);
+              } catch (e) {
+                notHarness = (e as Error).message.replace(`${file}: `, '');
+              }
+              results.push({
+                file,
+                ok: true,
+                harness: notHarness === undefined,
+                ...(notHarness !== undefined ? { notHarness } : {}),
+                ...m.info,
+              });
               if (!g.json) {
                 const line = `${file}: ${describeCompile(m.info)}\n`;
                 if (bar === null) io.out(line);
                 else if (g.verbose) deferred.push(line);
+              }
+              if (notHarness !== undefined) {
+                const warn = `berm: ${file}: translated, but not a harness bermd deploys: ${notHarness}\n`;
+                if (bar === null) io.err(warn);
+                else deferred.push(warn);
               }
             } catch (e) {
               const c = exitCodeOf(e);

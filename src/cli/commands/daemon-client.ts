@@ -156,6 +156,13 @@ export interface WakeInfo {
   [k: string]: unknown;
 }
 
+/** One page of `GET /wakes`: the earliest wakes and the number pending in all. */
+export interface WakeList {
+  wakes: WakeInfo[];
+  /** wakes pending in the due-set; more than `wakes.length` when the list was cut at its limit */
+  pending: number;
+}
+
 /** How an invocation ended, from the daemon's answer. */
 export type InvokeResult =
   | { status: 'ok'; result: string; body: Record<string, unknown> }
@@ -169,11 +176,32 @@ interface Answer {
   text: string;
 }
 
+/**
+ * How long, in all, a request waits out `503` answers that carry `Retry-After` (bermd restoring
+ * its deployments after a restart, a full connection table) before the 503 is reported: a deploy
+ * or tool call a CI job sends right after a restart then goes through instead of failing.
+ */
+export const RETRY_503_MS = 60_000;
+
+/** The wait a `Retry-After` asks for, in ms (its seconds form; 0.1 s to 5 s), or null without one. */
+export function retryAfterMs(header: string | string[] | undefined): number | null {
+  const v = Array.isArray(header) ? header[0] : header;
+  if (v === undefined || !/^\s*\d+\s*$/.test(v)) return null;
+  return Math.min(5000, Math.max(100, Number(v) * 1000));
+}
+
 /** An HTTP client of one bermd. */
 export class DaemonClient {
   private readonly dispatcher: Dispatcher;
 
-  constructor(readonly target: DaemonTarget) {
+  /**
+   * @param target the daemon and its token
+   * @param retry503Ms how long, in all, to wait out 503 answers with Retry-After (0: never)
+   */
+  constructor(
+    readonly target: DaemonTarget,
+    private readonly retry503Ms = RETRY_503_MS,
+  ) {
     // a deploy translates before it answers and a tool may run long: generous bounds, but never
     // an unbounded wait on a daemon that stopped answering
     this.dispatcher = new (undici().Agent)({
@@ -202,23 +230,45 @@ export class DaemonClient {
     );
   }
 
+  /**
+   * One request, sent again after the wait a `503` with `Retry-After` asks for, for up to
+   * `retry503Ms` in all (a 503 means the request was not handled, so sending it again is safe).
+   * @throws CliError when bermd cannot be reached
+   */
+  private async request(
+    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
+    path: string,
+    headers: Record<string, string>,
+    body?: Uint8Array | string,
+  ): Promise<Dispatcher.ResponseData> {
+    const t0 = Date.now();
+    const payload = typeof body === 'string' ? body : body === undefined ? undefined : Buffer.from(body);
+    for (;;) {
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await undici().request(this.target.base + path, {
+          dispatcher: this.dispatcher,
+          method,
+          headers,
+          body: payload,
+        });
+      } catch (e) {
+        throw this.unreachable(e);
+      }
+      const wait = res.statusCode === 503 ? retryAfterMs(res.headers['retry-after']) : null;
+      if (wait === null || Date.now() - t0 + wait > this.retry503Ms) return res;
+      await res.body.dump();
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+
   private async send(
     method: 'GET' | 'PUT' | 'POST' | 'DELETE',
     path: string,
     body?: Uint8Array | string,
     extraHeaders: Record<string, string> = {},
   ): Promise<Answer> {
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await undici().request(this.target.base + path, {
-        dispatcher: this.dispatcher,
-        method,
-        headers: this.headers(extraHeaders),
-        body: typeof body === 'string' ? body : body === undefined ? undefined : Buffer.from(body),
-      });
-    } catch (e) {
-      throw this.unreachable(e);
-    }
+    const res = await this.request(method, path, this.headers(extraHeaders), body);
     let text: string;
     try {
       text = await readAnswer(this.target.base, res.body);
@@ -314,17 +364,12 @@ export class DaemonClient {
     const what = `invoke ${name} ${tool}`;
     if (!onLog)
       return this.outcome(await this.send('POST', path, args, { 'content-type': 'application/json' }), what);
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await undici().request(this.target.base + path, {
-        dispatcher: this.dispatcher,
-        method: 'POST',
-        headers: this.headers({ 'content-type': 'application/json', accept: 'text/event-stream' }),
-        body: args,
-      });
-    } catch (e) {
-      throw this.unreachable(e);
-    }
+    const res = await this.request(
+      'POST',
+      path,
+      this.headers({ 'content-type': 'application/json', accept: 'text/event-stream' }),
+      args,
+    );
     const type = String(res.headers['content-type'] ?? '');
     if (!type.startsWith('text/event-stream')) {
       // a refusal before the stream started (401, 404, 400, 413...) is ordinary JSON
@@ -394,13 +439,23 @@ export class DaemonClient {
     return this.expect(a, [200, 201], `wake add ${req.harness}`) as WakeInfo;
   }
 
-  /** `GET /wakes` (a bare array or `{"wakes": [...]}`). */
-  async listWakes(): Promise<WakeInfo[]> {
-    const j = this.expect(await this.send('GET', '/wakes'), [200], 'wake ls');
-    const arr = Array.isArray(j) ? j : (j as { wakes?: unknown } | undefined)?.wakes;
+  /**
+   * `GET /wakes[?limit=N]` (a bare array or `{"wakes": [...], "pending": N, "truncated"?}`): the
+   * earliest wakes, at most `limit` (bermd's default when undefined: 1,000), and how many are
+   * pending in all (the list's length when the daemon does not say).
+   */
+  async listWakes(limit?: number): Promise<WakeList> {
+    const query = limit === undefined ? '' : `?limit=${limit}`;
+    const j = this.expect(await this.send('GET', `/wakes${query}`), [200], 'wake ls');
+    const obj = j as { wakes?: unknown; pending?: unknown } | undefined;
+    const arr = Array.isArray(j) ? j : obj?.wakes;
     if (!Array.isArray(arr))
       throw new CliError(`wake ls: bermd at ${this.target.base} answered something that is not a wake list`);
-    return arr as WakeInfo[];
+    const pending =
+      !Array.isArray(j) && typeof obj?.pending === 'number' && obj.pending >= arr.length
+        ? obj.pending
+        : arr.length;
+    return { wakes: arr as WakeInfo[], pending };
   }
 
   /** `DELETE /wakes/{id}`. */

@@ -120,6 +120,18 @@ function checkName(name: string): void {
   }
 }
 
+/**
+ * How many pending wakes target `name` (among the earliest 10,000, the most one `GET /wakes`
+ * lists); 0 when the daemon cannot list them (the undeploy itself succeeded).
+ */
+async function wakesLeft(c: DaemonClient, name: string): Promise<number> {
+  try {
+    return (await c.listWakes(10_000)).wakes.filter((w) => w.harness === name).length;
+  } catch {
+    return 0;
+  }
+}
+
 /** Register deploy, ls, rm and invoke. */
 export function registerDaemonVerbs(program: Command, ctx: CliContext): void {
   addDaemonOptions(
@@ -166,8 +178,20 @@ export function registerDaemonVerbs(program: Command, ctx: CliContext): void {
   ).action((name: string, flags: DaemonFlags, cmd: Command) =>
     ctx.run(cmd, async () => {
       const g = ctx.globals(cmd);
-      await withDaemon(flags, (c) => c.remove(name));
+      const left = await withDaemon(flags, async (c) => {
+        await c.remove(name);
+        return wakesLeft(c, name);
+      });
       ctx.io.out(g.json ? JSON.stringify({ status: 'ok', name }) + '\n' : `removed ${name}\n`);
+      // an undeploy leaves the harness's wakes armed (a redeploy picks its schedules up again);
+      // without a word they are dropped one by one as they fall due
+      if (left > 0) {
+        ctx.io.err(
+          `berm: ${left} wake${left === 1 ? '' : 's'} of ${name} stay${left === 1 ? 's' : ''} pending (berm wake ls): ` +
+            `each runs if ${name} is deployed again by its due time, else it is dropped then ` +
+            '(berm wake rm ID cancels one)\n',
+        );
+      }
       return ExitCode.Ok;
     }),
   );

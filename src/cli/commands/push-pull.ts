@@ -10,7 +10,8 @@ import type { Command } from 'commander';
 import { parseReference, pushHarness } from '../../oci/index.js';
 import { CliError, ExitCode, readInputFile } from '../context.js';
 import type { CliContext } from '../program.js';
-import { harnessAbi, pullChecked, registryCall } from './registry-common.js';
+import { harnessAbi } from './harness-abi.js';
+import { pullChecked, registryCall } from './registry-common.js';
 
 /** Write a file atomically (temporary file in the same directory, then rename). */
 function writeAtomic(path: string, bytes: Uint8Array): void {

@@ -10,7 +10,14 @@ import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
 import { isPostgresStore, PgStore } from '../../cluster/pg-store.js';
-import { BermRuntime, type JournalRecord, type Outcome, type RuntimeLimits } from '../../runtime/index.js';
+import {
+  BermRuntime,
+  StateLock,
+  StateLockError,
+  type JournalRecord,
+  type Outcome,
+  type RuntimeLimits,
+} from '../../runtime/index.js';
 import {
   LIMIT_KEYS,
   LimitsError,
@@ -111,107 +118,123 @@ export function registerRun(program: Command, ctx: CliContext): void {
             throw e;
           }
           for (const e of decls.errors) io.err(`berm run: warning: ${e.message} (entry skipped)\n`);
-          let rt: BermRuntime;
-          let shared: PgStore | null = null;
-          if (opts.store !== undefined) {
-            fs.mkdirSync(opts.state, { recursive: true });
-            if (!isPostgresStore(opts.store))
-              throw new CliError(
-                `--store ${opts.store}: give a postgres:// URL (or leave it out for SQLite under --state)`,
-              );
+          // one process per state directory (a bermd --root or another berm run would re-deliver
+          // this one's claims and interleave its journal); wake add|ls|rm --state do not take it
+          let lock: StateLock;
+          try {
+            lock = StateLock.acquire(opts.state, `berm run --config ${opts.config}`, '--state');
+          } catch (e) {
+            if (e instanceof StateLockError) throw new CliError(e.message);
+            throw e;
+          }
+          try {
+            let rt: BermRuntime;
+            let shared: PgStore | null = null;
+            if (opts.store !== undefined) {
+              fs.mkdirSync(opts.state, { recursive: true });
+              if (!isPostgresStore(opts.store))
+                throw new CliError(
+                  `--store ${opts.store}: give a postgres:// URL (or leave it out for SQLite under --state)`,
+                );
+              try {
+                shared = await PgStore.open(opts.store, {
+                  ...(opts.lease !== undefined ? { leaseMs: opts.lease } : {}),
+                  log: (line) => io.out(`berm run: ${line}\n`),
+                });
+              } catch (e) {
+                throw new CliError((e as Error).message);
+              }
+            }
             try {
-              shared = await PgStore.open(opts.store, {
-                ...(opts.lease !== undefined ? { leaseMs: opts.lease } : {}),
+              rt = await BermRuntime.create({
+                state: opts.state,
+                ...(shared ? { store: shared } : {}),
+                ...(opts.workers !== undefined ? { poolSize: opts.workers } : {}),
+                limits: layers.limits,
+                limitSources: layers.sources,
+                cacheDir: cacheDirOf(g),
+                ...(g.memory !== undefined ? { memorySize: g.memory } : {}),
                 log: (line) => io.out(`berm run: ${line}\n`),
               });
             } catch (e) {
-              throw new CliError((e as Error).message);
+              shared?.close();
+              if (e instanceof RangeError) throw new CliError(e.message);
+              throw e;
             }
-          }
-          try {
-            rt = await BermRuntime.create({
-              state: opts.state,
-              ...(shared ? { store: shared } : {}),
-              ...(opts.workers !== undefined ? { poolSize: opts.workers } : {}),
-              limits: layers.limits,
-              limitSources: layers.sources,
-              cacheDir: cacheDirOf(g),
-              ...(g.memory !== undefined ? { memorySize: g.memory } : {}),
-              log: (line) => io.out(`berm run: ${line}\n`),
+            // deployments stay per process (the declaration file); wakes are shared
+            shared?.attach(rt, { deployments: false });
+            const poolSource = opts.workers !== undefined ? 'flag' : 'default';
+            io.out(`berm run: state ${path.resolve(opts.state)} (${rt.store.description})\n`);
+            io.out(`berm run: workers = ${rt.stats().workers} (${poolSource})\n`);
+            for (const k of LIMIT_KEYS)
+              io.out(`berm run: limit ${k} = ${rt.limits[k]} (${rt.limitSources[k]})\n`);
+            // --verbose: each invocation's log lines (berm.log) under its line, the only place the
+            // logs of a wake or notification (no caller waits for them) can be seen
+            rt.on('invocation', (r: JournalRecord, o: Outcome | null) => {
+              io.out(`${invocationLine(r)}\n`);
+              if (g.verbose && o && 'logs' in o) for (const line of o.logs) io.out(`  [log] ${line}\n`);
             });
-          } catch (e) {
-            shared?.close();
-            if (e instanceof RangeError) throw new CliError(e.message);
-            throw e;
-          }
-          // deployments stay per process (the declaration file); wakes are shared
-          shared?.attach(rt, { deployments: false });
-          const poolSource = opts.workers !== undefined ? 'flag' : 'default';
-          io.out(`berm run: state ${path.resolve(opts.state)} (${rt.store.description})\n`);
-          io.out(`berm run: workers = ${rt.stats().workers} (${poolSource})\n`);
-          for (const k of LIMIT_KEYS)
-            io.out(`berm run: limit ${k} = ${rt.limits[k]} (${rt.limitSources[k]})\n`);
-          // --verbose: each invocation's log lines (berm.log) under its line, the only place the
-          // logs of a wake or notification (no caller waits for them) can be seen
-          rt.on('invocation', (r: JournalRecord, o: Outcome | null) => {
-            io.out(`${invocationLine(r)}\n`);
-            if (g.verbose && o && 'logs' in o) for (const line of o.logs) io.out(`  [log] ${line}\n`);
-          });
-          try {
-            for (const d of await rt.loadDeclarations(decls)) {
-              const entries = [d.onWake ? 'on_wake' : '', d.onNotify ? 'on_notify' : ''].filter(Boolean);
-              io.out(
-                `berm run: harness ${d.name}: ${describeGrant(d.capabilities, d.grant as Record<string, unknown>)}; ` +
-                  `${d.tools.length} tools${entries.length ? `; ${entries.join(', ')}` : ''}\n`,
-              );
+            try {
+              for (const d of await rt.loadDeclarations(decls)) {
+                const entries = [d.onWake ? 'on_wake' : '', d.onNotify ? 'on_notify' : ''].filter(Boolean);
+                io.out(
+                  `berm run: harness ${d.name}: ${describeGrant(d.capabilities, d.grant as Record<string, unknown>)}; ` +
+                    `${d.tools.length} tools${entries.length ? `; ${entries.join(', ')}` : ''}\n`,
+                );
+              }
+            } catch (e) {
+              await rt.close(0);
+              throw new CliError(`cannot deploy the declared harnesses: ${(e as Error).message}`);
             }
-          } catch (e) {
-            await rt.close(0);
-            throw new CliError(`cannot deploy the declared harnesses: ${(e as Error).message}`);
-          }
-          const summaries: HarnessSummary[] = rt.harnesses().map((d) => ({
-            name: d.name,
-            onWake: d.onWake,
-            onNotify: d.onNotify,
-            tools: d.tools.map((t) => t.name),
-            capabilities: d.capabilities,
-          }));
-          fs.writeFileSync(path.join(opts.state, HARNESSES_FILE), JSON.stringify(summaries, null, 2) + '\n');
-          const pidFile = path.join(opts.state, PID_FILE);
-          fs.writeFileSync(pidFile, `${process.pid}\n`);
-          rt.start();
-          const st = rt.stats();
-          io.out(`berm run: ready; ${st.wakesPending} wakes pending, ${st.wakesClaimed} to re-deliver\n`);
+            const summaries: HarnessSummary[] = rt.harnesses().map((d) => ({
+              name: d.name,
+              onWake: d.onWake,
+              onNotify: d.onNotify,
+              tools: d.tools.map((t) => t.name),
+              capabilities: d.capabilities,
+            }));
+            fs.writeFileSync(
+              path.join(opts.state, HARNESSES_FILE),
+              JSON.stringify(summaries, null, 2) + '\n',
+            );
+            const pidFile = path.join(opts.state, PID_FILE);
+            fs.writeFileSync(pidFile, `${process.pid}\n`);
+            rt.start();
+            const st = rt.stats();
+            io.out(`berm run: ready; ${st.wakesPending} wakes pending, ${st.wakesClaimed} to re-deliver\n`);
 
-          // keeps the process alive while idle (the due-set's timer is unref'd); not a polling tick
-          const keepAlive = setInterval(() => {}, 1 << 30);
-          const onUsr2 = () => {
-            const n = rt.rescan();
-            if (n > 0) io.out(`berm run: picked up ${n} wakes armed from outside\n`);
-          };
-          process.on('SIGUSR2', onUsr2);
-          await new Promise<void>((resolve) => {
-            const stop = (sig: string) => {
-              process.off('SIGINT', onInt);
-              process.off('SIGTERM', onTerm);
-              io.out(`berm run: ${sig}: draining in-flight work\n`);
-              resolve();
+            // keeps the process alive while idle (the due-set's timer is unref'd); not a polling tick
+            const keepAlive = setInterval(() => {}, 1 << 30);
+            const onUsr2 = () => {
+              const n = rt.rescan();
+              if (n > 0) io.out(`berm run: picked up ${n} wakes armed from outside\n`);
             };
-            const onInt = () => stop('SIGINT');
-            const onTerm = () => stop('SIGTERM');
-            process.on('SIGINT', onInt);
-            process.on('SIGTERM', onTerm);
-          });
-          process.off('SIGUSR2', onUsr2);
-          await rt.close();
-          clearInterval(keepAlive);
-          try {
-            if (fs.readFileSync(pidFile, 'utf8').trim() === String(process.pid)) fs.rmSync(pidFile);
-          } catch {
-            // already gone
+            process.on('SIGUSR2', onUsr2);
+            await new Promise<void>((resolve) => {
+              const stop = (sig: string) => {
+                process.off('SIGINT', onInt);
+                process.off('SIGTERM', onTerm);
+                io.out(`berm run: ${sig}: draining in-flight work\n`);
+                resolve();
+              };
+              const onInt = () => stop('SIGINT');
+              const onTerm = () => stop('SIGTERM');
+              process.on('SIGINT', onInt);
+              process.on('SIGTERM', onTerm);
+            });
+            process.off('SIGUSR2', onUsr2);
+            await rt.close();
+            clearInterval(keepAlive);
+            try {
+              if (fs.readFileSync(pidFile, 'utf8').trim() === String(process.pid)) fs.rmSync(pidFile);
+            } catch {
+              // already gone
+            }
+            io.out('berm run: stopped\n');
+            return ExitCode.Ok;
+          } finally {
+            lock.release();
           }
-          io.out('berm run: stopped\n');
-          return ExitCode.Ok;
         }),
     );
 }

@@ -5,7 +5,7 @@
  * the Unix epoch); the answer and the list entries are `{id, harness, due_at, payload, ...}`.
  */
 import { InvalidArgumentError, type Command } from '../commander.js';
-import { CliError, ExitCode } from '../context.js';
+import { CliError, ExitCode, parsePositiveInt } from '../context.js';
 import type { CliContext } from '../program.js';
 import type { DaemonFlags, WakeInfo } from './daemon-client.js';
 import { addDaemonOptions, withDaemon } from './daemon-verbs.js';
@@ -56,11 +56,22 @@ export function untilText(ms: number): string {
   return `${Math.round(s / 86400)}d`;
 }
 
-/** Text of `berm wake ls`. */
+/**
+ * What a wake runs, for the HARNESS column: the harness for a wake of its `on_wake`, `harness.tool`
+ * for a `berm.call.after` (kind `call`: the payload is that tool's arguments).
+ */
+function target(w: WakeInfo): string {
+  return w.kind === 'call' && typeof w.entry === 'string' ? `${w.harness}.${w.entry}` : String(w.harness);
+}
+
+/**
+ * Text of `berm wake ls`, against bermd and on a `--state` directory alike (the latter maps its
+ * records with the daemon's field names).
+ */
 export function wakesText(ws: WakeInfo[], now = Date.now()): string {
   if (ws.length === 0) return 'no wakes pending\n';
   const wi = Math.max(2, ...ws.map((w) => String(w.id).length));
-  const wh = Math.max(7, ...ws.map((w) => String(w.harness).length));
+  const wh = Math.max(7, ...ws.map((w) => target(w).length));
   const rows = [`${'ID'.padEnd(wi)}  ${'HARNESS'.padEnd(wh)}  ${'DUE'.padEnd(24)}  IN       PAYLOAD`];
   for (const w of ws) {
     const due = Number(w.due_at);
@@ -70,10 +81,29 @@ export function wakesText(ws: WakeInfo[], now = Date.now()): string {
     const shown =
       payload.length > 40 ? JSON.stringify(payload.slice(0, 37) + '...') : JSON.stringify(payload);
     rows.push(
-      `${String(w.id).padEnd(wi)}  ${String(w.harness).padEnd(wh)}  ${when.padEnd(24)}  ${inS.padEnd(7)}  ${shown}`,
+      `${String(w.id).padEnd(wi)}  ${target(w).padEnd(wh)}  ${when.padEnd(24)}  ${inS.padEnd(7)}  ${shown}`,
     );
   }
   return rows.join('\n') + '\n';
+}
+
+/** bermd's default and largest `limit` of `GET /wakes` (src/daemon/server.ts WAKE_LIST_LIMIT). */
+const WAKE_LS_DEFAULT = 1000;
+const WAKE_LS_MAX = 10_000;
+
+/** `1 wake pending`, `3 wakes pending`. */
+export function pendingText(n: number): string {
+  return `${n} wake${n === 1 ? '' : 's'} pending`;
+}
+
+/**
+ * The stderr line of a wake list cut short: `listed` of `pending` wakes, and how to see more.
+ * @returns undefined when the list holds every pending wake
+ */
+export function pendingNote(listed: number, pending: number): string | undefined {
+  if (pending <= listed) return undefined;
+  const more = listed < WAKE_LS_MAX ? `; --limit N lists up to ${WAKE_LS_MAX}` : '';
+  return `berm: listed the earliest ${listed} of ${pending} pending wakes${more}\n`;
 }
 
 /**
@@ -143,13 +173,22 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
     }),
   );
   addDaemonOptions(
-    addLocalWakeOptions(wake.command('ls').description('list pending wakes, earliest first'), false),
-  ).action((flags: DaemonFlags & { state?: string }, cmd: Command) =>
+    addLocalWakeOptions(wake.command('ls').description('list pending wakes, earliest first'), false).option(
+      '--limit <n>',
+      `list at most the earliest N wakes (bermd: ${WAKE_LS_DEFAULT} unless given, at most ${WAKE_LS_MAX}; --state: all); stderr says how many are pending`,
+      parsePositiveInt,
+    ),
+  ).action((flags: DaemonFlags & { state?: string; limit?: number }, cmd: Command) =>
     ctx.run(cmd, async () => {
       const g = ctx.globals(cmd);
-      if (local(flags)) return localWakeLs(ctx, cmd, { state: flags.state });
-      const ws = await withDaemon(flags, (c) => c.listWakes());
-      ctx.io.out(g.json ? JSON.stringify(ws) + '\n' : wakesText(ws));
+      const limit = flags.limit;
+      if (local(flags)) return localWakeLs(ctx, cmd, { state: flags.state, limit });
+      const { wakes, pending } = await withDaemon(flags, (c) => c.listWakes(limit));
+      ctx.io.out(g.json ? JSON.stringify(wakes) + '\n' : wakesText(wakes));
+      // bermd answers at most a page: without this line a cut list reads as the whole due-set
+      const note = pendingNote(wakes.length, pending);
+      if (note !== undefined) ctx.io.err(note);
+      else if (!g.json && pending > 0) ctx.io.err(`berm: ${pendingText(pending)}\n`);
       return ExitCode.Ok;
     }),
   );

@@ -25,6 +25,7 @@ import { LimitsError, limitsFromFile } from '../../runtime/settings.js';
 import { CliError, ExitCode, parsePositiveInt, type ExitCodeValue } from '../context.js';
 import type { CliContext } from '../program.js';
 import { HARNESSES_FILE, PID_FILE, type HarnessSummary } from './run.js';
+import { pendingText, wakesText } from './wake-client.js';
 
 function known(state: string, config: string | undefined): Map<string, { onWake: boolean }> {
   const out = new Map<string, { onWake: boolean }>();
@@ -63,10 +64,6 @@ function signalRunner(state: string): boolean {
   } catch {
     return false;
   }
-}
-
-function line(w: WakeRecord): string {
-  return `${w.id}  ${new Date(w.when).toISOString()}  ${w.kind === 'wake' ? w.harness : `${w.harness}.${w.entry}`}  by ${w.armedBy}  ${JSON.stringify(w.payload).slice(0, 60)}`;
 }
 
 /** Flags of the local `wake add` (beside the daemon side's --in, --at, --payload, --id). */
@@ -171,15 +168,34 @@ function existingStore(dir: string): SqliteStore {
   return SqliteStore.open(dir);
 }
 
-/** `berm wake ls --state DIR`. */
-export function localWakeLs(ctx: CliContext, cmd: Command, opts: { state: string }): ExitCodeValue {
+/** `berm wake ls --state DIR [--limit N]`: the earliest N (default all) and how many are pending. */
+export function localWakeLs(
+  ctx: CliContext,
+  cmd: Command,
+  opts: { state: string; limit?: number },
+): ExitCodeValue {
   const g = ctx.globals(cmd);
   const store = existingStore(opts.state);
   try {
-    const list = store.dues.list();
+    const all = store.dues.list();
+    const list = opts.limit === undefined ? all : all.slice(0, opts.limit);
     if (g.json) ctx.io.out(JSON.stringify(list) + '\n');
-    else for (const w of list) ctx.io.out(line(w) + '\n');
-    if (!g.json) ctx.io.err(`berm: ${store.dues.count()} wakes pending\n`);
+    else
+      ctx.io.out(
+        wakesText(
+          list.map((w) => ({
+            id: w.id,
+            harness: w.harness,
+            due_at: w.when,
+            payload: w.payload,
+            kind: w.kind,
+            entry: w.entry,
+          })),
+        ),
+      );
+    if (list.length < all.length)
+      ctx.io.err(`berm: listed the earliest ${list.length} of ${all.length} pending wakes\n`);
+    else if (!g.json && list.length > 0) ctx.io.err(`berm: ${pendingText(store.dues.count())}\n`);
   } finally {
     store.close();
   }
@@ -201,7 +217,8 @@ export function localWakeRm(
   } finally {
     store.close();
   }
-  if (g.json) ctx.io.out(JSON.stringify({ id, removed }) + '\n');
-  else ctx.io.out(removed ? `cancelled ${id}\n` : `no pending wake ${id}\n`);
-  return removed ? ExitCode.Ok : ExitCode.BadInput;
+  // as against bermd: a refusal goes to stderr (its --json form to stdout) with exit 2
+  if (!removed) throw new CliError(`wake rm ${id}: no wake with id ${id}`);
+  ctx.io.out(g.json ? JSON.stringify({ status: 'ok', id }) + '\n' : `cancelled ${id}\n`);
+  return ExitCode.Ok;
 }

@@ -1,0 +1,87 @@
+/**
+ * One process per state directory. bermd's `--root` and `berm run --state` hold a due-set, a
+ * deployment index, a journal and temporary files that only one process may own: a second
+ * process on the same directory re-delivers the first one's in-flight claims as interrupted,
+ * replaces the deployment index without the first one's deploys, and deletes its half-written
+ * images as leftovers of a crash. The default root (`~/.local/state/bermd`) makes that easy to do
+ * by accident: two bermd on two ports.
+ *
+ * The lock is SQLite's own file lock (better-sqlite3, `locking_mode = EXCLUSIVE` and an open
+ * `BEGIN EXCLUSIVE` on `<dir>/state.lock`): POSIX advisory locks, which the kernel releases when
+ * the process ends however it ends (SIGKILL included), so a crash never leaves a stale lock and
+ * needs no pid check. `<dir>/state.lock.owner` names the holder for the refusal's message only.
+ * `berm wake add|ls|rm --state` do not take it: they are meant to reach a running `berm run`'s
+ * due-set (SQLite transactions keep that safe).
+ */
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+
+// better-sqlite3 ships no type declarations; the surface used here is typed locally.
+interface LockDatabase {
+  pragma(sql: string): unknown;
+  exec(sql: string): void;
+  close(): void;
+}
+type LockDatabaseCtor = new (file: string, options?: { timeout?: number }) => LockDatabase;
+const Sqlite = createRequire(import.meta.url)('better-sqlite3') as LockDatabaseCtor;
+
+/** File names under the state directory. */
+export const LOCK_FILE = 'state.lock';
+const OWNER_FILE = 'state.lock.owner';
+
+/** Another process holds the state directory; the message names it and the fix. */
+export class StateLockError extends Error {
+  override name = 'StateLockError';
+}
+
+/** An exclusive hold on a state directory, kept until {@link StateLock.release} or the process ends. */
+export class StateLock {
+  private constructor(
+    private db: LockDatabase | null,
+    /** the state directory */
+    readonly dir: string,
+  ) {}
+
+  /**
+   * Take the state directory `dir` (created when missing) for this process.
+   * @param who the holder as the refusal will name it, e.g. `bermd --addr 127.0.0.1:7777`
+   * @param option the flag that named `dir` (`--root`, `--state`), for the message
+   * @throws StateLockError when another live process holds it (names that process from
+   *   `state.lock.owner` and the fix); other errors (permissions, a full disk) as thrown
+   */
+  static acquire(dir: string, who: string, option: string): StateLock {
+    fs.mkdirSync(dir, { recursive: true });
+    const db = new Sqlite(path.join(dir, LOCK_FILE), { timeout: 0 });
+    try {
+      db.pragma('locking_mode = EXCLUSIVE');
+      db.exec('BEGIN EXCLUSIVE');
+    } catch (e) {
+      db.close();
+      if ((e as { code?: string }).code !== 'SQLITE_BUSY') throw e;
+      let owner = 'another process';
+      try {
+        owner = fs.readFileSync(path.join(dir, OWNER_FILE), 'utf8').trim() || owner;
+      } catch {
+        // the holder has not written its name yet: the generic wording stands
+      }
+      throw new StateLockError(
+        `${option} ${dir} is in use by ${owner}: one process owns a state directory (its due-set, ` +
+          `deployments and journal); stop that one first, or give this one another ${option}`,
+      );
+    }
+    fs.writeFileSync(path.join(dir, OWNER_FILE), `${who} (pid ${process.pid})\n`);
+    return new StateLock(db, dir);
+  }
+
+  /** Let the directory go (idempotent); the process ending does the same. */
+  release(): void {
+    if (this.db === null) return;
+    try {
+      fs.rmSync(path.join(this.dir, OWNER_FILE), { force: true });
+    } finally {
+      this.db.close();
+      this.db = null;
+    }
+  }
+}
