@@ -16,6 +16,59 @@ import { AgentClient, decodeServer, encodeClient, parseEndpoint, type Plain } fr
 import { elf, testDaemon } from './helpers/daemon.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 
+/**
+ * bermd on `root` (listening on 127.0.0.1:0, one worker) whose restore is held back: the runtime's
+ * deploy of every deployment from the `holdFrom`-th on (0-based) waits for `open()`. `url` settles
+ * with the address once bermd says it listens before the restore is done, or with '' after 10 s
+ * without (the gate then opens, so the boot can end); `restored()` counts deployments back.
+ */
+function gatedDaemon(
+  root: string,
+  opts: { extra?: Record<string, string>; holdFrom?: number; logs?: string[] } = {},
+): {
+  url: Promise<string>;
+  open: () => void;
+  booted: ReturnType<typeof startDaemon>;
+  restored: () => number;
+  giveUp: NodeJS.Timeout;
+} {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let early!: (url: string) => void;
+  const url = new Promise<string>((r) => (early = r));
+  const settings = {
+    ...resolveSettings({ addr: '127.0.0.1:0', root, workers: '1', cacheDir: TEST_CACHE, ...opts.extra }, {}),
+    limit: [],
+  };
+  let deploys = 0;
+  let finished = 0;
+  const booted = startDaemon(
+    settings,
+    async (ctx) => {
+      const b = await createRuntimeBackend(ctx);
+      const deploy = b.deploy.bind(b);
+      b.deploy = async (...a) => {
+        if (deploys++ >= (opts.holdFrom ?? 0)) await gate;
+        const r = await deploy(...a);
+        finished++;
+        return r;
+      };
+      return b;
+    },
+    {},
+    (l) => {
+      opts.logs?.push(l);
+      const m = /^listening at (http:\/\/\S+), restore not done/.exec(l);
+      if (m) early(m[1]!);
+    },
+  );
+  const giveUp = setTimeout(() => {
+    early('');
+    open();
+  }, 10_000);
+  return { url, open, booted, restored: () => finished, giveUp };
+}
+
 t.test('a restore in progress: 503 with progress, health and metrics answer', async (t) => {
   const first = await testDaemon();
   for (const name of ['echo', 'text'])
@@ -30,43 +83,9 @@ t.test('a restore in progress: 503 with progress, health and metrics answer', as
     );
   await first.stop();
 
-  let open!: () => void;
-  const gate = new Promise<void>((r) => (open = r));
-  let early!: (url: string) => void;
-  const listening = new Promise<string>((r) => (early = r));
   const logs: string[] = [];
-  const settings = {
-    ...resolveSettings({ addr: '127.0.0.1:0', root: first.root, workers: '1', cacheDir: TEST_CACHE }, {}),
-    limit: [],
-  };
-  let deploys = 0;
-  let finished = 0;
-  const booted = startDaemon(
-    settings,
-    async (ctx) => {
-      const b = await createRuntimeBackend(ctx);
-      const deploy = b.deploy.bind(b);
-      b.deploy = async (...a) => {
-        // the first deployment comes back at once, the second waits for the gate
-        if (deploys++ === 1) await gate;
-        const r = await deploy(...a);
-        finished++;
-        return r;
-      };
-      return b;
-    },
-    {},
-    (l) => {
-      logs.push(l);
-      const m = /^listening at (http:\/\/\S+), restore not done/.exec(l);
-      if (m) early(m[1]!);
-    },
-  );
-  // without listening first, the boot waits for the gate: give up after 10 s and fail
-  const giveUp = setTimeout(() => {
-    early('');
-    open();
-  }, 10_000);
+  // the first deployment comes back at once, the second waits for the gate
+  const { url: listening, open, booted, restored, giveUp } = gatedDaemon(first.root, { holdFrom: 1, logs });
   const url = await listening;
   t.not(url, '', 'bermd listens while the restore is held back');
   if (url === '') {
@@ -82,7 +101,7 @@ t.test('a restore in progress: 503 with progress, health and metrics answer', as
   t.ok(logs.some((l) => /restore not done: 2 deployments to restore/.test(l)));
 
   // wait until the first deployment is back: the progress then says 1 of 2
-  for (let i = 0; i < 400 && finished < 1; i++) await new Promise((r) => setTimeout(r, 25));
+  for (let i = 0; i < 400 && restored() < 1; i++) await new Promise((r) => setTimeout(r, 25));
   await new Promise((r) => setTimeout(r, 50));
   const health = await fetch(`${url}/health`);
   t.equal(health.status, 200);
@@ -133,40 +152,14 @@ t.test('the protocol endpoint answers 503 while the restore is held, not "no har
   );
   await first.stop();
   const sock = join(mkdtempSync(join(tmpdir(), 'berm-restore-door-')), 'door.sock');
-  let open!: () => void;
-  const gate = new Promise<void>((r) => (open = r));
-  let early!: () => void;
-  const listening = new Promise<void>((r) => (early = r));
-  const settings = {
-    ...resolveSettings(
-      {
-        addr: '127.0.0.1:0',
-        root: first.root,
-        workers: '1',
-        cacheDir: TEST_CACHE,
-        protocolEndpoint: `unix:${sock}`,
-      },
-      {},
-    ),
-    limit: [],
-  };
-  const booted = startDaemon(
-    settings,
-    async (ctx) => {
-      const b = await createRuntimeBackend(ctx);
-      const deploy = b.deploy.bind(b);
-      b.deploy = async (...a) => {
-        await gate;
-        return deploy(...a);
-      };
-      return b;
-    },
-    {},
-    (l) => {
-      if (/^listening at /.test(l)) early();
-    },
-  );
-  const giveUp = setTimeout(open, 10_000);
+  const {
+    url: listening,
+    open,
+    booted,
+    giveUp,
+  } = gatedDaemon(first.root, {
+    extra: { protocolEndpoint: `unix:${sock}` },
+  });
   t.teardown(async () => {
     clearTimeout(giveUp);
     open();
@@ -197,35 +190,7 @@ t.test('the berm client verbs wait out a restore (503 with Retry-After) instead 
     200,
   );
   await first.stop();
-  let open!: () => void;
-  const gate = new Promise<void>((r) => (open = r));
-  let early!: (url: string) => void;
-  const listening = new Promise<string>((r) => (early = r));
-  const settings = {
-    ...resolveSettings({ addr: '127.0.0.1:0', root: first.root, workers: '1', cacheDir: TEST_CACHE }, {}),
-    limit: [],
-  };
-  const booted = startDaemon(
-    settings,
-    async (ctx) => {
-      const b = await createRuntimeBackend(ctx);
-      const deploy = b.deploy.bind(b);
-      b.deploy = async (...a) => {
-        await gate;
-        return deploy(...a);
-      };
-      return b;
-    },
-    {},
-    (l) => {
-      const m = /^listening at (http:\/\/\S+), restore not done/.exec(l);
-      if (m) early(m[1]!);
-    },
-  );
-  const giveUp = setTimeout(() => {
-    early('');
-    open();
-  }, 10_000);
+  const { url: listening, open, booted, giveUp } = gatedDaemon(first.root);
   const url = await listening;
   t.not(url, '', 'bermd listens while the restore is held back');
   // without waiting, a verb meets the 503 (what a CI job's deploy got right after a restart: exit 4)
