@@ -200,11 +200,9 @@ function runBundle(file, record) {
   // flags when it loads (src/engine/v8-flags.ts), after the bundle is compiled but before a writing
   // run makes the cache at exit: set them now, so the cache is made and read under the same flags.
   // Node's cache of its built-in modules was made under the default flags (see
-  // restoreStackSizeFlag), so a built-in module loaded after this point is compiled from source:
-  // make the standard streams first, which every command writes (their modules: tty, net or the
-  // file stream, depending on what fd 1 and 2 are).
-  void process.stdout;
-  void process.stderr;
+  // restoreStackSizeFlag), so a built-in module loaded after this point is compiled from source.
+  // The CLI writes its output to fds 1 and 2 without Node's stream objects (src/cli/output.ts),
+  // whose modules (net for a pipe, tty) would be such modules.
   engineFlags();
   const script = new vm.Script(source, { filename: file, cachedData });
   if (process.env.BERM_CODE_CACHE === 'write') {

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { WasmCache } from '../src/cache/cache.js';
 import { Engine } from '../src/engine/engine.js';
+import { readRegularFile } from '../src/util/read-file.js';
 import { fixtureElfs, ROOT } from './helpers/fixtures.js';
 
 const raw = fixtureElfs().find((e) => e.source === 'raw.c' && e.compiler === 'clang' && e.opt === 'O2')!;
@@ -236,4 +237,28 @@ t.test('Engine.compile of a path naming a FIFO or /dev/zero: refused at once, ne
     t.match(r.stderr, /InputFileError/, `${path}: with an InputFileError`);
     t.match(r.stderr, why, `${path}: naming the path and why`);
   }
+});
+
+t.test('readRegularFile: the file as it is, in an array of its own; refusals explained', async (t) => {
+  const dir = mkdtempSync(join(TMP, 'read-'));
+  const empty = join(dir, 'empty');
+  writeFileSync(empty, '');
+  for (const path of [
+    ...fixtureElfs()
+      .slice(0, 3)
+      .map((e) => e.path),
+    empty,
+  ]) {
+    const bytes = readRegularFile(path);
+    t.same(Buffer.from(bytes), readFileSync(path), `${path}: the bytes readFileSync reads`);
+    t.equal(Object.getPrototypeOf(bytes), Uint8Array.prototype, `${path}: a plain Uint8Array`);
+    // read into memory that was not zeroed first: nothing beyond the file is reachable through it
+    t.equal(bytes.buffer.byteLength, bytes.length, `${path}: its buffer holds the file and nothing else`);
+  }
+  t.throws(() => readRegularFile(join(dir, 'none')), /none: no such file \(ENOENT\)$/);
+  t.throws(() => readRegularFile(dir), /: is a directory; name a regular file$/);
+  t.throws(
+    () => readRegularFile(fixtureElfs()[0].path, 10),
+    /: is \d+ bytes, over the limit of 10; is it really a harness\?$/,
+  );
 });

@@ -192,6 +192,13 @@ t.test(
     t.equal(second.info.cached, true);
     t.equal(second.info.elfSha256, first.info.elfSha256);
     t.equal(second.info.wasmBytes, first.info.wasmBytes, 'the module size without the section');
+    // V8 is given the module without the section (it would copy, hash and keep its bytes)
+    t.equal(customSections(second.wasm, SUMMARY_SECTION).length, 0, 'V8 compiled it without the section');
+    t.same(
+      WebAssembly.Module.exports(second.wasm),
+      WebAssembly.Module.exports(first.wasm),
+      'the same exports as the translated module',
+    );
     // a restored image parses the ELF for its sections on first use (a getter); a parsed one has them
     t.equal(Object.getOwnPropertyDescriptor(second.image, 'sections')?.get !== undefined, true, 'restored');
     t.same(second.image.functions, first.image.functions);

@@ -2,6 +2,9 @@
 // with Retry-After and the progress (not "connection refused"), /health and /metrics answer, and
 // the boot log says whether the restore is done; once it is, everything is served. The restore is
 // held back at the runtime's deploy (a real runtime behind a gate), over real HTTP.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { DaemonClient, resolveTarget } from '../src/cli/commands/daemon-client.js';
 import type { Io } from '../src/cli/context.js';
@@ -9,8 +12,62 @@ import { runCli } from '../src/cli/program.js';
 import { startDaemon } from '../src/daemon/daemon.js';
 import { createRuntimeBackend } from '../src/daemon/runtime-backend.js';
 import { resolveSettings } from '../src/daemon/settings.js';
+import { AgentClient, decodeServer, encodeClient, parseEndpoint, type Plain } from '../src/protocol/index.js';
 import { elf, testDaemon } from './helpers/daemon.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
+
+/**
+ * bermd on `root` (listening on 127.0.0.1:0, one worker) whose restore is held back: the runtime's
+ * deploy of every deployment from the `holdFrom`-th on (0-based) waits for `open()`. `url` settles
+ * with the address once bermd says it listens before the restore is done, or with '' after 10 s
+ * without (the gate then opens, so the boot can end); `restored()` counts deployments back.
+ */
+function gatedDaemon(
+  root: string,
+  opts: { extra?: Record<string, string>; holdFrom?: number; logs?: string[] } = {},
+): {
+  url: Promise<string>;
+  open: () => void;
+  booted: ReturnType<typeof startDaemon>;
+  restored: () => number;
+  giveUp: NodeJS.Timeout;
+} {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let early!: (url: string) => void;
+  const url = new Promise<string>((r) => (early = r));
+  const settings = {
+    ...resolveSettings({ addr: '127.0.0.1:0', root, workers: '1', cacheDir: TEST_CACHE, ...opts.extra }, {}),
+    limit: [],
+  };
+  let deploys = 0;
+  let finished = 0;
+  const booted = startDaemon(
+    settings,
+    async (ctx) => {
+      const b = await createRuntimeBackend(ctx);
+      const deploy = b.deploy.bind(b);
+      b.deploy = async (...a) => {
+        if (deploys++ >= (opts.holdFrom ?? 0)) await gate;
+        const r = await deploy(...a);
+        finished++;
+        return r;
+      };
+      return b;
+    },
+    {},
+    (l) => {
+      opts.logs?.push(l);
+      const m = /^listening at (http:\/\/\S+), restore not done/.exec(l);
+      if (m) early(m[1]!);
+    },
+  );
+  const giveUp = setTimeout(() => {
+    early('');
+    open();
+  }, 10_000);
+  return { url, open, booted, restored: () => finished, giveUp };
+}
 
 t.test('a restore in progress: 503 with progress, health and metrics answer', async (t) => {
   const first = await testDaemon();
@@ -26,43 +83,9 @@ t.test('a restore in progress: 503 with progress, health and metrics answer', as
     );
   await first.stop();
 
-  let open!: () => void;
-  const gate = new Promise<void>((r) => (open = r));
-  let early!: (url: string) => void;
-  const listening = new Promise<string>((r) => (early = r));
   const logs: string[] = [];
-  const settings = {
-    ...resolveSettings({ addr: '127.0.0.1:0', root: first.root, workers: '1', cacheDir: TEST_CACHE }, {}),
-    limit: [],
-  };
-  let deploys = 0;
-  let finished = 0;
-  const booted = startDaemon(
-    settings,
-    async (ctx) => {
-      const b = await createRuntimeBackend(ctx);
-      const deploy = b.deploy.bind(b);
-      b.deploy = async (...a) => {
-        // the first deployment comes back at once, the second waits for the gate
-        if (deploys++ === 1) await gate;
-        const r = await deploy(...a);
-        finished++;
-        return r;
-      };
-      return b;
-    },
-    {},
-    (l) => {
-      logs.push(l);
-      const m = /^listening at (http:\/\/\S+), restore not done/.exec(l);
-      if (m) early(m[1]!);
-    },
-  );
-  // without listening first, the boot waits for the gate: give up after 10 s and fail
-  const giveUp = setTimeout(() => {
-    early('');
-    open();
-  }, 10_000);
+  // the first deployment comes back at once, the second waits for the gate
+  const { url: listening, open, booted, restored, giveUp } = gatedDaemon(first.root, { holdFrom: 1, logs });
   const url = await listening;
   t.not(url, '', 'bermd listens while the restore is held back');
   if (url === '') {
@@ -78,7 +101,7 @@ t.test('a restore in progress: 503 with progress, health and metrics answer', as
   t.ok(logs.some((l) => /restore not done: 2 deployments to restore/.test(l)));
 
   // wait until the first deployment is back: the progress then says 1 of 2
-  for (let i = 0; i < 400 && finished < 1; i++) await new Promise((r) => setTimeout(r, 25));
+  for (let i = 0; i < 400 && restored() < 1; i++) await new Promise((r) => setTimeout(r, 25));
   await new Promise((r) => setTimeout(r, 50));
   const health = await fetch(`${url}/health`);
   t.equal(health.status, 200);
@@ -118,6 +141,47 @@ t.test('a restore in progress: 503 with progress, health and metrics answer', as
   );
 });
 
+t.test('the protocol endpoint answers 503 while the restore is held, not "no harness"', async (t) => {
+  // it listened (and armed into the due-set) from before the restore: a schedule_wake for a
+  // deployed harness not yet restored was refused 422 "no harness named qg is deployed", an
+  // answer a client takes as final, so the agent daemon's reminder was lost
+  const first = await testDaemon();
+  t.equal(
+    (await first.req('/harnesses/qg', { method: 'PUT', body: elf('test/data/queue-guest.elf') })).status,
+    200,
+  );
+  await first.stop();
+  const sock = join(mkdtempSync(join(tmpdir(), 'berm-restore-door-')), 'door.sock');
+  const {
+    url: listening,
+    open,
+    booted,
+    giveUp,
+  } = gatedDaemon(first.root, {
+    extra: { protocolEndpoint: `unix:${sock}` },
+  });
+  t.teardown(async () => {
+    clearTimeout(giveUp);
+    open();
+    await (await booted).stop();
+  });
+  await listening;
+  const c = new AgentClient(parseEndpoint(`unix:${sock}`));
+  t.teardown(() => c.close());
+  const ask = async (body: Plain) =>
+    decodeServer((await c.call(encodeClient('berm', body), { timeoutMs: 5_000 }))[0]!);
+  const held = await ask({ schedule_wake: { harness: 'qg', delay_ms: 600_000, payload: 'p', id: 'r1' } });
+  t.match(held, {
+    msg: 'error',
+    error: { code: 503, message: /bermd is restoring its deployments.*retry shortly/ },
+  });
+  t.equal(decodeServer((await c.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
+  open();
+  await booted;
+  const ok = await ask({ schedule_wake: { harness: 'qg', delay_ms: 600_000, payload: 'p', id: 'r1' } });
+  t.match(ok, { berm: { wake: { id: 'r1', harness: 'qg' } } }, 'armed once the restore is done');
+});
+
 t.test('the berm client verbs wait out a restore (503 with Retry-After) instead of failing', async (t) => {
   const first = await testDaemon();
   t.equal(
@@ -126,35 +190,7 @@ t.test('the berm client verbs wait out a restore (503 with Retry-After) instead 
     200,
   );
   await first.stop();
-  let open!: () => void;
-  const gate = new Promise<void>((r) => (open = r));
-  let early!: (url: string) => void;
-  const listening = new Promise<string>((r) => (early = r));
-  const settings = {
-    ...resolveSettings({ addr: '127.0.0.1:0', root: first.root, workers: '1', cacheDir: TEST_CACHE }, {}),
-    limit: [],
-  };
-  const booted = startDaemon(
-    settings,
-    async (ctx) => {
-      const b = await createRuntimeBackend(ctx);
-      const deploy = b.deploy.bind(b);
-      b.deploy = async (...a) => {
-        await gate;
-        return deploy(...a);
-      };
-      return b;
-    },
-    {},
-    (l) => {
-      const m = /^listening at (http:\/\/\S+), restore not done/.exec(l);
-      if (m) early(m[1]!);
-    },
-  );
-  const giveUp = setTimeout(() => {
-    early('');
-    open();
-  }, 10_000);
+  const { url: listening, open, booted, giveUp } = gatedDaemon(first.root);
   const url = await listening;
   t.not(url, '', 'bermd listens while the restore is held back');
   // without waiting, a verb meets the 503 (what a CI job's deploy got right after a restart: exit 4)

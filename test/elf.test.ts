@@ -342,3 +342,77 @@ t.test('__global_pointer$ is the first symbol of that name, as readelf lists', a
     t.equal(readElf(copy).globalPointer, gp, `${renamed} renamed: __global_pointer$`);
   }
 });
+
+/**
+ * `b` with `nLoads` empty executable PT_LOADs before its own (so every lookup by address walks
+ * them first) and `nSyms` more copies of function symbol f at the end of its .symtab.
+ */
+function withManyLoads(b: BuiltElf, nLoads: number, nSyms: number): Uint8Array {
+  const src = b.bytes;
+  const v = b.view;
+  const phnum = v.getUint16(56, true);
+  const sh = b.shoff + b.index['.symtab']! * 64;
+  const symOff = Number(v.getBigUint64(sh + 24, true));
+  const symSize = Number(v.getBigUint64(sh + 32, true));
+  const phBytes = (phnum + nLoads) * 56;
+  const out = new Uint8Array(src.length + phBytes + symSize + 24 * nSyms);
+  out.set(src);
+  const o = new DataView(out.buffer);
+  const p = src.length;
+  o.setBigUint64(32, BigInt(p), true);
+  o.setUint16(56, phnum + nLoads, true);
+  for (let i = 0; i < nLoads; i++) {
+    o.setUint32(p + i * 56, 1, true); // PT_LOAD
+    o.setUint32(p + i * 56 + 4, 5, true); // R+X, no bytes
+    o.setBigUint64(p + i * 56 + 16, 0x1000n, true);
+  }
+  out.set(src.subarray(b.phoff, b.phoff + phnum * 56), p + nLoads * 56);
+  const s = p + phBytes;
+  out.set(src.subarray(symOff, symOff + symSize), s);
+  for (let i = 0; i < nSyms; i++) out.set(src.subarray(symOff + 24, symOff + 48), s + symSize + 24 * i);
+  o.setBigUint64(sh + 24, BigInt(s), true);
+  o.setBigUint64(sh + 32, BigInt(symSize + 24 * nSyms), true);
+  return out;
+}
+
+t.test('many PT_LOAD segments are refused: each lookup by address walked them all', async (t) => {
+  // 65,000 empty PT_LOADs and 10,000 function symbols (of the 131,072 bermd admits) took readElf
+  // ~12 s, one segment walk per symbol; 65,534 and 131,072 ~150 s on the serving thread
+  const t0 = Date.now();
+  t.throws(() => readElf(withManyLoads(buildElf(), 65_000, 10_000)), {
+    name: 'ElfError',
+    code: 'bad-segment',
+    message:
+      "the ELF has more than 64 PT_LOAD segments: link the harness with the berm guest SDK's linker script",
+  });
+  t.ok(Date.now() - t0 < 2000, `refused in ${Date.now() - t0} ms`);
+  // 64 in all (63 empty ones and the builder's one) are read
+  const img = readElf(withManyLoads(buildElf(), 63, 10));
+  t.equal(img.segments.length, 64);
+  t.same(
+    img.functions.map((f) => f.name),
+    ['f', 'h'],
+  );
+});
+
+t.test('relocation targets are found in time among 60,000 code sections', async (t) => {
+  // the code sections were scanned once per relocation: 60,000 x 100,000 took minutes
+  const img = readElf(buildElf().bytes);
+  const text = img.sections.find((s) => s.name === '.text')!;
+  const sections = [...img.sections];
+  for (let i = 0; i < 60_000; i++) sections.push({ ...text, name: `.text.${i}`, addr: 0x100 + i, size: 1 });
+  const r0 = img.relocations.find((r) => r.type === 19)!;
+  const relocations = Array.from({ length: 100_000 }, (_, i) => ({
+    ...r0,
+    type: 2,
+    // in .text, or in the executable segment before .text (its headers) but in no code section
+    symbolValue: i % 2 === 0 ? text.addr : img.segments[0]!.vaddr,
+    addend: 0,
+  }));
+  const t0 = Date.now();
+  const { codeAddresses } = relocationTargets({ ...img, sections, relocations });
+  const ms = Date.now() - t0;
+  t.ok(img.segments[0]!.vaddr < text.addr && (img.segments[0]!.flags & 1) !== 0);
+  t.same([...codeAddresses], [text.addr], 'the address in .text; the one in no code section left out');
+  t.ok(ms < 5000, `${ms} ms`);
+});

@@ -207,3 +207,45 @@ t.test('GET /wakes answers a bounded page of a large due-set, with the total pen
     'all of them in one page at the largest limit',
   );
 });
+
+t.test('GET /wakes stops at 4 MiB of payload, whatever the limit', async (t) => {
+  // 10,000 wakes of 64 KiB each were read and answered at ?limit=10000: ~655 MB of JSON (and six
+  // times that for payloads of control characters, each escaped as \uXXXX) in one request
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal(
+    (await d.req('/harnesses/qg', { method: 'PUT', body: elf('test/data/queue-guest.elf') })).status,
+    200,
+  );
+  const base = Date.now() + 3_600_000;
+  // 60,000 UTF-8 bytes each (30,000 characters)
+  const payload = 'é'.repeat(30_000);
+  for (let i = 0; i < 100; i += 20) {
+    const s = await Promise.all(
+      Array.from({ length: 20 }, (_, k) =>
+        d
+          .req('/wakes', {
+            method: 'POST',
+            body: JSON.stringify({ harness: 'qg', at: base + i + k, id: `b${i + k}`, payload }),
+          })
+          .then((r) => r.status),
+      ),
+    );
+    t.same(
+      s.filter((x) => x !== 201),
+      [],
+      `wakes ${i}.. armed`,
+    );
+  }
+  type Page = { wakes: { id: string; payload: string }[]; pending: number; truncated?: boolean };
+  const page = (await (await d.req('/wakes?limit=10000')).json()) as Page;
+  // the 70th payload brings the listed ones to 4,200,000 bytes, past 4 MiB (4,194,304)
+  t.same(
+    page.wakes.map((w) => w.id),
+    Array.from({ length: 70 }, (_, i) => `b${i}`),
+    'the earliest 70',
+  );
+  t.equal(page.wakes[69]!.payload, payload, 'each whole');
+  t.equal(page.pending, 100);
+  t.equal(page.truncated, true);
+});

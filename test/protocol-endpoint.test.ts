@@ -45,7 +45,8 @@ class Wakes implements ServerWakes {
     return this.pending.delete(id);
   }
   list(harness?: string) {
-    return [...this.pending.values()].filter((w) => harness === undefined || w.harness === harness);
+    const wakes = [...this.pending.values()].filter((w) => harness === undefined || w.harness === harness);
+    return { wakes, truncated: false };
   }
 }
 
@@ -425,6 +426,71 @@ t.test('the endpoint removes a stale socket only: a file or a live socket at its
   t.equal(decodeServer((await c2.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
   c2.close();
   await again.close();
+});
+
+t.test('the Unix socket is never at its path with the umask’s permissions', async (t) => {
+  // it was bound at the path with the process umask's mode and chmod-ed to 0600 only in the listen
+  // callback: under umask 0 a local user who connected in between kept a connection that may
+  // schedule any harness. The path is watched at every turn of the microtask queue (the bind and
+  // the callback run in different turns) and by polling until the listen settles.
+  const wakes = new Wakes();
+  const sock = path.join(dir, 'private.sock');
+  const old = process.umask(0);
+  t.teardown(() => void process.umask(old));
+  const seen = new Set<number>();
+  let settled = false;
+  const look = (): void => {
+    try {
+      seen.add(fs.lstatSync(sock).mode & 0o777);
+    } catch {
+      // not there yet
+    }
+  };
+  let turns = 0;
+  const micro = (): void => {
+    look();
+    if (!settled && ++turns < 10_000) queueMicrotask(micro);
+  };
+  const listening = ProtocolServer.listen({ endpoint: `unix:${sock}`, wakes }).finally(() => {
+    settled = true;
+  });
+  queueMicrotask(micro);
+  const poll = setInterval(look, 0);
+  const s = await listening;
+  clearInterval(poll);
+  process.umask(old);
+  look();
+  t.same([...seen], [0o600], 'only ever 0600 at the path');
+  const c = new AgentClient(parseEndpoint(s.endpoint));
+  t.equal(decodeServer((await c.call(encodeClient('ping', {}), { timeoutMs: 5_000 }))[0]!).msg, 'pong');
+  c.close();
+  t.equal(s.endpoint, `unix:${sock}`);
+  t.same(
+    fs.readdirSync(dir).filter((n) => n.startsWith('.berm')),
+    [],
+    'no private directory is left beside it',
+  );
+  await s.close();
+  t.throws(() => fs.lstatSync(sock), { code: 'ENOENT' }, 'closing removes the socket');
+  // a path longer than a socket address holds (108 bytes with its NUL) was bound cut short, at
+  // another name, and the chmod of the path given then threw from the listen callback
+  const deep = path.join(dir, 'd'.repeat(120 - dir.length));
+  fs.mkdirSync(deep);
+  const long = path.join(deep, 'a.sock');
+  await t.rejects(
+    ProtocolServer.listen({ endpoint: `unix:${long}`, wakes }),
+    new RegExp(`a Unix socket path has at most 107 bytes, this one ${Buffer.byteLength(long)}`),
+  );
+  t.same(fs.readdirSync(deep), [], 'nothing bound under another name');
+  // 107 bytes exactly: bound beside it within the limit
+  const fits = path.join(dir, 'f'.repeat(107 - dir.length - 'a.sock'.length - 2));
+  fs.mkdirSync(fits);
+  const edge = path.join(fits, 'a.sock');
+  t.equal(Buffer.byteLength(edge), 107);
+  const e = await ProtocolServer.listen({ endpoint: `unix:${edge}`, wakes });
+  t.equal(fs.lstatSync(edge).mode & 0o777, 0o600);
+  await e.close();
+  t.same(fs.readdirSync(fits), [], 'nothing left beside it');
 });
 
 t.test('connections beyond the bound are closed as they arrive; the held ones are served', async (t) => {

@@ -205,7 +205,9 @@ export class WasmCache {
    * device or directory: left alone, see {@link readEntry}). Never blocks on what it finds.
    */
   get(key: string, kind: EntryKind = 'wasm'): Uint8Array | null {
-    this.flush();
+    // flush() only when there is something to write: V8 compiles a function whole on its first
+    // call, and a warm compile in a fresh process has nothing queued
+    if (this.queued.size > 0) this.flush();
     const p = this.path(key, kind);
     const buf = readEntry(p, MAX_ENTRY_BYTES);
     if (buf === 'absent' || buf === 'foreign') return null;
@@ -215,9 +217,14 @@ export class WasmCache {
       const body = new Uint8Array(buf.buffer, buf.byteOffset + HEADER, buf.length - HEADER);
       if (utf8(head) === header(body)) return body;
     }
+    this.discard(key, kind, p);
+    return null;
+  }
+
+  /** Remove a damaged entry of `kind` found at `p` (a module with its label). */
+  private discard(key: string, kind: EntryKind, p: string): void {
     if (kind === 'wasm') this.delete(key);
     else removeFile(p);
-    return null;
   }
 
   /**

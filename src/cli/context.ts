@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { demangle } from '../util/demangle.js';
 import { InputFileError, readRegularFile } from '../util/read-file.js';
 import { InvalidArgumentError } from './commander.js';
+import { stderr, stdout } from './output.js';
 import { defaultCacheDir } from '../cache/cache.js';
 import { Engine, type CompileInfo, type Tier } from '../engine/engine.js';
 import { Trap } from '../engine/traps.js';
@@ -84,17 +85,23 @@ export interface Io {
 export const STDIN_LIMIT_BYTES = 16 << 20;
 
 /**
- * The process's own streams. `readStdin` throws CliError (exit 2) after {@link STDIN_LIMIT_BYTES}
- * bytes instead of reading on.
+ * The process's own standard output and error, written synchronously to fds 1 and 2
+ * (src/cli/output.ts), and stdin. `readStdin` throws CliError (exit 2) after
+ * {@link STDIN_LIMIT_BYTES} bytes instead of reading on. `stderrIsTTY` and `progressStream` look
+ * at `process.stderr` only when asked: Node makes that stream on first use.
  */
 export function processIo(): Io {
   return {
-    out: (s) => void process.stdout.write(s),
-    err: (s) => void process.stderr.write(s),
+    out: (s) => stdout.write(s),
+    err: (s) => stderr.write(s),
     readStdin: async () => (await readProcessStdin()).toString('utf8'),
     readStdinBytes: readProcessStdin,
-    stderrIsTTY: process.stderr.isTTY === true,
-    progressStream: process.stderr,
+    get stderrIsTTY() {
+      return process.stderr.isTTY === true;
+    },
+    get progressStream() {
+      return process.stderr;
+    },
   };
 }
 

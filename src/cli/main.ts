@@ -6,6 +6,7 @@
  * No top-level await: the module must also work as the entry of a CommonJS bundle.
  */
 import { configCallExtension } from './commands/call-config.js';
+import { stderr, stdout } from './output.js';
 import { runCli } from './program.js';
 
 /**
@@ -17,25 +18,26 @@ import { runCli } from './program.js';
 function stdoutFailed(e: NodeJS.ErrnoException): never {
   const code = process.exitCode === undefined ? 0 : Number(process.exitCode);
   if (e.code === 'EPIPE') process.exit(code);
-  try {
-    process.stderr.write(`berm: writing to stdout failed: ${e.message}\n`);
-  } catch {
-    // stderr is gone too: the exit code is all that is left
-  }
+  stderr.write(`berm: writing to stdout failed: ${e.message}\n`);
   process.exit(code === 0 ? 1 : code);
 }
-process.stdout.on('error', stdoutFailed);
+// Output goes to fd 1 and 2 synchronously (output.ts): a failed write reports here at once. Once
+// stdout fell back to the process stream (EAGAIN), that stream reports its own failures.
+stdout.onError = stdoutFailed;
 
 void runCli(process.argv.slice(2), { callExtensions: [configCallExtension()] }).then((code) => {
   process.exitCode = code;
-  // A write to a file or pipe fails synchronously but the stream emits its 'error' on a later
-  // tick; the stream records it at once (writable.errored), so the exit code is decided here.
-  const failed = process.stdout.errored;
+  const out = stdout.stream;
+  const err = stderr.stream;
+  // A write to a file or pipe through the stream fails synchronously but the stream emits its
+  // 'error' on a later tick; the stream records it at once (writable.errored), so the exit code
+  // is decided here.
+  const failed = out?.errored;
   if (failed) stdoutFailed(failed as NodeJS.ErrnoException);
   // The command is done (every action awaits its work; background work such as the optimiser's
   // worker never holds the process). Exit now rather than when the event loop drains: that skips
-  // the GC work V8 has queued by then (a 64 MiB guest memory starts an incremental marking) and
-  // the isolate's teardown, some ms of every short call. Only with stdout and stderr flushed
-  // (writes to files and pipes are synchronous on Linux; a pending one means a natural exit).
-  if (process.stdout.writableLength === 0 && process.stderr.writableLength === 0) process.exit(code);
+  // the GC work V8 has queued by then and the isolate's teardown, some ms of every short call.
+  // Only with everything written: always so for the synchronous writes; a stream still holding
+  // bytes (a non-blocking pipe whose reader is behind) means a natural exit once it drained.
+  if ((out?.writableLength ?? 0) === 0 && (err?.writableLength ?? 0) === 0) process.exit(code);
 });

@@ -70,7 +70,7 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
       case 'get':
         return (await sql.get(p, a[0] as string)) ?? null;
       case 'list':
-        return sql.list(p, a[0] as { harness?: string; limit?: number });
+        return sql.list(p, a[0] as { harness?: string; limit?: number; maxBytes?: number });
       case 'count':
         return sql.count(p);
       case 'countArmedBy':

@@ -287,14 +287,28 @@ export async function get(db: Queryable, id: string): Promise<PgWake | undefined
   return r.rows[0] ? wake(r.rows[0]) : undefined;
 }
 
-/** Pending wakes by due instant (then seq), optionally of one harness, at most `limit`. */
+/**
+ * Pending wakes by due instant (then seq), optionally of one harness, at most `limit`, ending at
+ * the first whose payload brings the listed payloads' bytes to `maxBytes` (DueStore.list).
+ */
 export async function list(
   db: Queryable,
-  options: { harness?: string; limit?: number } = {},
+  options: { harness?: string; limit?: number; maxBytes?: number } = {},
 ): Promise<PgWake[]> {
+  // The running sum is over octet_length, which a TOASTed payload answers from its header: only
+  // the rows within the budget have their payloads read and sent.
   const r = await db.query<WakeRow>(
-    'SELECT * FROM berm_wakes WHERE ($1::text IS NULL OR harness = $1) ORDER BY when_ms, seq LIMIT $2',
-    [options.harness ?? null, options.limit !== undefined && options.limit >= 0 ? options.limit : null],
+    `SELECT * FROM (
+       SELECT *, sum(octet_length(payload)) OVER (ORDER BY when_ms, seq ROWS UNBOUNDED PRECEDING) AS upto
+         FROM (SELECT * FROM berm_wakes WHERE ($1::text IS NULL OR harness = $1)
+                ORDER BY when_ms, seq LIMIT $2) l) w
+      WHERE $3::bigint IS NULL OR upto - octet_length(payload) < $3
+      ORDER BY when_ms, seq`,
+    [
+      options.harness ?? null,
+      options.limit !== undefined && options.limit >= 0 ? options.limit : null,
+      options.maxBytes ?? null,
+    ],
   );
   return r.rows.map(wake);
 }

@@ -41,6 +41,7 @@ import type {
   JournalRecord,
   KeyStore,
   RuntimeStore,
+  WakeListOptions,
   WakeRecord,
   WakeSpec,
 } from '../runtime/store.js';
@@ -440,8 +441,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
         return gone;
       },
       get: (id: string) => this.call<WakeRecord | null>('get', id) ?? undefined,
-      list: (options?: { harness?: string; limit?: number }) =>
-        this.call<WakeRecord[]>('list', options ?? {}),
+      list: (options?: WakeListOptions) => this.call<WakeRecord[]>('list', options ?? {}),
       count: () => {
         if (Date.now() - counted.at >= 1000) {
           try {

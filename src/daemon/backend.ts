@@ -122,7 +122,8 @@ export interface Backend {
   armWake(req: WakeRequest): Promise<WakeInfo>;
   /**
    * Pending wakes, earliest first: at most `limit` of them (a due-set may hold millions, of up to
-   * 64 KiB of payload each), and how many are pending in all.
+   * 64 KiB of payload each), ending at the one whose payload brings the listed payloads to
+   * LIST_WAKES_MAX_BYTES (4 MiB), and how many are pending in all.
    */
   listWakes(limit: number): Promise<{ wakes: WakeInfo[]; pending: number }>;
   /** Cancel a wake; false when there is no such wake. */

@@ -6,6 +6,7 @@
  */
 import {
   BermRuntime,
+  LIST_WAKES_MAX_BYTES,
   type LimitSource,
   type Outcome,
   type RuntimeLimits,
@@ -141,7 +142,8 @@ export class QueueBackend implements Backend {
   }
 
   async listWakes(limit: number): Promise<{ wakes: WakeInfo[]; pending: number }> {
-    return { wakes: this.runtime.list({ limit }).map(wakeInfo), pending: this.runtime.stats().wakesPending };
+    const wakes = this.runtime.list({ limit, maxBytes: LIST_WAKES_MAX_BYTES }).map(wakeInfo);
+    return { wakes, pending: this.runtime.stats().wakesPending };
   }
 
   async cancelWake(id: string): Promise<boolean> {

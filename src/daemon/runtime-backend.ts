@@ -44,10 +44,14 @@ export const createRuntimeBackend: BackendFactory = async (ctx) => {
     throw e;
   }
   try {
-    const door = await attachProtocol(backend.runtime, {
+    const rt = backend.runtime;
+    const door = await attachProtocol(rt, {
       database: path.join(ctx.root, 'subscriptions.sqlite'),
       ...(ctx.protocolEndpoint !== null ? { endpoint: ctx.protocolEndpoint } : {}),
       log: ctx.log,
+      // the endpoint listens from here on, the daemon starts the queue once its deployments are
+      // restored (and follow a shared store): until then a harness may be missing only for now
+      notReady: () => (rt.delivering ? null : 'bermd is restoring its deployments; retry shortly'),
     });
     backend.runtime.registerService(PROTOCOL_SERVICE, (harness, chain, request) =>
       door.serve(harness, chain, request),

@@ -45,6 +45,13 @@ const EF_RISCV_FLOAT_ABI = 0x6;
 const EF_RISCV_RVE = 0x8;
 const FOUR_GIB = 2 ** 32;
 const MAX_MEMSZ = 2 ** 30;
+/**
+ * Most PT_LOAD segments: a linker emits a handful (text, rodata, data; GNU ld's -z separate-code
+ * four). Everything that maps a guest address to its segment (here per function symbol, in the
+ * translator per function and per relocation) walks the list, so 65,534 empty ones beside 131,072
+ * function symbols held the reader ~150 s on the serving thread.
+ */
+export const MAX_LOAD_SEGMENTS = 64;
 
 /** psABI relocation type names by number (RISC-V ELF psABI, "Relocations" table). */
 const RELOC_NAMES: Record<number, string> = {
@@ -201,7 +208,7 @@ export function elfTableSizes(bytes: Uint8Array): ElfTableSizes | null {
  *   symbol resolved, the `.berm.abi` manifest and `__global_pointer$`
  * @throws ElfError when the file is not an ELF64 little-endian RISC-V ET_EXEC, uses a float ABI or
  *   RVE, lacks `.symtab` or relocation sections, has overlapping or out-of-range segments, more than
- *   1 GiB of memory, an entry point outside executable code, or any table running past the file.
+ *   {@link MAX_LOAD_SEGMENTS} of them, more than 1 GiB of memory, an entry point outside executable code, or any table running past the file.
  *   Never throws anything else, for any input.
  */
 export function readElf(bytes: Uint8Array): ElfImage {
@@ -267,6 +274,12 @@ function parse(r: Reader): ElfImage {
   for (let i = 0; i < phnum; i++) {
     const p = phoff + i * 56;
     if (r.u32(p) !== PT_LOAD) continue;
+    if (segments.length === MAX_LOAD_SEGMENTS) {
+      throw new ElfError(
+        'bad-segment',
+        `the ELF has more than ${MAX_LOAD_SEGMENTS} PT_LOAD segments: link the harness with the berm guest SDK's linker script`,
+      );
+    }
     const pflags = r.u32(p + 4);
     const offset = r.u64(p + 8);
     const vaddr = r.u64(p + 16);

@@ -52,9 +52,11 @@ export function relocationTargets(image: ElfImage): RelocationTargets {
   const code = image.sections.filter(
     (s) => (s.flags & (SHF_ALLOC | SHF_EXECINSTR)) === (SHF_ALLOC | SHF_EXECINSTR),
   );
+  // the code sections as sorted disjoint ranges, searched by halving: a crafted file may declare
+  // 65,535 of them, and a scan per relocation (up to --max-relocations) would take hours
+  const inCode = rangeSet(code.map((s) => [s.addr, s.addr + s.size]));
   const inExec = (a: number): boolean =>
-    exec.some((s) => a >= s.vaddr && a < s.vaddr + s.filesz) &&
-    code.some((s) => a >= s.addr && a < s.addr + s.size);
+    exec.some((s) => a >= s.vaddr && a < s.vaddr + s.filesz) && inCode(a);
   const skip = new Set<string>();
   for (const s of image.sections) {
     if ((s.flags & SHF_ALLOC) === 0 || s.name.startsWith('.eh_frame')) skip.add(s.name);
@@ -91,6 +93,39 @@ export function relocationTargets(image: ElfImage): RelocationTargets {
     }
   }
   return { codeAddresses };
+}
+
+/**
+ * Membership in a union of half-open ranges [start, end), in O(log n) after an O(n log n) merge.
+ * @param ranges [start, end) pairs, in any order, overlapping or empty
+ * @returns a test of whether an address lies in any of them
+ */
+export function rangeSet(ranges: [number, number][]): (a: number) => boolean {
+  const sorted = ranges.filter(([lo, hi]) => lo < hi).sort((x, y) => x[0] - y[0]);
+  const starts: number[] = [];
+  const ends: number[] = [];
+  for (const [lo, hi] of sorted) {
+    if (ends.length > 0 && lo <= ends[ends.length - 1]!)
+      ends[ends.length - 1] = Math.max(ends[ends.length - 1]!, hi);
+    else {
+      starts.push(lo);
+      ends.push(hi);
+    }
+  }
+  return (a) => {
+    // the last range starting at or before a
+    let lo = 0;
+    let hi = starts.length - 1;
+    let at = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid]! <= a) {
+        at = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return at >= 0 && a < ends[at]!;
+  };
 }
 
 /** Reads rs1 of the relocated instruction: gp (x3) or x0 decides how ld rewrote the addend. */

@@ -279,7 +279,11 @@ export class Engine {
     const c0 = monotonicMs();
     let compiled: WebAssembly.Module;
     try {
-      compiled = new WebAssembly.Module(wasm);
+      // without the summary section when it is the last one (as the engine appends it): V8 would
+      // copy and hash it with the module's bytes, and keep it for the module's life
+      compiled = new WebAssembly.Module(
+        found !== null && found.moduleBytes < wasm.length ? wasm.subarray(0, found.moduleBytes) : wasm,
+      );
     } catch {
       this.cache?.delete(key);
       return null;

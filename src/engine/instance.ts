@@ -18,6 +18,7 @@ import type { GuestModule } from './engine.js';
 import type { HostCall, HostFunction } from './host.js';
 import type { HostTable } from './linker.js';
 import { WasmGuestMemory } from './memory.js';
+import { memoryZeroer } from './zero.js';
 import { monotonicMs } from '../util/clock.js';
 import {
   BadIndirectTarget,
@@ -176,6 +177,8 @@ export class Slot {
   readonly compiled: WebAssembly.Module;
   /** that module's tier */
   readonly tier: 'baseline' | 'optimized';
+  /** zeroes [start, end) of the memory (memory.fill for a shared one: zero.ts) */
+  private readonly zero: (start: number, end: number) => void;
   owner: Instance | null = null;
 
   constructor(readonly module: GuestModule) {
@@ -186,6 +189,7 @@ export class Slot {
     const mem = new WebAssembly.Memory({ initial: pages, maximum: pages, shared });
     this.ballast = shared && unweighedShared ? new ArrayBuffer(pages * 65536) : null;
     if (shared) unweighedShared = true;
+    this.zero = memoryZeroer(mem);
     this.memory = new WasmGuestMemory(
       mem,
       layout.base,
@@ -245,9 +249,8 @@ export class Slot {
     const lo = Math.min(Number(this.dirtyLo.value), this.memory.dirtyLo);
     const hi = Math.max(Number(this.dirtyHi.value), this.memory.dirtyHi, imageEnd);
     // Never fill pages nobody touched: zeroing them would make the kernel back them with memory.
-    const u8 = new Uint8Array(this.memory.memory.buffer);
-    u8.fill(0, 0, hi);
-    if (lo < size) u8.fill(0, Math.max(lo, hi), size);
+    this.zero(0, hi);
+    if (lo < size) this.zero(Math.max(lo, hi), size);
     this.loadImage();
     this.dirtyLo.value = size;
     this.dirtyHi.value = 0;

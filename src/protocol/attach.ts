@@ -45,6 +45,37 @@ export interface QueueWake {
  */
 const LIST_WAKES_LIMIT = 1000;
 
+/**
+ * Most payload bytes (UTF-8) one list_wakes answers: 4 MiB, bermd's GET /wakes budget (the
+ * runtime's LIST_WAKES_MAX_BYTES; this layer sees the queue only through {@link QueueSurface}).
+ */
+const LIST_WAKES_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The earliest pending wakes of `harness` (of all harnesses when undefined), at most
+ * {@link LIST_WAKES_LIMIT} and at most {@link LIST_WAKES_MAX_BYTES} of payload, with whether some
+ * were left out. The queue is asked for one wake more and one byte more than a page holds: the
+ * wake past either bound shows that more are pending, and only it is read beyond the page.
+ */
+export function listPage(
+  queue: Pick<QueueSurface, 'list'>,
+  harness?: string,
+): { wakes: WakeView[]; truncated: boolean } {
+  const got = queue.list({
+    ...(harness !== undefined ? { harness } : {}),
+    limit: LIST_WAKES_LIMIT + 1,
+    maxBytes: LIST_WAKES_MAX_BYTES + 1,
+  });
+  let bytes = 0;
+  for (let i = 0; i < got.length; i++) {
+    bytes += Buffer.byteLength(got[i]!.payload);
+    if (i === LIST_WAKES_LIMIT || bytes > LIST_WAKES_MAX_BYTES) {
+      return { wakes: got.slice(0, i).map(view), truncated: true };
+    }
+  }
+  return { wakes: got.map(view), truncated: false };
+}
+
 /** What the door needs of the queue (BermRuntime satisfies it). */
 export interface QueueSurface {
   /** arm a wake of `harness`'s on_wake; throws (ArmError, LimitError) when refused */
@@ -63,8 +94,8 @@ export interface QueueSurface {
   }): QueueWake;
   /** cancel a pending wake (one `harness` owns when given) */
   cancel(id: string, harness?: string): boolean;
-  /** pending wakes, earliest first (at most `limit`) */
-  list(options?: { harness?: string; limit?: number }): QueueWake[];
+  /** pending wakes, earliest first (at most `limit`, ending at `maxBytes` of payload: DueStore.list) */
+  list(options?: { harness?: string; limit?: number; maxBytes?: number }): QueueWake[];
   /** enqueue `harness`'s on_notify; `chain` is the publishing invocation's (the child runs deeper) */
   notify(
     harness: string,
@@ -91,6 +122,8 @@ export interface AttachOptions {
    * DEFAULT_RATE); guests' calls take their token through the service.
    */
   rate?: RateLimit;
+  /** the endpoint's ProtocolServerOptions.notReady (503 while it says why) */
+  notReady?: () => string | null;
 }
 
 /** The door attached to a queue. */
@@ -151,13 +184,18 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
       }
     },
     cancel: (id) => queue.cancel(id),
-    list: (harness) =>
-      queue.list({ ...(harness !== undefined ? { harness } : {}), limit: LIST_WAKES_LIMIT }).map(view),
+    list: (harness) => listPage(queue, harness),
   };
   let server: ProtocolServer | undefined;
   if (options.endpoint) {
     try {
-      server = await ProtocolServer.listen({ endpoint: options.endpoint, wakes, events: bus, log });
+      server = await ProtocolServer.listen({
+        endpoint: options.endpoint,
+        wakes,
+        events: bus,
+        log,
+        ...(options.notReady ? { notReady: options.notReady } : {}),
+      });
     } catch (e) {
       bus.close();
       throw e;
@@ -179,7 +217,7 @@ export async function attachProtocol(queue: QueueSurface, options: AttachOptions
         case 'publish':
           return json(bus.publish(r.source, r.payload, { chain }));
         case 'list_wakes':
-          return json(queue.list({ harness, limit: LIST_WAKES_LIMIT }).map(view));
+          return json(listPage(queue, harness).wakes);
         case 'arm':
           try {
             return json(

@@ -20,6 +20,7 @@
  */
 import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as path from 'node:path';
 import { endpointText, parseEndpoint, type Endpoint } from './client.js';
 import type { WakeView } from './door.js';
 import { HarnessEventBus, SubscriptionError, targetHarness } from './events.js';
@@ -37,7 +38,10 @@ export interface ServerWakes {
     id?: string;
   }): WakeView | { refused: string } | Promise<WakeView | { refused: string }>;
   cancel(id: string): boolean | Promise<boolean>;
-  list(harness?: string): WakeView[] | Promise<WakeView[]>;
+  /** the earliest pending wakes (of `harness`, when given), bounded, and whether more are pending */
+  list(
+    harness?: string,
+  ): { wakes: WakeView[]; truncated: boolean } | Promise<{ wakes: WakeView[]; truncated: boolean }>;
 }
 
 /** Requests of one connection being answered at once (their answers are written in order). */
@@ -101,6 +105,81 @@ async function clearSocketPath(p: string): Promise<void> {
   fs.rmSync(p, { force: true });
 }
 
+/**
+ * Longest Unix socket path, in bytes: Linux's sun_path holds 108 with the terminating NUL. Node
+ * binds a longer path cut short, silently, at another name.
+ */
+const MAX_SOCKET_PATH = 107;
+
+/**
+ * A new directory beside `p` (mode 0700) whose socket path `dir/s` is no longer than `p` whenever
+ * `p`'s name has 4 bytes or more, so a path that fits a socket address still fits bound there.
+ * @throws Error from mkdir (the directory beside `p` cannot be written...)
+ */
+function privateDirBeside(p: string): string {
+  const k = Math.min(8, Math.max(1, Buffer.byteLength(path.basename(p)) - 3));
+  for (let tries = 0; ; tries++) {
+    const name = '.' + Array.from({ length: k }, () => Math.floor(Math.random() * 36).toString(36)).join('');
+    const dir = path.join(path.dirname(p), name);
+    try {
+      fs.mkdirSync(dir, { mode: 0o700 });
+      return dir;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || tries >= 100) throw e;
+    }
+  }
+}
+
+/**
+ * Listen on a Unix socket at `p` that no one but its owner can connect to, at any instant.
+ * Binding at `p` creates the socket with the process umask's permissions (0777 under umask 0) until
+ * a chmod, and whoever connects in between keeps that connection; so the socket is bound in a
+ * fresh 0700 directory beside `p`, made 0600 there, and only then linked at `p` (link, not rename:
+ * it fails if something was put at `p` since clearSocketPath, which is thus never replaced).
+ * @returns the socket file's identity, to remove only that file at close
+ * @throws Error naming `p` when it is too long for a socket address, when the directory beside it
+ *   cannot be written, or when the bind fails
+ */
+async function listenPrivate(server: net.Server, p: string): Promise<{ dev: number; ino: number }> {
+  const fail = (why: string): Error => new Error(`berm's protocol endpoint ${p}: ${why}`);
+  if (Buffer.byteLength(p) > MAX_SOCKET_PATH) {
+    throw fail(`a Unix socket path has at most ${MAX_SOCKET_PATH} bytes, this one ${Buffer.byteLength(p)}`);
+  }
+  let dir: string;
+  try {
+    dir = privateDirBeside(p);
+  } catch (e) {
+    throw fail((e as Error).message);
+  }
+  const tmp = path.join(dir, 's');
+  try {
+    if (Buffer.byteLength(tmp) > MAX_SOCKET_PATH) {
+      throw new Error(`too long to bind beside it (${tmp}): give the socket a name of 4 characters or more`);
+    }
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(tmp, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    try {
+      fs.chmodSync(tmp, 0o600);
+      fs.linkSync(tmp, p);
+    } catch (e) {
+      server.close();
+      throw e;
+    }
+    const st = fs.lstatSync(p);
+    return { dev: st.dev, ino: st.ino };
+  } catch (e) {
+    throw fail((e as Error).message);
+  } finally {
+    fs.rmSync(tmp, { force: true });
+    fs.rmdirSync(dir);
+  }
+}
+
 /** Options of {@link ProtocolServer.listen}. */
 export interface ProtocolServerOptions {
   /** `unix:/path`, `/path` or `127.0.0.1:port` (port 0: any free one) */
@@ -113,6 +192,12 @@ export interface ProtocolServerOptions {
   now?: () => number;
   /** most connections open at once; more are closed as they arrive (default 16) */
   maxConnections?: number;
+  /**
+   * Why the due-set cannot be used yet (bermd restoring its deployments), or null when it can:
+   * while it says why, every request but ping is answered ErrorMsg 503 with that text, an answer
+   * a client retries (a 422 "no harness named ..." for a harness not yet restored is final)
+   */
+  notReady?: () => string | null;
 }
 
 /**
@@ -127,6 +212,9 @@ export const MAX_ENDPOINT_CONNECTIONS = 16;
 /** The endpoint (see the module comment). */
 export class ProtocolServer {
   private readonly sockets = new Set<net.Socket>();
+  /** the Unix socket's path and file (close removes it only while that file is there) */
+  private socketPath: string | undefined;
+  private socketId: { dev: number; ino: number } | undefined;
 
   private constructor(
     private readonly server: net.Server,
@@ -151,29 +239,37 @@ export class ProtocolServer {
     server.maxConnections = options.maxConnections ?? MAX_ENDPOINT_CONNECTIONS;
     const s = new ProtocolServer(server, options);
     server.on('connection', (c) => s.serve(c));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      if ('path' in ep) {
-        server.listen(ep.path, () => {
-          fs.chmodSync(ep.path, 0o600);
-          resolve();
-        });
-      } else server.listen(ep.port, ep.host, resolve);
-    });
+    if ('path' in ep) {
+      s.socketPath = ep.path;
+      s.socketId = await listenPrivate(server, ep.path);
+    } else {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(ep.port, ep.host, resolve);
+      });
+    }
     return s;
   }
 
   /** Where it listens (`unix:/path` or `host:port`). */
   get endpoint(): string {
-    const a = this.server.address();
-    if (typeof a === 'string') return `unix:${a}`;
-    return `${a!.address}:${a!.port}`;
+    if (this.socketPath !== undefined) return `unix:${this.socketPath}`;
+    const a = this.server.address() as net.AddressInfo;
+    return `${a.address}:${a.port}`;
   }
 
-  /** Stop listening and drop every connection. */
+  /** Stop listening and drop every connection; the Unix socket is removed if it is still ours. */
   async close(): Promise<void> {
     for (const c of this.sockets) c.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    if (this.socketPath !== undefined && this.socketId !== undefined) {
+      try {
+        const st = fs.lstatSync(this.socketPath);
+        if (st.dev === this.socketId.dev && st.ino === this.socketId.ino) fs.unlinkSync(this.socketPath);
+      } catch {
+        // gone already
+      }
+    }
   }
 
   private serve(socket: net.Socket): void {
@@ -267,6 +363,11 @@ export class ProtocolServer {
         op = inner.name;
         body = inner.body;
       }
+      const waitFor = op === 'ping' ? null : (this.options.notReady?.() ?? null);
+      if (waitFor !== null) {
+        log(`unavailable: ${waitFor}`);
+        return err(503, waitFor);
+      }
       const reply = await this.dispatch(op, body);
       log(reply.ok ? 'ok' : `error: ${reply.error}`);
       return reply.ok ? reply.bytes : err(reply.code, reply.error);
@@ -313,11 +414,9 @@ export class ProtocolServer {
       }
       case 'list_wakes': {
         const h = str('harness');
-        return ok(
-          encodeServer('berm', {
-            wake_list: fitWakes(await this.options.wakes.list(h === '' ? undefined : h)),
-          }),
-        );
+        const page = await this.options.wakes.list(h === '' ? undefined : h);
+        const fit = fitWakes(page.wakes);
+        return ok(encodeServer('berm', { wake_list: page.truncated ? { ...fit, truncated: true } : fit }));
       }
       case 'subscribe_event': {
         if (!events) return fail(501, 'subscribe_event: this endpoint has no event bus');

@@ -51,9 +51,11 @@ export type {
   KeyStore,
   RuntimeStore,
   WakeKind,
+  WakeListOptions,
   WakeRecord,
   WakeSpec,
 } from './store.js';
+export { LIST_WAKES_MAX_BYTES } from './store.js';
 export { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
 export { JsonlJournal, readJournal } from './journal.js';
 export { DueHeap } from './dueset.js';

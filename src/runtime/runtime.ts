@@ -37,7 +37,7 @@ import {
 import { WorkerPool, type Compiled } from './pool.js';
 import type { Authority, ChainSpec, HostRequest, RunResult, TrapInfo } from './protocol.js';
 import { SqliteStore } from './sqlite-store.js';
-import type { JournalRecord, RuntimeStore, WakeRecord, WakeSpec } from './store.js';
+import type { JournalRecord, RuntimeStore, WakeListOptions, WakeRecord, WakeSpec } from './store.js';
 
 /** Entry a wake runs. */
 export const ON_WAKE = 'on_wake';
@@ -247,9 +247,10 @@ export class BermRuntime extends EventEmitter {
   private pendingCount = 0;
   /**
    * Per arming harness: an upper bound of its pending wakes (a count from the store, plus the
-   * wakes it armed since) and when that count was taken (see {@link checkArmQuota})
+   * wakes it armed since), when that count was taken, and whether none of its wakes has left the
+   * due-set here since (fired or cancelled): see {@link checkArmQuota}
    */
-  private readonly armedCounts = new Map<string, { n: number; at: number }>();
+  private readonly armedCounts = new Map<string, { n: number; at: number; settled: boolean }>();
   /** due wakes up to this instant have been counted as spilled once */
   private spillMark = -Infinity;
   /**
@@ -773,6 +774,11 @@ export class BermRuntime extends EventEmitter {
    * harnesses are deployed: a wake whose harness is not deployed when it fires is journaled as an
    * error and dropped. Calls and notifications run without it.
    */
+  /** Whether {@link start} was called and {@link close} was not: wakes are delivered. */
+  get delivering(): boolean {
+    return this.started && !this.closed;
+  }
+
   start(): void {
     if (this.started || this.closed) return;
     this.started = true;
@@ -1042,8 +1048,15 @@ export class BermRuntime extends EventEmitter {
     this.armTimer();
   }
 
+  /** One of the wakes `armedBy` armed left the due-set here: its kept count is recounted at the limit. */
+  private unsettle(armedBy: string): void {
+    const c = this.armedCounts.get(armedBy);
+    if (c) c.settled = false;
+  }
+
   private startWake(w: WakeRecord, now: number): void {
     this.wakesStarted++;
+    this.unsettle(w.armedBy);
     const h = this.registry.get(w.harness);
     const chain: ChainSpec = {
       ...this.freshChain(w.authority ?? undefined),
@@ -1161,17 +1174,20 @@ export class BermRuntime extends EventEmitter {
 
   /**
    * The harnessPendingWakes limit: refuse a new wake armed by harness `by` when `by` already has
-   * that many pending. The store is counted (a bounded index range) only when the kept upper bound
-   * would reach the limit or is a second old (wakes fire and are cancelled meanwhile, and with a
-   * shared store other daemons arm too), so arming below the limit costs no count.
+   * that many pending. The store is counted (a bounded index range, ~1 ms at 10,000) only when the
+   * kept upper bound is a second old (with a shared store other daemons fire, cancel and arm too),
+   * or would reach the limit after one of `by`'s wakes fired or was cancelled here: so arming below
+   * the limit costs no count, and neither does a refusal. A guest at its limit that kept calling
+   * berm.wake.arm had every refused call count 10,000 index entries on the queue's thread, a
+   * thousand times the cost of an arm, in front of every other harness's work.
    * @throws LimitError harnessPendingWakes
    */
   private checkArmQuota(by: string): void {
     const max = this.limits.harnessPendingWakes;
     const now = Date.now();
     let c = this.armedCounts.get(by);
-    if (!c || c.n + 1 > max || now - c.at >= 1000) {
-      c = { n: this.store.dues.countArmedBy(by, max), at: now };
+    if (!c || (c.n + 1 > max && !c.settled) || now - c.at >= 1000) {
+      c = { n: this.store.dues.countArmedBy(by, max), at: now, settled: true };
       this.armedCounts.set(by, c);
     }
     if (c.n >= max)
@@ -1253,13 +1269,14 @@ export class BermRuntime extends EventEmitter {
     else {
       const held = this.store.dues.get(id);
       done = held !== undefined && ownsWake(held, harness) && this.store.dues.cancel(id, held.harness);
+      if (done) this.unsettle(held!.armedBy);
     }
     if (done) this.pendingCount--;
     return done;
   }
 
-  /** Pending wakes, earliest first. */
-  list(options: { harness?: string; limit?: number } = {}): WakeRecord[] {
+  /** Pending wakes, earliest first, as DueStore.list bounds them. */
+  list(options: WakeListOptions = {}): WakeRecord[] {
     return this.store.dues.list(options);
   }
 

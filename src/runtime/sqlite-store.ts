@@ -21,6 +21,7 @@ import type {
   DueStore,
   KeyStore,
   RuntimeStore,
+  WakeListOptions,
   WakeRecord,
   WakeSpec,
 } from './store.js';
@@ -159,15 +160,25 @@ class SqliteDues implements DueStore {
     return r ? fromRow(r) : undefined;
   }
 
-  list(options: { harness?: string; limit?: number } = {}): WakeRecord[] {
+  list(options: WakeListOptions = {}): WakeRecord[] {
     const limit = options.limit ?? -1;
+    const budget = options.maxBytes ?? Infinity;
     const rows =
       options.harness === undefined
-        ? this.db.prepare('SELECT * FROM wakes ORDER BY when_ms, seq LIMIT ?').all(limit)
+        ? this.db.prepare('SELECT * FROM wakes ORDER BY when_ms, seq LIMIT ?').iterate(limit)
         : this.db
             .prepare('SELECT * FROM wakes WHERE harness = ? ORDER BY when_ms, seq LIMIT ?')
-            .all(options.harness, limit);
-    return (rows as WakeRow[]).map(fromRow);
+            .iterate(options.harness, limit);
+    // rows are read one at a time and the statement is ended at the budget: what lies past it is
+    // never read
+    const out: WakeRecord[] = [];
+    let bytes = 0;
+    for (const r of rows as IterableIterator<WakeRow>) {
+      out.push(fromRow(r));
+      bytes += Buffer.byteLength(r.payload);
+      if (bytes >= budget) break;
+    }
+    return out;
   }
 
   count(): number {

@@ -49,6 +49,23 @@ export interface WakeRecord {
 /** A wake to arm (the store assigns seq; attempt starts at 0). */
 export type WakeSpec = Omit<WakeRecord, 'seq' | 'attempt'>;
 
+/** Which pending wakes a listing returns (see {@link DueStore.list}). */
+export interface WakeListOptions {
+  /** only this harness's wakes */
+  harness?: string;
+  /** at most this many wakes */
+  limit?: number;
+  /** stop once the listed payloads reach this many UTF-8 bytes */
+  maxBytes?: number;
+}
+
+/**
+ * The payload bytes one listing of pending wakes stops at (bermd's GET /wakes, the protocol
+ * endpoint's and a guest's list_wakes): 4 MiB, 64 of the largest payloads (64 KiB each). Without
+ * it a listing of 10,000 wakes read and answered ~655 MB in one request.
+ */
+export const LIST_WAKES_MAX_BYTES = 4 * 1024 * 1024;
+
 /** The due-set's persistent half. The in-memory heap (dueset.ts) indexes it by (when, seq). */
 export interface DueStore {
   /**
@@ -62,8 +79,13 @@ export interface DueStore {
   cancel(id: string, harness?: string): boolean;
   /** The pending wake with this id, or undefined. */
   get(id: string): WakeRecord | undefined;
-  /** Pending wakes ordered by due instant, optionally of one harness, at most `limit`. */
-  list(options?: { harness?: string; limit?: number }): WakeRecord[];
+  /**
+   * Pending wakes ordered by due instant, optionally of one harness, at most `limit`; with
+   * `maxBytes`, the listing stops at the first wake whose payload brings the UTF-8 bytes of the
+   * payloads listed to `maxBytes` or past it (that wake is the last listed), so one listing reads
+   * and holds a bounded amount whatever the due-set holds.
+   */
+  list(options?: WakeListOptions): WakeRecord[];
   /** Number of pending wakes. */
   count(): number;
   /**

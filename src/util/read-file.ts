@@ -62,14 +62,17 @@ export function readBoundedFile(path: string, maxBytes: number, extraFlags = 0):
     const stats = fs.fstatSync(fd);
     if (!stats.isFile()) return { refused: 'type', stats };
     if (stats.size > maxBytes) return { refused: 'size', stats };
-    const buf = new Uint8Array(stats.size);
+    // not zero-filled first: every byte returned is one read (a shortened file's bytes are copied
+    // out, so no view reaches memory the read did not write); a plain Uint8Array over it, as
+    // Buffer's subarray constructs a Buffer through JavaScript (the image's segments are views)
+    const buf = new Uint8Array(Buffer.allocUnsafeSlow(stats.size).buffer, 0, stats.size);
     let got = 0;
     while (got < buf.length) {
       const n = fs.readSync(fd, buf, got, buf.length - got, got);
       if (n === 0) break;
       got += n;
     }
-    return { bytes: got === buf.length ? buf : buf.subarray(0, got) };
+    return { bytes: got === buf.length ? buf : buf.slice(0, got) };
   } finally {
     fs.closeSync(fd);
   }
@@ -83,6 +86,19 @@ export function readBoundedFile(path: string, maxBytes: number, extraFlags = 0):
 export function readRegularFile(path: string, maxBytes = MAX_INPUT_BYTES): Uint8Array {
   const r = readBoundedFile(path, maxBytes);
   if ('bytes' in r) return r.bytes;
+  throw refusal(path, r, maxBytes);
+}
+
+/**
+ * The error that explains why {@link readRegularFile} read nothing. Apart from it because V8
+ * compiles a function whole on its first call: a warm compile reads its ELF through
+ * readRegularFile and never comes here.
+ */
+function refusal(
+  path: string,
+  r: Exclude<BoundedRead, { bytes: Uint8Array }>,
+  maxBytes: number,
+): InputFileError {
   if (r.refused === 'open') {
     const e = r.error;
     const code = e.code;
@@ -96,10 +112,10 @@ export function readRegularFile(path: string, maxBytes = MAX_INPUT_BYTES): Uint8
             : code === 'ENXIO'
               ? 'is a socket or a device without a reader'
               : e.message;
-    throw new InputFileError(path, code && why !== e.message ? `${why} (${code})` : why, '');
+    return new InputFileError(path, code && why !== e.message ? `${why} (${code})` : why, '');
   }
-  if (r.refused === 'type') throw new InputFileError(path, `is ${kindOf(r.stats)}`, 'name a regular file');
-  throw new InputFileError(
+  if (r.refused === 'type') return new InputFileError(path, `is ${kindOf(r.stats)}`, 'name a regular file');
+  return new InputFileError(
     path,
     `is ${r.stats.size} bytes, over the limit of ${maxBytes}`,
     'is it really a harness?',

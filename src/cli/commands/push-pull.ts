@@ -9,6 +9,7 @@ import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { parseReference, pushHarness } from '../../oci/index.js';
 import { CliError, ExitCode, readInputFile } from '../context.js';
+import { stdout } from '../output.js';
 import type { CliContext } from '../program.js';
 import { harnessAbi } from './harness-abi.js';
 import { pullChecked, registryCall } from './registry-common.js';
@@ -77,7 +78,8 @@ export function registerPushPull(program: Command, ctx: CliContext): void {
         const out = opts.output ?? defaultPullOutput(ref.repository);
         const r = await pullChecked(refText);
         if (out === '-') {
-          process.stdout.write(r.elf);
+          // the ELF's bytes as they are, through the same synchronous stdout as the CLI's text
+          stdout.write(r.elf);
           return ExitCode.Ok;
         }
         writeAtomic(out, r.elf);
