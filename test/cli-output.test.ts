@@ -82,3 +82,40 @@ t.test('stdout and stderr on one pipe keep their order', async (t) => {
   t.match(lines[1], /^berm: echo ran in /, 'then the timing (stderr)');
   t.equal(lines[2], '{"x":1}', 'then the result (stdout)');
 });
+
+// python3 makes a pipe, closes its read end and starts the command on the write end: its first
+// write to stdout fails with EPIPE (Node ignores SIGPIPE)
+const DEAD_PIPE = `
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+p = subprocess.Popen(sys.argv[1:], stdout=w, stderr=subprocess.PIPE)
+os.close(w)
+err = p.stderr.read()
+sys.stdout.write('rc=%d\\n' % p.wait())
+sys.stdout.buffer.write(err)
+`;
+
+t.test('a failed stdout keeps the exit code and stderr lines of the command', async (t) => {
+  // the exit codes are the CLI's documented ones (berm --help): 3 a trap, 1 a failed tool, 2 usage
+  const control = join(ROOT, 'fixtures', 'build', 'control-clang-O0.elf');
+  const misbehave = join(ROOT, 'fixtures', 'build', 'misbehave-gcc-O2.elf');
+  const cases: { args: string[]; code: number; stderr: RegExp }[] = [
+    // a recursion deeper than any host stack: the trap's JSON on stdout, its line on stderr
+    { args: ['--json', 'exec', control, 'ctl_fact', '1000000'], code: 3, stderr: /guest trap StackOverflow/ },
+    { args: ['call', misbehave, 'always_fails'], code: 1, stderr: /berm: tool always_fails failed\n/ },
+    { args: ['--json', 'call', misbehave, 'nosuch'], code: 2, stderr: /has no tool named nosuch/ },
+  ];
+  for (const c of cases) {
+    // a reader that is gone (EPIPE): not an error of ours, the command's own code
+    const p = spawnSync('python3', ['-c', DEAD_PIPE, ...BERM, ...c.args], { encoding: 'utf8' });
+    t.equal(p.stdout.split('\n')[0], `rc=${c.code}`, `EPIPE: ${c.args.join(' ')} exits ${c.code}`);
+    t.match(p.stdout, c.stderr, 'EPIPE: its stderr line is written');
+    t.notMatch(p.stdout, /writing to stdout failed/, 'EPIPE: no complaint');
+    // a full disk (ENOSPC): the command's own non-zero code, its line, then the failed write's
+    const f = spawnSync('sh', ['-c', '"$@" > /dev/full', 'sh', ...BERM, ...c.args], { encoding: 'utf8' });
+    t.equal(f.status, c.code, `/dev/full: ${c.args.join(' ')} exits ${c.code} (${f.stderr})`);
+    t.match(f.stderr, c.stderr, '/dev/full: its stderr line is written');
+    t.match(f.stderr, /berm: writing to stdout failed: ENOSPC/, '/dev/full: the failed write is named');
+  }
+});

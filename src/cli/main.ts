@@ -21,9 +21,17 @@ function stdoutFailed(e: NodeJS.ErrnoException): never {
   stderr.write(`berm: writing to stdout failed: ${e.message}\n`);
   process.exit(code === 0 ? 1 : code);
 }
-// Output goes to fd 1 and 2 synchronously (output.ts): a failed write reports here at once. Once
+// Output goes to fd 1 and 2 synchronously (output.ts): a failed write reports at once, in the
+// middle of the command, before it decided its exit code (a trap's 3, a failed tool's 1, a usage
+// error's 2) and wrote its own stderr lines. The failure is kept (output.ts drops later writes)
+// and acted on when the command is done, or on a later turn of the event loop for a command that
+// goes on (the foreground queue): what Node's stream did, whose 'error' came a tick later. Once
 // stdout fell back to the process stream (EAGAIN), that stream reports its own failures.
-stdout.onError = stdoutFailed;
+let stdoutError: NodeJS.ErrnoException | undefined;
+stdout.onError = (e) => {
+  stdoutError = e;
+  setImmediate(() => stdoutFailed(e));
+};
 
 void runCli(process.argv.slice(2), { callExtensions: [configCallExtension()] }).then((code) => {
   process.exitCode = code;
@@ -32,7 +40,7 @@ void runCli(process.argv.slice(2), { callExtensions: [configCallExtension()] }).
   // A write to a file or pipe through the stream fails synchronously but the stream emits its
   // 'error' on a later tick; the stream records it at once (writable.errored), so the exit code
   // is decided here.
-  const failed = out?.errored;
+  const failed = stdoutError ?? out?.errored;
   if (failed) stdoutFailed(failed as NodeJS.ErrnoException);
   // The command is done (every action awaits its work; background work such as the optimiser's
   // worker never holds the process). Exit now rather than when the event loop drains: that skips
