@@ -26,7 +26,7 @@ function stdoutFailed(e: NodeJS.ErrnoException): never {
 // error's 2) and wrote its own stderr lines. The failure is kept (output.ts drops later writes)
 // and acted on when the command is done, or on a later turn of the event loop for a command that
 // goes on (the foreground queue): what Node's stream did, whose 'error' came a tick later. Once
-// stdout fell back to the process stream (EAGAIN), that stream reports its own failures.
+// stdout fell back to the process stream (EAGAIN), that stream's 'error' comes here too.
 let stdoutError: NodeJS.ErrnoException | undefined;
 stdout.onError = (e) => {
   stdoutError = e;

@@ -17,7 +17,8 @@
  *
  * Errors: EBADF (the descriptor is closed) drops the output, as Node's stream for a closed
  * descriptor does; any other (EPIPE from a reader that stopped, ENOSPC from a full disk, EIO) is
- * handed to {@link SyncOutput.onError} once, and later writes are dropped.
+ * handed to {@link SyncOutput.onError} once, and later writes are dropped; so is a failure the
+ * process stream reports once output goes through it.
  */
 import { writeSync } from 'node:fs';
 
@@ -36,7 +37,26 @@ export class SyncOutput {
     private readonly fd: number,
     private readonly processStream: () => NodeJS.WriteStream,
   ) {
-    if (process.platform === 'win32') this.fallback = processStream();
+    if (process.platform === 'win32') this.useStream();
+  }
+
+  /**
+   * Send this and every later write through the process stream. Its failures (a reader that went
+   * away while bytes were queued: EPIPE) come as 'error' events, which would end the process with
+   * an unhandled-error stack; they go to {@link onError} like a failed synchronous write.
+   */
+  private useStream(): NodeJS.WriteStream {
+    const stream = this.processStream();
+    stream.on('error', (err: NodeJS.ErrnoException) => this.fail(err));
+    this.fallback = stream;
+    return stream;
+  }
+
+  /** The first failure: later writes are dropped; EBADF (a closed descriptor) is not reported. */
+  private fail(err: NodeJS.ErrnoException): void {
+    if (this.failed) return;
+    this.failed = true;
+    if (err.code !== 'EBADF') this.onError(err);
   }
 
   /**
@@ -61,12 +81,10 @@ export class SyncOutput {
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       if (err.code === 'EAGAIN') {
-        this.fallback = this.processStream();
-        this.fallback.write(bytes.subarray(at));
+        this.useStream().write(bytes.subarray(at));
         return;
       }
-      this.failed = true;
-      if (err.code !== 'EBADF') this.onError(err);
+      this.fail(err);
     }
   }
 }
