@@ -141,3 +141,20 @@ t.test('a non-blocking pipe closed while output is queued: exit 0, nothing on st
   // not an unhandled 'error' event of the stream (a stack trace, exit 1)
   t.equal(r.stdout, 'rc=0\n', 'exit 0 (EPIPE: a reader that stopped), no stderr');
 });
+
+t.test('a stdout open for reading only: the lost output is reported, not dropped', async (t) => {
+  // EBADF from an open descriptor (write(2) on an fd opened O_RDONLY), unlike a closed stdout
+  const misbehave = join(ROOT, 'fixtures', 'build', 'misbehave-gcc-O2.elf');
+  const ok = spawnSync('sh', ['-c', '"$@" 1</dev/null', 'sh', ...BERM, 'inspect', ELF], { encoding: 'utf8' });
+  t.equal(ok.status, 1, 'exit 1: output the caller asked for was lost');
+  t.match(ok.stderr, /^berm: writing to stdout failed: EBADF/m, 'says why');
+  const failed = spawnSync(
+    'sh',
+    ['-c', '"$@" 1</dev/null', 'sh', ...BERM, 'call', misbehave, 'always_fails'],
+    {
+      encoding: 'utf8',
+    },
+  );
+  t.equal(failed.status, 1, 'a failed tool: exit 1');
+  t.match(failed.stderr, /berm: tool always_fails failed\n[^]*writing to stdout failed: EBADF/, 'both lines');
+});

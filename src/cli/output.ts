@@ -15,12 +15,13 @@
  * queues and waits as Node always did ({@link SyncOutput.stream}). On Windows, where Node's
  * console stream converts the text for the console, the stream is used from the start.
  *
- * Errors: EBADF (the descriptor is closed) drops the output, as Node's stream for a closed
- * descriptor does; any other (EPIPE from a reader that stopped, ENOSPC from a full disk, EIO) is
+ * Errors: EBADF from a closed descriptor drops the output, as Node's stream for a closed
+ * descriptor does; any other (EPIPE from a reader that stopped, ENOSPC from a full disk, EIO,
+ * EBADF from an open descriptor that takes no writes) is
  * handed to {@link SyncOutput.onError} once, and later writes are dropped; so is a failure the
  * process stream reports once output goes through it.
  */
-import { writeSync } from 'node:fs';
+import { fstatSync, writeSync } from 'node:fs';
 
 /** A standard stream written synchronously (see the module comment). */
 export class SyncOutput {
@@ -52,11 +53,15 @@ export class SyncOutput {
     return stream;
   }
 
-  /** The first failure: later writes are dropped; EBADF (a closed descriptor) is not reported. */
+  /**
+   * The first failure: later writes are dropped. EBADF from a closed descriptor is not reported
+   * (Node's stream for a closed fd 1 writes to nothing); from an open one that takes no writes
+   * (opened read-only, `1</dev/null`) it is, as Node's stream reported it: the output was lost.
+   */
   private fail(err: NodeJS.ErrnoException): void {
     if (this.failed) return;
     this.failed = true;
-    if (err.code !== 'EBADF') this.onError(err);
+    if (err.code !== 'EBADF' || isOpen(this.fd)) this.onError(err);
   }
 
   /**
@@ -86,6 +91,16 @@ export class SyncOutput {
       }
       this.fail(err);
     }
+  }
+}
+
+/** Whether `fd` is an open descriptor (fstat succeeds on it). */
+function isOpen(fd: number): boolean {
+  try {
+    fstatSync(fd);
+    return true;
+  } catch {
+    return false;
   }
 }
 
