@@ -2,7 +2,7 @@
 // 127.0.0.1, port 0): whatever they send, bermd answers other clients and loses nothing. A
 // child process, so a defect that hangs bermd's serving thread fails the test instead of hanging
 // the test file.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -158,9 +158,18 @@ t.test('arguments too deep or too large for a tool call: clear refusals over HTT
   t.same(await ok.json(), { done: '{"k":1}' }, 'bermd carries on');
 });
 
-t.test('GET /wakes answers a bounded page of a large due-set, with the total pending', async (t) => {
-  // a harness with the schedule grant can fill the due-set (millions of wakes, 64 KiB of payload
-  // each); listing it whole would build gigabytes on the serving thread
+/**
+ * A test bermd (stopped at the test's end) with the queue guest deployed as `qg` and `n` wakes of
+ * `payload` armed over the API, `batch` requests at a time: ids `${prefix}0`.., due an hour from
+ * now, 1 ms apart (so listed in id order). Asserts the deploy's 200 and every arm's 201.
+ */
+async function daemonWithWakes(
+  t: Test,
+  n: number,
+  batch: number,
+  prefix: string,
+  payload: string,
+): Promise<Awaited<ReturnType<typeof testDaemon>>> {
   const d = await testDaemon();
   t.teardown(() => d.stop());
   t.equal(
@@ -168,24 +177,30 @@ t.test('GET /wakes answers a bounded page of a large due-set, with the total pen
     200,
   );
   const base = Date.now() + 3_600_000;
-  for (let i = 0; i < 1001; i += 50) {
-    await Promise.all(
-      Array.from({ length: Math.min(50, 1001 - i) }, (_, k) =>
+  for (let i = 0; i < n; i += batch) {
+    const s = await Promise.all(
+      Array.from({ length: Math.min(batch, n - i) }, (_, k) =>
         d
           .req('/wakes', {
             method: 'POST',
-            body: JSON.stringify({ harness: 'qg', at: base + i + k, id: `w${i + k}`, payload: 'p' }),
+            body: JSON.stringify({ harness: 'qg', at: base + i + k, id: `${prefix}${i + k}`, payload }),
           })
           .then((r) => r.status),
       ),
-    ).then((s) =>
-      t.same(
-        s.filter((x) => x !== 201),
-        [],
-        `wakes ${i}.. armed`,
-      ),
+    );
+    t.same(
+      s.filter((x) => x !== 201),
+      [],
+      `wakes ${i}.. armed`,
     );
   }
+  return d;
+}
+
+t.test('GET /wakes answers a bounded page of a large due-set, with the total pending', async (t) => {
+  // a harness with the schedule grant can fill the due-set (millions of wakes, 64 KiB of payload
+  // each); listing it whole would build gigabytes on the serving thread
+  const d = await daemonWithWakes(t, 1001, 50, 'w', 'p');
   type Page = { wakes: { id: string }[]; pending: number; truncated?: boolean };
   const all = (await (await d.req('/wakes')).json()) as Page;
   t.equal(all.wakes.length, 1000, 'the default page');
@@ -211,32 +226,9 @@ t.test('GET /wakes answers a bounded page of a large due-set, with the total pen
 t.test('GET /wakes stops at 4 MiB of payload, whatever the limit', async (t) => {
   // 10,000 wakes of 64 KiB each were read and answered at ?limit=10000: ~655 MB of JSON (and six
   // times that for payloads of control characters, each escaped as \uXXXX) in one request
-  const d = await testDaemon();
-  t.teardown(() => d.stop());
-  t.equal(
-    (await d.req('/harnesses/qg', { method: 'PUT', body: elf('test/data/queue-guest.elf') })).status,
-    200,
-  );
-  const base = Date.now() + 3_600_000;
   // 60,000 UTF-8 bytes each (30,000 characters)
   const payload = 'é'.repeat(30_000);
-  for (let i = 0; i < 100; i += 20) {
-    const s = await Promise.all(
-      Array.from({ length: 20 }, (_, k) =>
-        d
-          .req('/wakes', {
-            method: 'POST',
-            body: JSON.stringify({ harness: 'qg', at: base + i + k, id: `b${i + k}`, payload }),
-          })
-          .then((r) => r.status),
-      ),
-    );
-    t.same(
-      s.filter((x) => x !== 201),
-      [],
-      `wakes ${i}.. armed`,
-    );
-  }
+  const d = await daemonWithWakes(t, 100, 20, 'b', payload);
   type Page = { wakes: { id: string; payload: string }[]; pending: number; truncated?: boolean };
   const page = (await (await d.req('/wakes?limit=10000')).json()) as Page;
   // the 70th payload brings the listed ones to 4,200,000 bytes, past 4 MiB (4,194,304)
