@@ -93,10 +93,8 @@ t.test(
     for (let round = 0; round < ROUNDS; round++) {
       const b = await startBermd(root);
       // the previous rounds' deploys are all there, with their digests
-      const list = (await (await fetch(`${b.url}/harnesses`)).json()) as {
-        harnesses: { name: string; digest: string }[];
-      };
-      const listed = new Map(list.harnesses.map((h) => [h.name, h.digest]));
+      const list = (await (await fetch(`${b.url}/harnesses`)).json()) as { name: string; digest: string }[];
+      const listed = new Map(list.map((h) => [h.name, h.digest]));
       for (const [name, digest] of acked)
         t.equal(listed.get(name), digest, `round ${round}: ${name} survived`);
       const images = join(root, 'deployments', 'images');
@@ -153,10 +151,8 @@ t.test(
     }
     const b = await startBermd(root);
     t.teardown(() => kill9(b));
-    const list = (await (await fetch(`${b.url}/harnesses`)).json()) as {
-      harnesses: { name: string; digest: string }[];
-    };
-    const listed = new Map(list.harnesses.map((h) => [h.name, h.digest]));
+    const list = (await (await fetch(`${b.url}/harnesses`)).json()) as { name: string; digest: string }[];
+    const listed = new Map(list.map((h) => [h.name, h.digest]));
     for (const [name, digest] of acked) t.equal(listed.get(name), digest, `final: ${name} survived`);
     t.ok(acked.size > ROUNDS, `deploys were acknowledged (${acked.size})`);
     t.ok(ackedChains.length > 0, `invocations were acknowledged (${ackedChains.length})`);

@@ -134,9 +134,9 @@ t.test('a restore in progress: 503 with progress, health and metrics answer', as
   t.same(await (await fetch(`${url}/health`)).json(), { status: 'ok' });
   const call = await fetch(`${url}/harnesses/echo/tools/echo`, { method: 'POST', body: '{"a":1}' });
   t.same(await call.json(), { done: '{"a":1}' });
-  const list = (await (await fetch(`${url}/harnesses`)).json()) as { harnesses: { name: string }[] };
+  const list = (await (await fetch(`${url}/harnesses`)).json()) as { name: string }[];
   t.same(
-    list.harnesses.map((h) => h.name),
+    list.map((h) => h.name),
     ['echo', 'text'],
   );
 });

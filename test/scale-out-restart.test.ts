@@ -128,7 +128,7 @@ t.test('rolling restart under load: no acknowledged invocation, wake or deploy i
   );
   const missingOn = async (b: Bermd): Promise<string[]> => {
     const ls = await http(`${b.url}/harnesses`, 'GET');
-    const names = new Set(((ls.body.harnesses as { name: string }[] | undefined) ?? []).map((h) => h.name));
+    const names = new Set(((ls.body as unknown as { name: string }[] | undefined) ?? []).map((h) => h.name));
     return [...deploys].filter((d) => !names.has(d));
   };
   await until(

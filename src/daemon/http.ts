@@ -163,3 +163,17 @@ export function checkHarnessName(name: string): string {
   }
   return name;
 }
+
+/**
+ * The harness name of a `/harnesses/{name}...` path (percent-decoded) for `method`, under the
+ * upstream rule: a PUT of a name that breaks {@link HARNESS_NAME} is refused 400 naming the rule;
+ * every other method answers 404, since nothing by that name can be deployed.
+ * @throws HttpError 400 (PUT) or 404 (any other method) for a name that breaks the rule
+ */
+export function routeHarnessName(name: string, method: string): string {
+  if (method === 'PUT' || HARNESS_NAME.test(name)) return checkHarnessName(name);
+  throw new HttpError(
+    404,
+    `no harness named ${JSON.stringify(name)} is deployed (names are 1 to 64 of a-z, 0-9, '_' and '-')`,
+  );
+}

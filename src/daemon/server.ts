@@ -4,7 +4,7 @@
  *
  *   GET    /health                              {"status":"ok"} (no token needed)
  *   GET    /metrics                             Prometheus text
- *   GET    /harnesses                           {"harnesses":[inspect shape...]}
+ *   GET    /harnesses                           [inspect shape...] (a bare array, sorted by name)
  *   GET    /harnesses/{name}                    {name, digest, usage, tools, deps, granted, deployed_at}
  *   PUT    /harnesses/{name}                    body = ELF bytes; 200 with the inspect shape
  *   DELETE /harnesses/{name}                    204
@@ -21,7 +21,15 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Authority, Backend, InvokeOutcome } from './backend.js';
 import { BearerAuth, refuseBrowsers } from './auth.js';
 import { describe, Deployments } from './deployments.js';
-import { HttpError, checkHarnessName, endSliced, readBody, sendError, sendJson } from './http.js';
+import {
+  HttpError,
+  checkHarnessName,
+  endSliced,
+  readBody,
+  routeHarnessName,
+  sendError,
+  sendJson,
+} from './http.js';
 import { McpEndpoint } from './mcp.js';
 import { Metrics } from './metrics.js';
 
@@ -310,11 +318,12 @@ export class DaemonServer {
         return;
       }
       if (parts[0] === 'harnesses') {
-        const name = parts.length > 1 ? checkHarnessName(segment(parts[1]!)) : undefined;
+        const name =
+          parts.length > 1 && parts[1] !== '' ? routeHarnessName(segment(parts[1]!), method) : undefined;
         if (parts.length === 1 || (parts.length === 2 && parts[1] === '')) {
           route = '/harnesses';
           if (method !== 'GET') throw notAllowed(method, 'GET');
-          sendJson(res, 200, { harnesses: this.o.deployments.list().map(describe) });
+          sendJson(res, 200, this.o.deployments.list().map(describe));
           return;
         }
         if (parts.length === 2) {
