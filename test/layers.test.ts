@@ -17,6 +17,8 @@ const LAYER: Record<string, number> = {
   engine: 4,
   wire: 5,
   harness: 6,
+  // the index of published harnesses: entries, JSON Lines files, search, sources, the service
+  index: 6.5,
   capabilities: 7,
   config: 8,
   runtime: 9,

@@ -85,6 +85,10 @@ const COMMANDS: { words: readonly string[]; load: () => Promise<Register> }[] = 
     words: ['deploy', 'ls', 'rm', 'invoke'],
     load: async () => (await import('./commands/daemon-verbs.js')).registerDaemonVerbs,
   },
+  {
+    words: ['search', 'publish', 'install'],
+    load: async () => (await import('./commands/index-verbs.js')).registerIndexVerbs,
+  },
   { words: ['wake'], load: async () => (await import('./commands/wake-client.js')).registerWakeClient },
   { words: ['run'], load: async () => (await import('./commands/run.js')).registerRun },
 ];
