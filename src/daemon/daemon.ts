@@ -23,6 +23,7 @@ import { Grants } from './grants.js';
 import { DaemonServer } from './server.js';
 import type { Settings } from './settings.js';
 import { DeploymentStore } from './store.js';
+import { openIndex, type IndexSource } from '../index/source.js';
 
 /** A reason bermd will not start; the message says what to change. */
 export class BootError extends Error {
@@ -179,6 +180,16 @@ export async function startDaemon(
     );
     if (settings.store.value !== null) show('lease-ms', settings.leaseMs);
 
+    show('index', settings.index, settings.index.value ?? 'none');
+    let index: IndexSource | null = null;
+    if (settings.index.value !== null) {
+      try {
+        index = await openIndex(settings.index.value, cacheDir);
+      } catch (e) {
+        throw new BootError(`--index: ${(e as Error).message}`);
+      }
+    }
+
     const backend = await makeBackend({
       root,
       cacheDir,
@@ -210,6 +221,7 @@ export async function startDaemon(
       },
       version: packageVersion(),
       log,
+      index,
     });
     // Listen before the restore, so a long one does not refuse connections: until it is done (and,
     // with a shared store, the deployments follow the database) every request that needs them is

@@ -68,6 +68,10 @@ const program = new Command('bermd')
     '--workers <n>',
     'worker threads for guests and translations (default: the core count; env BERMD_WORKERS)',
   )
+  .option(
+    '--index <source>',
+    'an index to browse and install from at GET /index and POST /index/install: a directory, a .git URL or an index service URL (env BERMD_INDEX)',
+  )
   .allowExcessArguments(false)
   .addHelpText(
     'after',
@@ -103,6 +107,7 @@ const flags: Flags = {
   protocolEndpoint: o.protocolEndpoint,
   store: o.store,
   leaseMs: o.lease,
+  index: o.index,
 };
 const log = (line: string): void => void process.stderr.write(`bermd: ${line}\n`);
 

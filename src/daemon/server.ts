@@ -30,6 +30,8 @@ import {
   sendError,
   sendJson,
 } from './http.js';
+import { serveIndex } from './index-routes.js';
+import type { IndexSource } from '../index/source.js';
 import { McpEndpoint } from './mcp.js';
 import { Metrics } from './metrics.js';
 
@@ -69,6 +71,8 @@ export interface DaemonServerOptions {
   version: string;
   /** one line per notable event (deploys, undeploys, shutdown) */
   log: (line: string) => void;
+  /** the index of `--index` (GET /index, POST /index/install: ./index-routes.ts), null without */
+  index?: IndexSource | null;
 }
 
 const AUTHORITY_HEADERS = {
@@ -356,6 +360,20 @@ export class DaemonServer {
           res.writeHead(204).end();
           return;
         }
+      }
+      if (parts[0] === 'index') {
+        route = '/index';
+        const query = (req.url ?? '').includes('?')
+          ? (req.url ?? '').slice((req.url ?? '').indexOf('?') + 1)
+          : '';
+        const index = {
+          source: this.o.index ?? null,
+          deployments: this.o.deployments,
+          body: (r: IncomingMessage) => readBody(r, this.bodyLimits()),
+          log: this.o.log,
+        };
+        route = await serveIndex(index, method, parts, query, req, res);
+        return;
       }
       throw new HttpError(404, `no route ${method} ${url.pathname}`);
     } catch (e) {

@@ -44,6 +44,8 @@ export interface Settings {
   store: Setting<string | null>;
   /** with a PostgreSQL store: lease of a claimed wake, ms */
   leaseMs: Setting<number>;
+  /** the index to browse and install from (a directory, a `.git` URL or a service URL), or none */
+  index: Setting<string | null>;
 }
 
 /** Flag values as commander hands them over (strings; undefined when absent). */
@@ -209,6 +211,7 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
         return n;
       },
     },
+    index: { flag: 'index', env: 'BERMD_INDEX', def: () => null, parse: (s) => s },
     workers: {
       flag: 'workers',
       env: 'BERMD_WORKERS',

@@ -12,7 +12,7 @@
 import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { ensureDirectory } from '../util/dirs.js';
-import type { Catalog, SearchOptions, SearchPage } from './catalog.js';
+import { CursorError, type Catalog, type SearchOptions, type SearchPage } from './catalog.js';
 import { entryKey, toEntry, type IndexEntry } from './entry.js';
 import { loadIndexDirectory } from './files.js';
 import { git } from './git.js';
@@ -92,7 +92,7 @@ class LocalSource implements IndexSource {
     try {
       return this.load().search(term, opts);
     } catch (e) {
-      if (e instanceof IndexError) throw e;
+      if (e instanceof IndexError || e instanceof CursorError) throw e;
       throw new IndexError((e as Error).message);
     }
   }
