@@ -271,6 +271,8 @@ export class BermRuntime extends EventEmitter {
    */
   private notBefore = 0;
   private closed = false;
+  /** close() ran out of its drain time and interrupted what still ran (those wakes stay claimed) */
+  private interrupting = false;
   private started = false;
   private dispatching = false;
   /** wakes started since the runtime was created (a drain that starts none may sleep) */
@@ -745,7 +747,9 @@ export class BermRuntime extends EventEmitter {
               ? o.error.message
               : undefined;
     if (detail !== undefined) rec.detail = detail.length > 500 ? detail.slice(0, 500) + '...' : detail;
-    const shutdownInterrupt = this.closed && o.status === 'trapped' && o.trap.name === 'Interrupted';
+    // only the interrupt of close() keeps the claim: a wake whose own deadline passed during the
+    // drain has run to its end like any other, and is finished
+    const shutdownInterrupt = this.interrupting && o.status === 'trapped' && o.trap.name === 'Interrupted';
     // journal first, then forget the claim: a kill in between re-delivers (at-least-once)
     this.store.journal.append(rec);
     if (j.wake && !shutdownInterrupt) this.store.dues.finish(j.wake.id, j.wake.seq);
@@ -1387,6 +1391,7 @@ export class BermRuntime extends EventEmitter {
     let t: NodeJS.Timeout | undefined;
     const bound = new Promise<'timeout'>((resolve) => (t = setTimeout(() => resolve('timeout'), drainMs)));
     if ((await Promise.race([drained, bound])) === 'timeout') {
+      this.interrupting = true;
       this.pool.interruptAll(this.running.keys());
       const t2 = new Promise<void>((resolve) => setTimeout(resolve, this.limits.graceMs));
       await Promise.race([drained, t2]);

@@ -22,8 +22,12 @@ interface LockDatabase {
   pragma(sql: string): unknown;
   exec(sql: string): void;
   close(): void;
+  prepare(sql: string): { get(): unknown };
 }
-type LockDatabaseCtor = new (file: string, options?: { timeout?: number }) => LockDatabase;
+type LockDatabaseCtor = new (
+  file: string,
+  options?: { timeout?: number; readonly?: boolean; fileMustExist?: boolean },
+) => LockDatabase;
 const Sqlite = createRequire(import.meta.url)('better-sqlite3') as LockDatabaseCtor;
 
 /** File names under the state directory. */
@@ -72,6 +76,40 @@ export class StateLock {
     }
     fs.writeFileSync(path.join(dir, OWNER_FILE), `${who} (pid ${process.pid})\n`);
     return new StateLock(db, dir);
+  }
+
+  /**
+   * The pid of the live process holding `dir`, or null when none does. The lock is probed with a
+   * read (SQLite answers SQLITE_BUSY while a holder keeps its exclusive transaction open): a
+   * holder exists exactly while its process lives, and then `state.lock.owner` names its pid. A
+   * pid file left by a killed process therefore never counts, however its pid was reused since.
+   * The probe holds a shared lock for the duration of one read.
+   */
+  static holder(dir: string): number | null {
+    let db: LockDatabase;
+    try {
+      db = new Sqlite(path.join(dir, LOCK_FILE), { timeout: 0, readonly: true, fileMustExist: true });
+    } catch {
+      return null; // no lock file: nobody ever held the directory
+    }
+    let held = false;
+    try {
+      db.prepare('SELECT count(*) FROM sqlite_master').get();
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'SQLITE_BUSY') throw e;
+      held = true;
+    } finally {
+      db.close();
+    }
+    if (!held) return null;
+    let owner: string;
+    try {
+      owner = fs.readFileSync(path.join(dir, OWNER_FILE), 'utf8');
+    } catch {
+      return null; // held, but its holder has not named itself yet
+    }
+    const m = /\(pid (\d+)\)\s*$/.exec(owner);
+    return m ? Number(m[1]) : null;
   }
 
   /** Let the directory go (idempotent); the process ending does the same. */

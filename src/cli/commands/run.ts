@@ -71,6 +71,21 @@ function invocationLine(r: JournalRecord): string {
   return parts.join(' ');
 }
 
+let rescan: (() => void) | null = null;
+let rescanInstalled = false;
+
+/**
+ * Route SIGUSR2 (`berm wake add --state` asking for a rescan) to `fn`, or ignore it (null). The
+ * listener is installed once and never removed, so the signal's default action (ending the
+ * process) never applies once a queue has written its pid file.
+ */
+function onRescanSignal(fn: (() => void) | null): void {
+  rescan = fn;
+  if (rescanInstalled) return;
+  rescanInstalled = true;
+  process.on('SIGUSR2', () => rescan?.());
+}
+
 /** Register `run`. */
 export function registerRun(program: Command, ctx: CliContext): void {
   program
@@ -197,6 +212,16 @@ export function registerRun(program: Command, ctx: CliContext): void {
               path.join(opts.state, HARNESSES_FILE),
               JSON.stringify(summaries, null, 2) + '\n',
             );
+            // SIGUSR2 is handled before the pid file names this process and for as long as the
+            // process lives: a `berm wake add` that read the pid file just before it was removed
+            // may signal at any moment of the drain or after it, and the signal's default action
+            // would end the process mid-drain
+            let draining = false;
+            onRescanSignal(() => {
+              if (draining) return; // the store is closing: the new wakes fire at the next start
+              const n = rt.rescan();
+              if (n > 0) io.out(`berm run: picked up ${n} wakes armed from outside\n`);
+            });
             const pidFile = path.join(opts.state, PID_FILE);
             fs.writeFileSync(pidFile, `${process.pid}\n`);
             rt.start();
@@ -205,11 +230,6 @@ export function registerRun(program: Command, ctx: CliContext): void {
 
             // keeps the process alive while idle (the due-set's timer is unref'd); not a polling tick
             const keepAlive = setInterval(() => {}, 1 << 30);
-            const onUsr2 = () => {
-              const n = rt.rescan();
-              if (n > 0) io.out(`berm run: picked up ${n} wakes armed from outside\n`);
-            };
-            process.on('SIGUSR2', onUsr2);
             await new Promise<void>((resolve) => {
               const stop = (sig: string) => {
                 process.off('SIGINT', onInt);
@@ -222,7 +242,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
               process.on('SIGINT', onInt);
               process.on('SIGTERM', onTerm);
             });
-            process.off('SIGUSR2', onUsr2);
+            draining = true;
             await rt.close();
             clearInterval(keepAlive);
             try {
@@ -230,6 +250,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
             } catch {
               // already gone
             }
+            onRescanSignal(null);
             io.out('berm run: stopped\n');
             return ExitCode.Ok;
           } finally {

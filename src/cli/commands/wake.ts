@@ -17,6 +17,7 @@ import {
   LimitError,
   ON_WAKE,
   SqliteStore,
+  StateLock,
   wakeSpec,
   type WakeRecord,
 } from '../../runtime/index.js';
@@ -54,11 +55,16 @@ function known(state: string, config: string | undefined): Map<string, { onWake:
   return out;
 }
 
-/** Tell a running `berm run` on this state directory to rescan; false when none runs. */
+/**
+ * Tell a running `berm run` on this state directory to rescan; false when none runs. The pid
+ * file is believed only when the live holder of the state lock is that pid: a file left by a
+ * killed queue names a pid the system may have given to an unrelated process since.
+ */
 function signalRunner(state: string): boolean {
   try {
     const pid = Number(fs.readFileSync(path.join(state, PID_FILE), 'utf8').trim());
     if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+    if (StateLock.holder(state) !== pid) return false;
     process.kill(pid, 'SIGUSR2');
     return true;
   } catch {
