@@ -53,7 +53,7 @@ rust-host-test:
 	cd examples/notes && RUSTC=$(RUST_RUSTC) CARGO_TARGET_DIR=../../target $(RUST_CARGO) test --offline -q
 
 # The example harnesses declared by examples/harnesses.toml (gcc -O2, reproducible).
-EXAMPLE_HARNESSES = os fetch probe ticker wakes remind
+EXAMPLE_HARNESSES = os fetch probe ticker wakes remind wsecho
 examples: caps-check
 	@set -e; for h in $(EXAMPLE_HARNESSES); do \
 	  $(MAKE) --no-print-directory -s -B -C $(SDK)/examples/$$h BERM_CC=gcc OPT=-O2 all; \

@@ -6,7 +6,7 @@ import { CAPABILITIES, CAPABILITY_NAMES, stageReply } from '../src/capabilities/
 import { runSync, shutdownBridge } from '../src/capabilities/common/sync.js';
 import { closeStores } from '../src/capabilities/storage/index.js';
 import { CALL_DEADLINE } from '../src/capabilities/types.js';
-import { hostAllowed } from '../src/capabilities/http/policy.js';
+import { hostAllowed } from '../src/capabilities/common/hosts.js';
 import { decodeFields, parseStagedLength } from '../src/wire/fields.js';
 import { F, ctx, dec, okText, scratch, startServer } from './helpers/cap-util.js';
 
@@ -23,7 +23,7 @@ t.teardown(() => {
 });
 
 t.test('registry', async (t) => {
-  t.same(CAPABILITY_NAMES, ['call', 'clock', 'exec', 'fs', 'http', 'schedule', 'storage']);
+  t.same(CAPABILITY_NAMES, ['call', 'clock', 'exec', 'fs', 'http', 'schedule', 'storage', 'ws']);
   t.ok(fsc['crabtalk.fs.read'] && execc['crabtalk.exec.run'] && httpc['crabtalk.http.fetch']);
 });
 

@@ -183,7 +183,7 @@ capabilities = ["http"]
   const expect: [number, RegExp, RegExp][] = [
     [2, /name contains a dot/, /rename it, e.g. "a-b"/],
     [10, /fs is granted without a root/, /add root =/],
-    [16, /unknown capability "teleport"/, /use one of call, clock, exec, fs, http, schedule, storage/],
+    [16, /unknown capability "teleport"/, /use one of call, clock, exec, fs, http, schedule, storage, ws/],
     [21, /sha256 is missing or not 64 hex/, /sha256sum/],
     [26, /sha256 mismatch: .* hashes to [0-9a-f]{64}/, /set sha256 to that value/],
     [29, /duplicate name \(first declared at line 23\)/, /its own name/],

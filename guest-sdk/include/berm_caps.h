@@ -27,6 +27,9 @@
 #define BERM_CAP_WAKE_ARM 0xbc59719045534c41ULL /* berm.wake.arm */
 #define BERM_CAP_WAKE_CANCEL 0x49fec8e77c499a5fULL /* berm.wake.cancel */
 #define BERM_CAP_CALL_AFTER 0x9b5a5c838aa65cb1ULL /* berm.call.after */
+#define BERM_CAP_WS_OPEN 0x1308e3c825514c27ULL /* berm.ws.open */
+#define BERM_CAP_WS_SEND 0x1ee1e26347e2a77dULL /* berm.ws.send */
+#define BERM_CAP_WS_CLOSE 0xd5fc8fe22e288ae1ULL /* berm.ws.close */
 #define BERM_CAP_CRABTALK_FS_READ 0x3ffaec9158f72e7cULL /* crabtalk.fs.read */
 #define BERM_CAP_CRABTALK_FS_WRITE 0xcae4807d8bfa7097ULL /* crabtalk.fs.write */
 #define BERM_CAP_CRABTALK_EXEC_RUN 0x72909e46563fb3b7ULL /* crabtalk.exec.run */
@@ -78,6 +81,9 @@
   X(WAKE_ARM, "berm.wake.arm") \
   X(WAKE_CANCEL, "berm.wake.cancel") \
   X(CALL_AFTER, "berm.call.after") \
+  X(WS_OPEN, "berm.ws.open") \
+  X(WS_SEND, "berm.ws.send") \
+  X(WS_CLOSE, "berm.ws.close") \
   X(CRABTALK_FS_READ, "crabtalk.fs.read") \
   X(CRABTALK_FS_WRITE, "crabtalk.fs.write") \
   X(CRABTALK_EXEC_RUN, "crabtalk.exec.run") \

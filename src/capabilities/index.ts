@@ -15,6 +15,7 @@ import { fsCapability } from './fs/index.js';
 import { httpCapability } from './http/index.js';
 import { scheduleCapability } from './schedule/index.js';
 import { storageCapability } from './storage/index.js';
+import { wsCapability } from './ws/index.js';
 import type { Capability } from './types.js';
 
 const BUILT_IN: readonly Capability[] = [
@@ -25,6 +26,7 @@ const BUILT_IN: readonly Capability[] = [
   storageCapability,
   callCapability,
   scheduleCapability,
+  wsCapability,
 ];
 
 const registry: Record<string, Capability> = {};

@@ -4,6 +4,8 @@
  * the limit and its value, so a caller can tell "queue full" from "rate" from "depth".
  */
 
+import { WS_DEFAULT_LIMITS } from '../capabilities/ws/limits.js';
+
 /** How a schedule's next occurrence is handled while the previous one is still running. */
 export type OverrunPolicy = 'skip' | 'defer';
 
@@ -53,6 +55,14 @@ export interface RuntimeLimits {
   journalKeep: number;
   /** how long close() waits for in-flight work before interrupting it (default 10,000) */
   drainMs: number;
+  /** ws: largest WebSocket frame, either direction (default 1 MiB; src/capabilities/ws) */
+  wsMaxFrameBytes: number;
+  /** ws: connections one harness holds open at once (default 16) */
+  wsHarnessConnections: number;
+  /** ws: connections the process holds open at once, over all harnesses (default 1,024) */
+  wsConnections: number;
+  /** ws: frames one connection may have waiting to go out; a send beyond is refused (default 256) */
+  wsQueueFrames: number;
 }
 
 /** Where a limit's value came from, for the boot log. */
@@ -79,6 +89,7 @@ export function defaultLimits(poolSize: number): RuntimeLimits {
     journalRotateBytes: 64 * 1024 * 1024,
     journalKeep: 4,
     drainMs: 10_000,
+    ...WS_DEFAULT_LIMITS,
   };
 }
 
@@ -98,6 +109,10 @@ export function checkLimits(l: RuntimeLimits): void {
     'harnessPendingWakes',
     'journalRotateBytes',
     'journalKeep',
+    'wsMaxFrameBytes',
+    'wsHarnessConnections',
+    'wsConnections',
+    'wsQueueFrames',
   ];
   for (const k of ints) {
     const v = l[k] as number;

@@ -34,6 +34,7 @@ import {
   type LimitSource,
   type RuntimeLimits,
 } from './limits.js';
+import { attachConnections } from './connections.js';
 import { WorkerPool, type Compiled } from './pool.js';
 import type { Authority, ChainSpec, HostRequest, RunResult, TrapInfo } from './protocol.js';
 import { SqliteStore } from './sqlite-store.js';
@@ -44,8 +45,8 @@ export const ON_WAKE = 'on_wake';
 /** Entry a notification runs. */
 export const ON_NOTIFY = 'on_notify';
 
-/** The trigger that started an invocation. */
-export type Trigger = 'call' | 'wake' | 'notify';
+/** The trigger that started an invocation (`event`: a WebSocket connection's, ./connections.ts). */
+export type Trigger = 'call' | 'wake' | 'notify' | 'event';
 
 /** Facts about one finished invocation, on every outcome. */
 export interface InvocationInfo {
@@ -91,6 +92,8 @@ export interface InvokeOptions {
   onLog?: (line: string) => void;
   /** who the invocation acts for; inherited by its chain and the work it enqueues */
   authority?: Authority;
+  /** the trigger it is journaled under (default call; `event` for a connection's events) */
+  trigger?: 'call' | 'event';
 }
 
 /** A harness in the registry. */
@@ -288,6 +291,8 @@ export class BermRuntime extends EventEmitter {
   };
   private lastSpillLog = 0;
   private readonly services = new Map<string, QueueService>();
+  /** the ws capability's connections, a trigger of this queue (./connections.ts) */
+  private readonly connections;
 
   private constructor(
     readonly store: RuntimeStore,
@@ -321,6 +326,7 @@ export class BermRuntime extends EventEmitter {
         for (const d of this.registry.values()) if (d.compile.key === from) d.compile = info;
       },
     });
+    this.connections = attachConnections(this, limits, (line) => this.log(line));
   }
 
   /**
@@ -490,7 +496,7 @@ export class BermRuntime extends EventEmitter {
       );
     }
     return this.submit({
-      trigger: 'call',
+      trigger: opts.trigger ?? 'call',
       harness,
       kind: 'tool',
       entry: tool,
@@ -1374,6 +1380,7 @@ export class BermRuntime extends EventEmitter {
   async close(drainMs = this.limits.drainMs): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.connections.shutdown();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     for (const j of this.queue.splice(0))

@@ -19,7 +19,7 @@ import {
   type CapabilityReply,
 } from '../types.js';
 import type { FetchArgs, FetchResult } from './fetch-job.js';
-import { checkHostPattern, checkUrl } from './policy.js';
+import { checkHostPattern, checkUrl } from '../common/hosts.js';
 
 /** Limits of the http capability and their defaults (ms, bytes). */
 export const HTTP_LIMITS = Object.freeze({

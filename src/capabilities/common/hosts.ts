@@ -1,5 +1,6 @@
 /**
- * Which URLs berm.http.fetch may reach: http and https only; no
+ * Which URLs a capability that dials out may reach (berm.http.fetch: http and https; berm.ws.open:
+ * ws and wss): the caller's schemes only; no
  * userinfo; the host must match a declared host exactly (case-insensitive) or a declared
  * `*.domain` (subdomains only, never the bare domain); IP literals only when declared as that
  * exact address. Hosts are compared after WHATWG URL parsing, which canonicalises IDNs to
@@ -65,16 +66,24 @@ export function checkHostPattern(p: string): string | null {
   return null;
 }
 
-/** Parse `raw` and apply the policy for a grant of `hosts` (absent or empty: no host at all). */
-export function checkUrl(raw: string, hosts: readonly string[] | undefined): UrlVerdict {
+/**
+ * Parse `raw` and apply the policy for a grant of `hosts` (absent or empty: no host at all).
+ * @param schemes the schemes the caller speaks, without the colon (default http and https)
+ */
+export function checkUrl(
+  raw: string,
+  hosts: readonly string[] | undefined,
+  schemes: readonly string[] = ['http', 'https'],
+): UrlVerdict {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     return { refused: `not an absolute URL: ${JSON.stringify(raw.slice(0, 200))}` };
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return { refused: `scheme ${url.protocol.replace(/:$/, '')} is not allowed; only http and https` };
+  const scheme = url.protocol.replace(/:$/, '');
+  if (!schemes.includes(scheme)) {
+    return { refused: `scheme ${scheme} is not allowed; only ${schemes.join(' and ')}` };
   }
   if (url.username !== '' || url.password !== '') {
     return { refused: 'URLs with userinfo (user:password@) are not allowed' };
