@@ -192,7 +192,7 @@ capabilities = ["http"]
     [39, /source is missing/, /add source =/],
     [45, /source is a URL/, /never downloads code/],
     [53, /host "https:\/\/api\.example\.org:443" is not a host name/, /bare host name/],
-    [59, /hosts is set but http is not granted/, /add "http" to capabilities, or remove hosts/],
+    [59, /hosts is set but http or ws is not granted/, /add "http" or "ws" to capabilities, or remove hosts/],
   ];
   t.equal(got.length, expect.length, JSON.stringify(got, null, 1));
   expect.forEach(([line, problem, fix], i) => {
