@@ -18,6 +18,8 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   { languageOptions: { globals: { ...globals.node } } },
+  // the workbench page runs in the browser
+  { files: ['src/workbench/**/*.{ts,tsx}'], languageOptions: { globals: { ...globals.browser } } },
   // the launchers are CommonJS (bin/package.json): an ES module entry would load Node's ESM loader
   {
     files: ['bin/**/*.js'],

@@ -2,7 +2,8 @@
 // Build berm: compile src/ to dist/ (JavaScript, .d.ts, source maps) with tsc, copy the non-code
 // files the sources read next to themselves (*.proto), fix the translator digest into the
 // compiled translate/abi.js, bundle the CLI into one CommonJS file with a V8 code cache for it
-// (scripts/bundle.mjs: what bin/berm.js runs), and write dist/.build.json, whose start time
+// (scripts/bundle.mjs: what bin/berm.js runs), bundle the workbench page (scripts/bundle-workbench.mjs),
+// and write dist/.build.json, whose start time
 // bin/launch.js compares with the sources' modification times to tell a fresh build from a stale one
 // (and whose record of the bundle's size and SHA-256 it checks before running the bundle).
 //
@@ -21,6 +22,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { bundleCli, bundleTranslator, CLI_BUNDLE, walk, writeCodeCache } from './bundle.mjs';
+import { bundleWorkbench, WORKBENCH_SRC } from './bundle-workbench.mjs';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const SRC = join(ROOT, 'src');
@@ -49,8 +51,9 @@ if (r.status !== 0) {
 }
 
 // Non-TypeScript files that modules load from their own folder.
+// (the workbench's sources are bundled below, not copied)
 for (const file of walk(SRC)) {
-  if (file.endsWith('.ts')) continue;
+  if (file.endsWith('.ts') || file.startsWith(WORKBENCH_SRC)) continue;
   const out = join(OUT, relative(SRC, file));
   mkdirSync(dirname(out), { recursive: true });
   copyFileSync(file, out);
@@ -74,6 +77,8 @@ writeFileSync(abiJs, text.replace(marker, `const BUILT_DIGEST = ${JSON.stringify
 try {
   await bundleTranslator(OUT);
   await bundleCli(OUT);
+  // the workbench page bermd serves at / (src/workbench, browser code: its own type check)
+  await bundleWorkbench(OUT);
 } catch (e) {
   rmSync(OUT, { recursive: true, force: true });
   console.error(`berm build: bundling failed: ${e.message}`);

@@ -9,6 +9,8 @@ const SRC = resolve(import.meta.dirname, '..', 'src');
 const LAYER: Record<string, number> = {
   util: 0,
   types: 0,
+  // the browser page: bundled apart, imports nothing of the server (checked below)
+  workbench: 0,
   elf: 1,
   riscv: 1,
   oci: 1,
@@ -184,4 +186,25 @@ t.test('imports stay within the "knows about" column of docs/architecture.md', a
     }
   }
   t.ok(checked > 100, `${checked} imports checked`);
+});
+
+t.test('the workbench page imports nothing of the server: only its own folder and preact', async (t) => {
+  const dir = join(SRC, 'workbench');
+  const all = (d: string): string[] =>
+    readdirSync(d).flatMap((n) => {
+      const p = join(d, n);
+      return statSync(p).isDirectory() ? all(p) : /\.tsx?$/.test(p) ? [p] : [];
+    });
+  let checked = 0;
+  for (const file of all(dir)) {
+    for (const m of readFileSync(file, 'utf8').matchAll(importRe)) {
+      const spec = m[1] ?? m[2];
+      checked++;
+      if (spec.startsWith('.')) {
+        const target = resolve(dirname(file), spec);
+        t.ok(target.startsWith(dir + '/'), `${relative(SRC, file)} imports ${spec}, outside src/workbench`);
+      } else t.match(spec, /^preact(\/hooks)?$/, `${relative(SRC, file)} imports the package ${spec}`);
+    }
+  }
+  t.ok(checked > 10, `${checked} imports checked`);
 });

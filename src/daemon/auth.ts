@@ -6,10 +6,10 @@
  * over SHA-256 digests of both sides, so neither the token's bytes nor its length leak through
  * timing.
  *
- * Browsers are kept out ({@link refuseBrowsers}): bermd serves API clients and no web pages, yet a
- * page the operator visits could otherwise POST a tool call to a loopback daemon without a token
- * (a form or `fetch(..., {mode: 'no-cors'})` is a CORS "simple request": sent without preflight),
- * or reach it through a name it rebinds to 127.0.0.1.
+ * Other web pages are kept out ({@link refuseBrowsers}): bermd serves API clients and its own
+ * workbench page only, yet a page the operator visits could otherwise POST a tool call to a loopback
+ * daemon without a token (a form or `fetch(..., {mode: 'no-cors'})` is a CORS "simple request":
+ * sent without preflight), or reach it through a name it rebinds to 127.0.0.1.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -64,32 +64,48 @@ function hostName(host: string): string {
   return colon === -1 ? host : host.slice(0, colon);
 }
 
+/** Who sent a request that {@link refuseBrowsers} let through. */
+export type RequestSource =
+  /** an API client: no Origin, no Sec-Fetch-Site (curl, Node's fetch, the MCP SDK, the berm CLI) */
+  | 'api'
+  /** the workbench page bermd serves itself: a browser request from bermd's own origin */
+  | 'page';
+
 /**
- * Refuse a request a web browser sends on a page's behalf. Rules (after the MCP streamable HTTP
- * transport's "servers MUST validate the Origin header", and the Fetch standard's headers):
- * - an `Origin` header (browsers send it on every cross-origin request and on every POST) or a
- *   `Sec-Fetch-Site` of `cross-site`/`same-site`: 403, whatever the token, since bermd serves no
- *   pages; API clients (curl, Node's fetch, the MCP SDK, the berm CLI) send neither;
+ * Refuse a request a web browser sends on another page's behalf, and tell the workbench's own
+ * requests from API clients'. Rules (after the MCP streamable HTTP transport's "servers MUST
+ * validate the Origin header", and the Fetch standard's headers):
+ * - an `Origin` header (browsers send it on every cross-origin request and on every POST) that is
+ *   not bermd's own origin (`http://` + the Host header), or a `Sec-Fetch-Site` of
+ *   `cross-site`/`same-site`: 403, whatever the token. Another port on the same loopback address
+ *   is another origin, and `same-site` to a browser, so it is refused too;
  * - without a token (loopback only), a `Host` whose name is not loopback (127.0.0.0/8, ::1,
  *   `localhost`): 403, so a DNS name rebound to 127.0.0.1 reaches nothing. A request without Host
  *   (HTTP/1.0) passes: a browser always sends one.
+ * A request with bermd's own Origin or a `Sec-Fetch-Site` of `same-origin` or `none` (the user
+ * typed the address) is the workbench page's: it authenticates with a session and proves it is
+ * not forged with a CSRF header (src/daemon/sessions.ts), not with the bearer token.
  * @param req the incoming request (only its headers are read)
  * @param tokenRequired whether the daemon checks a bearer token
+ * @returns 'page' for a same-origin browser request, 'api' for everything else let through
  * @throws HttpError 403 naming the header and the rule
  */
-export function refuseBrowsers(req: IncomingMessage, tokenRequired: boolean): void {
+export function refuseBrowsers(req: IncomingMessage, tokenRequired: boolean): RequestSource {
   const origin = req.headers.origin;
-  if (origin !== undefined) {
+  const host = req.headers.host;
+  const site = req.headers['sec-fetch-site'];
+  if (
+    origin !== undefined &&
+    (host === undefined || origin.toLowerCase() !== `http://${host.toLowerCase()}`)
+  ) {
     throw new HttpError(
       403,
-      `requests from web pages are refused (Origin: ${origin.slice(0, 200)}): bermd serves API clients, not browsers`,
+      `requests from web pages are refused (Origin: ${origin.slice(0, 200)}): bermd serves API clients and its own workbench, not other pages`,
     );
   }
-  const site = req.headers['sec-fetch-site'];
   if (site === 'cross-site' || site === 'same-site') {
     throw new HttpError(403, `requests from web pages are refused (Sec-Fetch-Site: ${site})`);
   }
-  const host = req.headers.host;
   if (!tokenRequired && host !== undefined && !isLoopback(hostName(host))) {
     throw new HttpError(
       403,
@@ -97,6 +113,7 @@ export function refuseBrowsers(req: IncomingMessage, tokenRequired: boolean): vo
         'addressed to 127.0.0.1, ::1 or localhost; set BERMD_TOKEN to serve other names',
     );
   }
+  return origin !== undefined || site === 'same-origin' || site === 'none' ? 'page' : 'api';
 }
 
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
@@ -113,6 +130,12 @@ export class BearerAuth {
   /** Whether a token is required. */
   get enabled(): boolean {
     return this.expected !== null;
+  }
+
+  /** Whether `token` is the expected one (constant time); true for any token when none is required. */
+  matches(token: string): boolean {
+    if (this.expected === null) return true;
+    return timingSafeEqual(digest(token), this.expected);
   }
 
   /** @throws HttpError 401 (with a WWW-Authenticate hint in the message) when the token is missing or wrong. */

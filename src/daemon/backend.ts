@@ -94,6 +94,23 @@ export interface InvocationEvent {
   seconds: number;
 }
 
+/** A change in the due-set, for the change feed (GET /events). */
+export type WakeEvent =
+  /** a wake was armed (by a guest, the API or a recurring schedule) */
+  | { type: 'armed'; wake: WakeInfo }
+  /** a wake fired: its due instant, when it fired, both ms since the epoch, and the lateness, ms */
+  | {
+      type: 'fired';
+      id: string;
+      harness: string;
+      scheduledAt: number;
+      firedAt: number;
+      lateMs: number;
+      attempt: number;
+    }
+  /** a pending wake was cancelled */
+  | { type: 'cancelled'; id: string; harness: string };
+
 /** The runtime behind the daemon. */
 export interface Backend {
   /**
@@ -132,6 +149,8 @@ export interface Backend {
   stats(): RuntimeStats;
   /** Subscribe to finished invocations (for the latency histogram and outcome counters). */
   onInvocation(listener: (e: InvocationEvent) => void): void;
+  /** Subscribe to wakes armed, fired and cancelled in this process (optional: the change feed). */
+  onWakeEvent?(listener: (e: WakeEvent) => void): void;
   /**
    * Begin firing due wakes; called once the stored deployments are republished, so an overdue
    * wake finds its harness (optional: a runtime without wakes has nothing to start).

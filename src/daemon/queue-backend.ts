@@ -20,6 +20,7 @@ import type {
   InvocationEvent,
   InvokeOutcome,
   RuntimeStats,
+  WakeEvent,
   WakeInfo,
   WakeRequest,
 } from './backend.js';
@@ -175,6 +176,24 @@ export class QueueBackend implements Backend {
           seconds: info ? (info.ms + info.waitMs) / 1000 : 0,
         });
       },
+    );
+  }
+
+  onWakeEvent(listener: (e: WakeEvent) => void): void {
+    this.runtime.on('armed', (w: WakeRecord) => listener({ type: 'armed', wake: wakeInfo(w) }));
+    this.runtime.on(
+      'wake',
+      (w: {
+        id: string;
+        harness: string;
+        scheduledAt: number;
+        firedAt: number;
+        lateMs: number;
+        attempt: number;
+      }) => listener({ type: 'fired', ...w }),
+    );
+    this.runtime.on('cancelled', (w: { id: string; harness: string }) =>
+      listener({ type: 'cancelled', ...w }),
     );
   }
 

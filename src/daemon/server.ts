@@ -10,7 +10,10 @@
  *   DELETE /harnesses/{name}                    204
  *   POST   /harnesses/{name}/tools/{tool}       body = argument JSON; 200 {"done"} | {"failed"};
  *                                               Accept: text/event-stream streams berm.log lines
- *   POST   /wakes  GET /wakes  DELETE /wakes/{id}
+ *   POST   /wakes  GET /wakes  DELETE /wakes/{id}  GET /wakes/fired (recent firings)
+ *   GET    /events                              SSE change feed (src/daemon/events.ts)
+ *   GET    /  /assets/*  GET|POST|DELETE /session   the workbench page and its sessions
+ *                                               (src/daemon/workbench.ts)
  *   POST|GET|DELETE /mcp                        MCP streamable HTTP
  *
  * Every refusal is `{"error": "..."}` (plus detail fields for traps). The serving thread parses,
@@ -21,6 +24,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Authority, Backend, InvokeOutcome } from './backend.js';
 import { BearerAuth, refuseBrowsers } from './auth.js';
 import { describe, Deployments } from './deployments.js';
+import { EventHub, feedEvents } from './events.js';
 import {
   HttpError,
   checkHarnessName,
@@ -34,6 +38,7 @@ import { serveIndex } from './index-routes.js';
 import type { IndexSource } from '../index/source.js';
 import { McpEndpoint } from './mcp.js';
 import { Metrics } from './metrics.js';
+import { setStrictHeaders, Workbench } from './workbench.js';
 
 /** Limits of the HTTP layer (bytes, ms). */
 export interface HttpLimits {
@@ -73,6 +78,8 @@ export interface DaemonServerOptions {
   log: (line: string) => void;
   /** the index of `--index` (GET /index, POST /index/install: ./index-routes.ts), null without */
   index?: IndexSource | null;
+  /** the built workbench page's folder (default: found beside the daemon; null: none) */
+  workbenchAssets?: string | null;
 }
 
 const AUTHORITY_HEADERS = {
@@ -134,6 +141,10 @@ export class DaemonServer {
   readonly http: Server;
   readonly metrics: Metrics;
   readonly mcp: McpEndpoint;
+  /** the change feed of GET /events */
+  readonly events = new EventHub();
+  /** the workbench page, its sessions and the page's authorisation */
+  readonly workbench: Workbench;
   private readonly auth: BearerAuth;
   /** every open connection (served or over the cap), destroyed at close */
   private readonly sockets = new Set<Socket>();
@@ -154,6 +165,16 @@ export class DaemonServer {
     this.auth = new BearerAuth(o.token);
     this.metrics = new Metrics(o.backend, () => o.deployments.list().length);
     this.mcp = new McpEndpoint(o.deployments, o.backend, o.version);
+    this.workbench = new Workbench(this.auth, o.workbenchAssets);
+    feedEvents(
+      this.events,
+      o.deployments,
+      (name) => {
+        const d = o.deployments.get(name);
+        return d === undefined ? null : describe(d);
+      },
+      o.backend,
+    );
     // A connection that never finishes its headers (slowloris: a byte now and then, or none) holds
     // a slot of --max-connections before any authentication: Node's headersTimeout closes it with
     // a 408, but only when its connection check runs, every 30 s by default, so such a connection
@@ -262,6 +283,7 @@ export class DaemonServer {
       });
     }
     const left = this.active;
+    this.events.close();
     await this.mcp.close();
     for (const s of this.sockets) s.destroy();
     clearInterval(this.sweeper);
@@ -281,11 +303,14 @@ export class DaemonServer {
     }
     // an MCP GET is the session's notification stream: open as long as the client stays, it is
     // not work in progress and must not hold the drain at shutdown
-    const counted = !(req.method === 'GET' && (req.url ?? '').split('?')[0] === '/mcp');
+    // the same for the change feed (GET /events)
+    const bare = (req.url ?? '').split('?')[0];
+    const counted = !(req.method === 'GET' && (bare === '/mcp' || bare === '/events'));
     if (counted) this.active++;
     let route = 'unknown';
     res.on('finish', () => this.metrics.request(route, res.statusCode));
     try {
+      setStrictHeaders(res);
       if (this.closing) res.setHeader('connection', 'close');
       // split the raw path ourselves: URL parsing would resolve '..' and hide a bad name
       const pathname = (req.url ?? '/').split('?')[0]!;
@@ -300,14 +325,25 @@ export class DaemonServer {
         sendJson(res, 200, booting === null ? { status: 'ok' } : { status: 'restoring', restore: booting() });
         return;
       }
-      refuseBrowsers(req, this.auth.enabled);
-      this.auth.check(req);
+      const source = refuseBrowsers(req, this.auth.enabled);
+      const page = await this.workbench.handle(req, res, url.pathname, this.bodyLimits());
+      if (page !== null) {
+        route = page;
+        return;
+      }
+      this.workbench.authorize(req, source);
       if (url.pathname === '/metrics') {
         route = '/metrics';
         if (method !== 'GET') throw notAllowed(method, 'GET');
         const m = await this.metrics.render();
         res.writeHead(200, { 'content-type': m.contentType });
         res.end(m.text);
+        return;
+      }
+      if (url.pathname === '/events') {
+        route = '/events';
+        if (method !== 'GET') throw notAllowed(method, 'GET');
+        this.events.subscribe(req, res);
         return;
       }
       if (this.booting !== null) {
@@ -351,6 +387,11 @@ export class DaemonServer {
           }
           if (method === 'POST') return await this.armWake(req, res);
           throw notAllowed(method, 'GET, POST');
+        }
+        if (parts.length === 2 && parts[1] === 'fired' && method === 'GET') {
+          route = '/wakes/fired';
+          sendJson(res, 200, { fired: this.events.recentFirings() });
+          return;
         }
         if (parts.length === 2) {
           route = '/wakes/{id}';

@@ -12,7 +12,7 @@
  *
  * Events of BermRuntime: 'invocation' (JournalRecord, Outcome | null), 'wake' ({id, harness,
  * scheduledAt, firedAt, lateMs, attempt}), 'spill' ({count, lateMs}), 'armed' (WakeRecord),
- * 'deploy' (DeployedHarness), 'undeploy' (name), 'log' (line).
+ * 'cancelled' ({id, harness}), 'deploy' (DeployedHarness), 'undeploy' (name), 'log' (line).
  */
 export { StateLock, StateLockError } from './state-lock.js';
 export {

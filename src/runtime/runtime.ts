@@ -1275,13 +1275,16 @@ export class BermRuntime extends EventEmitter {
    */
   cancel(id: string, harness?: string): boolean {
     let done: boolean;
+    const held = this.store.dues.get(id);
     if (harness === undefined) done = this.store.dues.cancel(id);
     else {
-      const held = this.store.dues.get(id);
       done = held !== undefined && ownsWake(held, harness) && this.store.dues.cancel(id, held.harness);
       if (done) this.unsettle(held!.armedBy);
     }
-    if (done) this.pendingCount--;
+    if (done) {
+      this.pendingCount--;
+      this.emit('cancelled', { id, harness: held?.harness ?? '' });
+    }
     return done;
   }
 
