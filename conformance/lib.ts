@@ -196,7 +196,7 @@ export function getEngine(optimizeLevel = 2): Engine {
 }
 
 export function symbol(mod: GuestModule, name: string): number {
-  const s = mod.image.symbols.find((x) => x.name === name);
+  const s = mod.elf.symbols.find((x) => x.name === name);
   if (!s) throw new Error(`no symbol ${name}`);
   return s.value;
 }
@@ -294,7 +294,7 @@ export function decodedNames(mod: GuestModule, count: number): string[][] {
     for (const fname of [`t_${i}`, `t_${i}_x`, `t_${i}_y`]) {
       const f = fns.get(fname);
       if (!f) continue;
-      const seg = mod.image.segments.find((s) => f.start >= s.vaddr && f.start < s.vaddr + s.filesz);
+      const seg = mod.elf.segments.find((s) => f.start >= s.vaddr && f.start < s.vaddr + s.filesz);
       if (!seg) continue;
       let pc = f.start;
       while (pc < f.start + f.size) {

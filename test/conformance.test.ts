@@ -87,7 +87,7 @@ for (const level of [2, 0]) {
         const mod = await getEngine(level).compile(built.guestElf);
         programs++;
         decodedNames(mod, cases.length + 1).forEach((n) => coverage.add(n));
-        const start = (i: number) => mod.image.symbols.find((s) => s.name === `t_${i}`)!.value;
+        const start = (i: number) => mod.elf.symbols.find((s) => s.name === `t_${i}`)!.value;
         cases.forEach((c, i) => {
           const inst = new Linker(getEngine(level)).instantiate(mod);
           let err: unknown = null;

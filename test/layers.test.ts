@@ -13,6 +13,7 @@ const LAYER: Record<string, number> = {
   workbench: 0,
   elf: 1,
   riscv: 1,
+  wasm: 1,
   oci: 1,
   translate: 2,
   cache: 3,

@@ -17,7 +17,7 @@ function pristine(bytes: Uint8Array, expect: Uint8Array): boolean {
 
 t.test('a pooled memory comes back as a fresh one', async (t) => {
   const mod = await engine.compile(compute.path);
-  const { layout, image } = mod;
+  const { layout, elf: image } = mod;
   const linker = new Linker(engine);
   for (const [n, f] of basicHostFunctions(mod)) linker.define(n, f);
   const imageLen = image.imageEnd - layout.base;

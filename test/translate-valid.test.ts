@@ -108,7 +108,7 @@ t.test('jump tables cost code linear in the function size, on both tiers', async
 t.test('the ~100 KiB-text guest on the baseline tier', async (t) => {
   const engine = new Engine({ cacheDir: null, tier: 'baseline' });
   const mod = await engine.compile(join(ROOT, 'fixtures', 'big', 'big-gcc-O2.elf'));
-  const text = mod.image.sections.filter((s) => (s.flags & 4) !== 0).reduce((n, s) => n + s.size, 0);
+  const text = mod.elf.sections.filter((s) => (s.flags & 4) !== 0).reduce((n, s) => n + s.size, 0);
   t.ok(text >= 100 * 1024, `${text} bytes of text`);
   const linker = new Linker(engine);
   t.equal(linker.instantiate(mod).call('big_run', 1n, 7n)[0], 16983176686899154273n);

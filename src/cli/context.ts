@@ -12,6 +12,7 @@ import { defaultCacheDir } from '../cache/cache.js';
 import { Engine, type CompileInfo, type Tier } from '../engine/engine.js';
 import { Trap } from '../engine/traps.js';
 import { ElfError } from '../elf/reader.js';
+import { WasmImageError } from '../engine/image.js';
 import { HarnessError } from '../harness/harness.js';
 import { LayoutError, TranslateError } from '../translate/abi.js';
 import { ManifestError } from '../harness/manifest.js';
@@ -324,6 +325,7 @@ export function exitCodeOf(e: unknown): ExitCodeValue {
   if (e instanceof Trap) return ExitCode.Trap;
   if (
     e instanceof ElfError ||
+    e instanceof WasmImageError ||
     e instanceof ManifestError ||
     e instanceof HarnessError ||
     e instanceof LayoutError ||
@@ -357,6 +359,7 @@ export function reportError(
     const aboutFile =
       file !== undefined &&
       (err instanceof ElfError ||
+        err instanceof WasmImageError ||
         err instanceof ManifestError ||
         err instanceof LayoutError ||
         err instanceof TranslateError);

@@ -10,7 +10,7 @@
 import { EventEmitter } from 'node:events';
 import type { ValidateFunction } from 'ajv';
 import { ElfError } from '../elf/reader.js';
-import { readElf } from '../elf/reader.js';
+import { readImage, WasmImageError } from '../engine/image.js';
 import { ManifestError, parseManifest, type Manifest } from '../harness/manifest.js';
 import { DEFAULT_CALL_LIMITS, describeArgError, Harness, TOOL_PREFIX } from '../harness/harness.js';
 import type { Backend, DeployGrant } from './backend.js';
@@ -58,7 +58,7 @@ export function describe(d: Deployment): Record<string, unknown> {
 export function inspectImage(bytes: Uint8Array, bounds: ImageBounds = DEFAULT_IMAGE_BOUNDS): Manifest {
   checkTableBounds(bytes, bounds);
   try {
-    const image = readElf(bytes);
+    const image = readImage(bytes);
     checkCodeBounds(image, bounds);
     const manifest = parseManifest(image.manifest);
     const exported = new Set(
@@ -76,6 +76,8 @@ export function inspectImage(bytes: Uint8Array, bounds: ImageBounds = DEFAULT_IM
     if (e instanceof ElfError)
       throw new HttpError(400, `not a berm harness: ELF: ${e.message}`, { code: e.code });
     if (e instanceof ManifestError) throw new HttpError(400, `not a berm harness: manifest: ${e.message}`);
+    if (e instanceof WasmImageError)
+      throw new HttpError(400, `not a berm harness: WebAssembly: ${e.message}`);
     throw e;
   }
 }

@@ -20,7 +20,17 @@ import {
   type TranslateOptions,
 } from '../translate/abi.js';
 import { loadBaseline } from './baseline-script.js';
+import {
+  imageKind,
+  isWasmImage,
+  readWasmImage,
+  WasmImageError,
+  type GuestImage,
+  type WasmImage,
+} from './image.js';
 import { Slot } from './instance.js';
+import { WasmSlot } from './wasm-slot.js';
+import { INSTRUMENT_VERSION, instrument } from '../wasm/instrument.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
 import { enableBranchHints, enableWasmInlining, restoreStackSizeFlag } from './v8-flags.js';
@@ -79,8 +89,10 @@ export interface CompileInfo {
   cached: boolean;
   key: string;
   wasmBytes: number;
-  /** lowercase hex sha256 of the ELF bytes */
+  /** lowercase hex sha256 of the image's bytes (an ELF's or a Wasm module's) */
   elfSha256: string;
+  /** the image's kind: a translated ELF or an instrumented Wasm module (absent: 'elf') */
+  format?: 'elf' | 'wasm';
   /** total time of compile(), ms */
   totalMs: number;
   /** translation phases on a miss, ms */
@@ -161,8 +173,8 @@ export class Engine {
     return this.keyOf(this.inspect(elf).sha256, tier);
   }
 
-  /** Parsed images by the ELF bytes they came from (the same array is parsed and hashed once). */
-  private readonly images = new WeakMap<Uint8Array, { sha256: string; image: ElfImage }>();
+  /** Parsed images by the bytes they came from (the same array is parsed and hashed once). */
+  private readonly images = new WeakMap<Uint8Array, { sha256: string; image: GuestImage }>();
   /** sha256 (hex) by the ELF bytes it was computed from */
   private readonly digests = new WeakMap<Uint8Array, string>();
 
@@ -183,9 +195,9 @@ export class Engine {
    */
   private imageOf(elf: Uint8Array, found: { text: string } | null): ElfImage {
     const known = this.images.get(elf);
-    if (known) return known.image;
+    if (known) return known.image as ElfImage;
     const image = found === null ? null : restoreImage(found.text, elf);
-    if (image === null) return this.inspect(elf).image;
+    if (image === null) return this.inspectElf(elf).image;
     this.images.set(elf, { sha256: this.digestOf(elf), image });
     return image;
   }
@@ -197,15 +209,30 @@ export class Engine {
   }
 
   /**
+   * The parsed image of a harness of either kind (picked by its magic bytes, src/engine/image.ts)
+   * and the sha256 of its bytes, each computed once per byte array. Do not modify `bytes`
+   * afterwards: the result is remembered for that array.
+   * @throws ElfError for a malformed ELF; WasmImageError for a Wasm module outside the harness ABI
+   */
+  inspect(bytes: Uint8Array): { sha256: string; image: GuestImage } {
+    if (imageKind(bytes) !== 'wasm') return this.inspectElf(bytes);
+    let known = this.images.get(bytes);
+    if (known) return known;
+    known = { sha256: this.digestOf(bytes), image: readWasmImage(bytes, this.options.memorySize) };
+    this.images.set(bytes, known);
+    return known;
+  }
+
+  /**
    * The parsed image of an ELF and the sha256 of its bytes, each computed once per byte array.
    * With a cache, the image's summary (src/elf/summary.ts) is kept beside the modules, keyed by
    * the digest, so a later process restores it instead of parsing the symbol and relocation
    * tables again. Do not modify `elf` afterwards: the result is remembered for that array.
    * @throws ElfError for malformed input (with the fix in its message).
    */
-  inspect(elf: Uint8Array): { sha256: string; image: ElfImage } {
-    let known = this.images.get(elf);
-    if (known) return known;
+  private inspectElf(elf: Uint8Array): { sha256: string; image: ElfImage } {
+    const seen = this.images.get(elf);
+    if (seen) return seen as { sha256: string; image: ElfImage };
     const sha256 = this.digestOf(elf);
     const key = cacheKey([sha256, `berm-image-${TRANSLATOR_VERSION}-${translatorDigest()}`]);
     const kept = this.cache?.get(key, 'image') ?? null;
@@ -222,7 +249,7 @@ export class Engine {
         'image',
       );
     }
-    known = { sha256, image };
+    const known = { sha256, image };
     this.images.set(elf, known);
     return known;
   }
@@ -249,6 +276,7 @@ export class Engine {
     // only a regular file of at most 1 GiB, read through the descriptor it was opened as
     // (readFileSync waited for ever for a FIFO's writer and read /dev/zero until memory ran out)
     const bytes = typeof source === 'string' ? readRegularFile(source) : source;
+    if (imageKind(bytes) === 'wasm') return this.compileWasm(bytes, t0);
     // the cached module first: it carries the image's summary (imageOf), so a warm compile reads
     // one cache entry; a malformed ELF throws in imageOf (it has no cached module)
     const optKey = this.keyOf(this.digestOf(bytes), 'optimized');
@@ -390,7 +418,7 @@ export class Engine {
           // deleted by every later warm compile before it translated the baseline tier again
           async ({ wasm }) => {
             const compiled = await WebAssembly.compile(wasm);
-            this.cache?.put(key, this.withSummary(bytes, mod.image, wasm));
+            this.cache?.put(key, this.withSummary(bytes, mod.elf, wasm));
             return { compiled, bytes: wasm.length };
           },
         )
@@ -407,6 +435,96 @@ export class Engine {
     // waiting on it keeps the worker (and so the process) alive; nobody waiting does not
     const optimizer = this.optimizer!;
     return { then: (ok, err) => optimizer.hold(upgraded).then(ok, err) };
+  }
+
+  /** The layout a Wasm image is given: its own memory from 0, bounded by the configured size; no host heap. */
+  private wasmLayout(): GuestLayout {
+    const size = this.options.memorySize;
+    return { base: 0, size, heapStart: 0, heapSize: 0, stackLimit: 0, initialSp: 0 };
+  }
+
+  /**
+   * Compile a Wasm harness image: check it against the harness ABI (src/wasm/reader.ts), instrument
+   * it for fuel, interrupts and the memory limit (src/wasm/instrument.ts) and compile the result;
+   * the instrumented module is cached by the image's digest like a translated ELF.
+   * @throws WasmImageError for a module V8 refuses or one outside the harness ABI
+   */
+  private compileWasm(bytes: Uint8Array, t0: number): GuestModule {
+    const sha256 = this.digestOf(bytes);
+    const key = cacheKey([
+      sha256,
+      `berm-wasm-instrument-${INSTRUMENT_VERSION}`,
+      `${this.options.memorySize}`,
+    ]);
+    const hit = this.cache?.get(key) ?? null;
+    if (hit !== null) {
+      const image = this.inspect(bytes).image as WasmImage;
+      const c0 = monotonicMs();
+      try {
+        const compiled = new WebAssembly.Module(hit);
+        const c1 = monotonicMs();
+        return new GuestModule(this, image, this.wasmLayout(), compiled, {
+          tier: 'optimized',
+          cached: true,
+          key,
+          wasmBytes: hit.length,
+          elfSha256: sha256,
+          format: 'wasm',
+          totalMs: c1 - t0,
+          wasmCompileMs: c1 - c0,
+        });
+      } catch {
+        this.cache?.delete(key);
+      }
+    }
+    // V8 validates the original first: a malformed module is refused with V8's own words
+    if (!WebAssembly.validate(bytes)) {
+      let why = 'V8 refused it';
+      try {
+        new WebAssembly.Module(bytes);
+      } catch (e) {
+        why = e instanceof Error ? e.message : String(e);
+      }
+      throw new WasmImageError(`not a valid WebAssembly module: ${why}`);
+    }
+    const image = this.inspect(bytes).image as WasmImage;
+    const b0 = monotonicMs();
+    const wasm = instrument(bytes, image.module, this.options.memorySize);
+    const c0 = monotonicMs();
+    let compiled: WebAssembly.Module;
+    try {
+      compiled = new WebAssembly.Module(wasm);
+    } catch (e) {
+      throw new WasmImageError(
+        `V8 refused the instrumented module (a berm bug): ${e instanceof Error ? e.message : String(e)}`,
+      );
+    }
+    const c1 = monotonicMs();
+    this.cache?.putLater(key, () => wasm);
+    return new GuestModule(this, image, this.wasmLayout(), compiled, {
+      tier: 'optimized',
+      cached: false,
+      key,
+      wasmBytes: wasm.length,
+      elfSha256: sha256,
+      format: 'wasm',
+      totalMs: c1 - t0,
+      translate: { build: c0 - b0, optimize: 0, emit: 0 },
+      wasmCompileMs: c1 - c0,
+    });
+  }
+
+  /**
+   * The module of an image compiled elsewhere (another thread posted `wasm` and its `info`), for
+   * either kind: the image is read (or restored) here, the layout computed as compile() would.
+   * @throws ElfError, LayoutError, WasmImageError as {@link compile}
+   */
+  moduleFor(bytes: Uint8Array, wasm: WebAssembly.Module, info: CompileInfo): GuestModule {
+    const image = this.inspect(bytes).image;
+    const layout = isWasmImage(image)
+      ? this.wasmLayout()
+      : computeLayout(image.imageStart, image.imageEnd, this.options);
+    return new GuestModule(this, image, layout, wasm, info);
   }
 
   /** Stop the background optimiser (pending upgrades settle as false). */
@@ -436,16 +554,19 @@ export class GuestModule {
   private readonly exportNames: Set<string>;
   constructor(
     readonly engine: Engine,
-    readonly image: ElfImage,
+    /** the image: an ELF's (translated) or a Wasm module's (instrumented) */
+    readonly image: GuestImage,
     readonly layout: GuestLayout,
     public wasm: WebAssembly.Module,
     readonly info: CompileInfo,
   ) {
-    this.exportNames = new Set(
-      WebAssembly.Module.exports(wasm)
-        .filter((e) => e.name.startsWith(Exports.entryPrefix))
-        .map((e) => e.name.slice(Exports.entryPrefix.length)),
-    );
+    this.exportNames = isWasmImage(image)
+      ? new Set([...image.module.exportNames.values()].flat())
+      : new Set(
+          WebAssembly.Module.exports(wasm)
+            .filter((e) => e.name.startsWith(Exports.entryPrefix))
+            .map((e) => e.name.slice(Exports.entryPrefix.length)),
+        );
   }
 
   private pool: Slot[] = [];
@@ -466,8 +587,23 @@ export class GuestModule {
     this.info.wasmBytes = wasmBytes;
   }
 
-  /** @internal a reset slot from the pool, or a new one */
-  takeSlot(): Slot {
+  /** Whether this module runs a Wasm image (instrumented) rather than a translated ELF. */
+  get isWasm(): boolean {
+    return isWasmImage(this.image);
+  }
+
+  /** The ELF image of a translated module. @throws TypeError for a Wasm image */
+  get elf(): ElfImage {
+    if (isWasmImage(this.image)) throw new TypeError('a WebAssembly image has no ELF image');
+    return this.image;
+  }
+
+  /**
+   * @internal a reset slot from the pool, or a new one; for a Wasm image always a fresh instance
+   * (its memory and globals are the module's own and are never reused)
+   */
+  takeSlot(): Slot | WasmSlot {
+    if (isWasmImage(this.image)) return new WasmSlot(this);
     return this.pool.pop() ?? new Slot(this);
   }
   /**
@@ -476,7 +612,8 @@ export class GuestModule {
    * it would be handed out again and again, and a caller making one instance at a time would run
    * the baseline tier forever.
    */
-  releaseSlot(slot: Slot): void {
+  releaseSlot(slot: Slot | WasmSlot): void {
+    if (slot instanceof WasmSlot) return;
     if (slot.compiled !== this.wasm || this.pool.length >= this.engine.poolSize) return;
     slot.reset();
     this.pool.push(slot);

@@ -18,6 +18,8 @@ import type { GuestModule } from './engine.js';
 import type { HostCall, HostFunction } from './host.js';
 import type { HostTable } from './linker.js';
 import { WasmGuestMemory } from './memory.js';
+import { offsetMapOf, WasmSlot } from './wasm-slot.js';
+import { originalOffset } from '../wasm/instrument.js';
 import { memoryZeroer } from './zero.js';
 import { monotonicMs } from '../util/clock.js';
 import {
@@ -27,6 +29,8 @@ import {
   HostCallError,
   IllegalInstruction,
   Interrupted,
+  Unreachable,
+  WasmTrap,
   MemoryFault,
   OutOfFuel,
   StackOverflow,
@@ -234,7 +238,7 @@ export class Slot {
 
   private loadImage(): void {
     const u8 = new Uint8Array(this.memory.memory.buffer);
-    const { layout, image } = this.module;
+    const { layout, elf: image } = this.module;
     for (const seg of image.segments) u8.set(seg.data, seg.vaddr - layout.base);
   }
 
@@ -243,7 +247,7 @@ export class Slot {
    * ([0, hi) and [lo, size), tracked exactly by the translated stores), then reload the image.
    */
   reset(): void {
-    const { layout, image } = this.module;
+    const { layout, elf: image } = this.module;
     const size = layout.size;
     const imageEnd = image.imageEnd - layout.base;
     const lo = Math.min(Number(this.dirtyLo.value), this.memory.dirtyLo);
@@ -272,7 +276,7 @@ export class Instance {
    * its end.
    */
   readonly tier: 'baseline' | 'optimized';
-  private slot: Slot | null;
+  private slot: Slot | WasmSlot | null;
   private readonly hostFns: HostTable;
   private readonly fuel: { left: number; readonly budget: number };
   private readonly interruptFlag: Int32Array | null;
@@ -352,10 +356,37 @@ export class Instance {
 
   /** Results beyond a Number's exact range travel through the a0/a1 globals (the setter wraps modulo 2^64). */
   private slowResult(a0: bigint, a1: bigint): number {
-    const slot = this.slot!;
+    const slot = this.slot as Slot;
     slot.a0.value = a0;
     slot.a1.value = a1;
     return NaN;
+  }
+
+  /**
+   * @internal a Wasm image's `berm.syscall` (after the WasmSlot filled `call`): run the host
+   * function registered under the number and give the new a0 (a0 unchanged is the pointer).
+   */
+  syscall(call: HostCall & { readonly ptr: number }): bigint {
+    const n = call.number;
+    const fn = this.hostFns.get(Number(n & 0x3fffffffn), Number((n >> 30n) & 0x3fffffffn), Number(n >> 60n));
+    if (fn === undefined) throw new UnknownHostCall(n);
+    let r;
+    try {
+      r = fn(call);
+    } catch (e) {
+      throw e instanceof Trap ? e : new HostCallError(n, e);
+    }
+    if (typeof r === 'number' && Number.isSafeInteger(r)) return BigInt.asIntN(64, BigInt(r));
+    if (typeof r === 'bigint') return BigInt.asIntN(64, r);
+    if (r === undefined) return BigInt(call.ptr);
+    if (
+      typeof r === 'object' &&
+      (typeof r[0] === 'bigint' || Number.isSafeInteger(r[0])) &&
+      (typeof r[1] === 'bigint' || Number.isSafeInteger(r[1]))
+    )
+      return BigInt.asIntN(64, BigInt(r[0]));
+    const why = new RangeError(`host function returned ${String(r)}: not a safe integer or a bigint`);
+    throw new HostCallError(n, why);
   }
 
   /** @internal the `poll` import: interrupt flag, deadline, fuel budget */
@@ -388,11 +419,29 @@ export class Instance {
    * entry stubs entry_<hex address>_<n>. Functions Binaryen inlined into their callers are absent.
    */
   private backtrace(stack: string | undefined): GuestFrame[] {
+    if (this.slot instanceof WasmSlot) return this.wasmBacktrace(stack);
     const out: GuestFrame[] = [];
     for (const m of (stack ?? '').matchAll(/at (?:f|entry)_([0-9a-f]+)(?:_\d+)? \(wasm:/g)) {
       const address = parseInt(m[1], 16);
       const f = this.module.functionAt(address);
       out.push({ symbol: f?.name ?? `0x${m[1]}`, address });
+      if (out.length >= 16) break;
+    }
+    return out;
+  }
+
+  /**
+   * Guest frames of a Wasm image in a V8 stack trace (`wasm-function[N]:0xOFFSET`, the offset in
+   * the instrumented module, mapped back to the original module's through its offset map).
+   */
+  private wasmBacktrace(stack: string | undefined): GuestFrame[] {
+    const out: GuestFrame[] = [];
+    const map = offsetMapOf(this.module.wasm);
+    for (const m of (stack ?? '').matchAll(/wasm-function\[\d+\]:0x([0-9a-f]+)/g)) {
+      const at = map === null ? -1 : originalOffset(map, parseInt(m[1], 16));
+      const f = at < 0 ? null : this.module.functionAt(at);
+      if (f === null) continue;
+      out.push({ symbol: f.name, address: f.start, pc: at } as GuestFrame);
       if (out.length >= 16) break;
     }
     return out;
@@ -406,8 +455,11 @@ export class Instance {
   call(symbol: string, ...args: (bigint | number)[]): [bigint, bigint] {
     if (args.length > 8) throw new RangeError(`at most 8 integer arguments (a0..a7), got ${args.length}`);
     if (this.slot === null) throw new Error('instance was disposed');
-    const fn = this.slot.wasm.exports[Exports.entryPrefix + symbol] as
-      ((...a: bigint[]) => [bigint, bigint]) | undefined;
+    const fn =
+      this.slot instanceof WasmSlot
+        ? this.slot.entry(symbol)
+        : (this.slot.wasm.exports[Exports.entryPrefix + symbol] as
+            ((...a: bigint[]) => [bigint, bigint]) | undefined);
     if (typeof fn !== 'function') throw new RangeError(`no exported guest function named ${symbol}`);
     if (this.running) throw new Error('instance is already running (host functions must not re-enter it)');
     const a = new Array<bigint>(8).fill(0n);
@@ -429,10 +481,11 @@ export class Instance {
     }
   }
 
-  /** Run the ELF entry point (`_start`). */
+  /** Run the ELF entry point (`_start`). @throws RangeError for a Wasm image (it has none). */
   run(): [bigint, bigint] {
-    const f = this.module.functionAt(this.module.image.entry);
-    if (!f || f.start !== this.module.image.entry)
+    if (this.slot instanceof WasmSlot) throw new RangeError('a WebAssembly image has no entry point to run');
+    const f = this.module.functionAt(this.module.elf.entry);
+    if (!f || f.start !== this.module.elf.entry)
       throw new RangeError('the entry point is not a function start');
     const name = f.names.find((n) => this.module.hasExport(n));
     if (name === undefined) throw new RangeError('the entry point is not exported');
@@ -440,8 +493,18 @@ export class Instance {
   }
 
   private asTrap(e: unknown): unknown {
+    if (e instanceof WebAssembly.RuntimeError && this.slot instanceof WasmSlot) {
+      const t = /unreachable/i.test(e.message) ? new Unreachable() : new WasmTrap(e.message);
+      t.backtrace = this.backtrace(e.stack);
+      const top = t.backtrace[0] as (GuestFrame & { pc?: number }) | undefined;
+      if (top !== undefined) this.at(t, top.pc ?? top.address);
+      return t;
+    }
     if (e instanceof Trap) {
       if (e.backtrace.length === 0) e.backtrace = this.backtrace(e.stack);
+      // a trap thrown by a Wasm image's host call: its site is the innermost guest frame
+      const top = e.backtrace[0] as (GuestFrame & { pc?: number }) | undefined;
+      if (e.pc < 0 && top?.pc !== undefined) this.at(e, top.pc);
       return e;
     }
     if (e instanceof RangeError && /call stack/i.test(e.message)) {

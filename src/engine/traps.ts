@@ -153,3 +153,37 @@ export class FellOffFunction extends Trap {
     super('execution ran past the end of a function');
   }
 }
+
+/**
+ * A WebAssembly trap of a Wasm harness image, as V8 reported it (an out-of-bounds memory access,
+ * an integer division by zero, a failed indirect call, ...): the message is V8's.
+ */
+export class WasmTrap extends Trap {
+  constructor(reason: string) {
+    super(`WebAssembly trap: ${reason}`);
+  }
+}
+
+/**
+ * `unreachable` executed in a Wasm harness image: the Wasm form of `ebreak` (a guest's abort), so
+ * after berm.fail it ends the call with that failure, as a breakpoint does.
+ */
+export class Unreachable extends Breakpoint {
+  constructor() {
+    super();
+    this.message = 'unreachable executed (the guest aborted)';
+  }
+}
+
+/** A Wasm harness image grew its memory past the configured limit (memory.grow). */
+export class MemoryLimitExceeded extends Trap {
+  constructor(
+    readonly pages: number,
+    readonly limit: number,
+  ) {
+    super(
+      `memory limit: memory.grow by ${pages} page(s) would pass the configured limit of ${limit} bytes ` +
+        `(${limit / 65536} pages)`,
+    );
+  }
+}

@@ -13,7 +13,6 @@
 import { Engine, GuestModule } from '../engine/engine.js';
 import type { HostFunction } from '../engine/host.js';
 import { Interrupted, OutOfFuel, Trap } from '../engine/traps.js';
-import { computeLayout } from '../translate/abi.js';
 import { capabilityHostFunction, Harness, HarnessError, type ToolResult } from '../harness/harness.js';
 import { ManifestError } from '../harness/manifest.js';
 import {
@@ -106,9 +105,7 @@ export class Executor {
       gm = await this.engine.compile(elf);
     } else {
       // the engine parses (or restores from its cache's image summary) and remembers the image
-      const image = this.engine.inspect(elf).image;
-      const layout = computeLayout(image.imageStart, image.imageEnd, this.engine.options);
-      gm = new GuestModule(this.engine, image, layout, module.wasm, module.info);
+      gm = this.engine.moduleFor(elf, module.wasm, module.info);
     }
     const harness = Harness.fromModule(gm);
     // one instance slot made now (memory + Wasm instance), so the first invocation does not pay it

@@ -23,7 +23,7 @@ import type { CapabilityLimits, CapabilityReply, Grant } from '../capabilities/t
 import { ok } from '../capabilities/types.js';
 import { capabilityNames } from '../capabilities/index.js';
 import type { Declarations } from '../config/declarations.js';
-import { readElf } from '../elf/reader.js';
+import { readImage } from '../engine/image.js';
 import type { Manifest, ToolDecl } from '../harness/manifest.js';
 import { DueHeap } from './dueset.js';
 import {
@@ -384,7 +384,7 @@ export class BermRuntime extends EventEmitter {
       if (!names.includes(c))
         throw new ArmError(`unknown capability ${JSON.stringify(c)}; use one of ${names.join(', ')}`);
     }
-    readElf(elf); // a malformed ELF is refused here, before a worker is bothered
+    readImage(elf); // a malformed image is refused here, before a worker is bothered
     const compiled = await this.pool.compile(elf);
     if (compiled.info.cached) this.counters.cached++;
     else this.counters.translated++;

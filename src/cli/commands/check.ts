@@ -6,7 +6,7 @@
  */
 import type { Command } from 'commander';
 import { loadDeclarations, type HarnessDeclaration } from '../../config/declarations.js';
-import { readElf } from '../../elf/reader.js';
+import { readImage } from '../../engine/image.js';
 import { parseManifest } from '../../harness/manifest.js';
 import { CliError, ExitCode } from '../context.js';
 import type { CliContext } from '../program.js';
@@ -30,7 +30,7 @@ export function checkHarness(d: HarnessDeclaration): CheckedHarness {
   let tools: string[] | null = null;
   let problem: string | null = null;
   try {
-    const image = readElf(d.elf!);
+    const image = readImage(d.elf!);
     tools = parseManifest(image.manifest).tools.map((t) => t.name);
   } catch (e) {
     problem = `${d.file}:${d.line}: harness ${JSON.stringify(d.name)}: ${d.source}: ${(e as Error).message}`;

@@ -2,7 +2,7 @@
  * Whether an ELF is a harness a deploy accepts, checked without translating or running it: what
  * `push` checks before uploading and `compile` reports for each file it translated.
  */
-import { readElf } from '../../elf/reader.js';
+import { readImage } from '../../engine/image.js';
 import { TOOL_PREFIX } from '../../harness/harness.js';
 import { parseManifest, type Manifest } from '../../harness/manifest.js';
 import { CliError } from '../context.js';
@@ -14,7 +14,7 @@ import { CliError } from '../context.js';
  * @throws ElfError, ManifestError (exit 2); CliError naming the tool whose export is missing
  */
 export function harnessAbi(file: string, bytes: Uint8Array): { abi: Uint8Array; manifest: Manifest } {
-  const image = readElf(bytes);
+  const image = readImage(bytes);
   const manifest = parseManifest(image.manifest);
   const exported = new Set(
     image.functions.flatMap((f) => (f.global ? f.names.filter((n) => n.startsWith(TOOL_PREFIX)) : [])),

@@ -3,7 +3,7 @@
  * Reads the ELF only (readElf, parseManifest, relocationTargets): it neither translates nor runs.
  */
 import type { Command } from 'commander';
-import { readElf } from '../../elf/reader.js';
+import { isWasmImage, readImage, type GuestImage } from '../../engine/image.js';
 import { relocationTargets } from '../../elf/targets.js';
 import type { ElfImage } from '../../elf/types.js';
 import { ManifestError, parseManifest, type Manifest } from '../../harness/manifest.js';
@@ -16,6 +16,8 @@ import { addDaemonOptions, inspectsDaemon } from './daemon-options.js';
 /** What inspect reports (the --json shape). */
 export interface InspectReport {
   file: string;
+  /** the image's kind: a RISC-V ELF (translated) or a WebAssembly module (instrumented) */
+  format: 'elf' | 'wasm';
   entry: number;
   /** symbol at the entry, or null */
   entrySymbol: string | null;
@@ -42,8 +44,29 @@ export interface InspectReport {
 const flagText = (f: number): string => (f & 4 ? 'r' : '-') + (f & 2 ? 'w' : '-') + (f & 1 ? 'x' : '-');
 const hex = (n: number): string => `0x${n.toString(16)}`;
 
-/** Build the report of an ELF image (pure; no translation). */
-export function inspectImage(file: string, image: ElfImage): InspectReport {
+/**
+ * Build the report of an image (pure; no translation). A Wasm image has no entry, segments or
+ * relocations: its image range is its initial memory, its functions are the module's (start =
+ * the body's offset in the module).
+ */
+export function inspectImage(file: string, image: GuestImage): InspectReport {
+  if (isWasmImage(image)) {
+    const mem = image.module.info.memory;
+    const elfLike: ElfImage = {
+      entry: 0,
+      flags: 0,
+      segments: [],
+      sections: [],
+      symbols: [],
+      functions: image.functions,
+      relocations: [],
+      manifest: image.manifest,
+      globalPointer: null,
+      imageStart: 0,
+      imageEnd: (mem?.min ?? 0) * 65536,
+    };
+    return { ...inspectImage(file, elfLike), format: 'wasm', entrySymbol: null };
+  }
   let manifest: Manifest | null = null;
   let manifestError: string | null = null;
   if (image.manifest !== null) {
@@ -60,6 +83,7 @@ export function inspectImage(file: string, image: ElfImage): InspectReport {
   const entryFn = image.functions.find((f) => f.start === image.entry);
   return {
     file,
+    format: 'elf',
     entry: image.entry,
     entrySymbol: entryFn?.name ?? null,
     imageStart: image.imageStart,
@@ -95,7 +119,8 @@ export function inspectText(r: InspectReport, listFunctions: boolean): string {
   const out: string[] = [];
   const row = (k: string, v: string): number => out.push(`${k.padEnd(18)}${v}`);
   row('file', r.file);
-  row('entry', `${hex(r.entry)}${r.entrySymbol ? ` (${r.entrySymbol})` : ''}`);
+  if (r.format === 'wasm') row('format', 'WebAssembly module (instrumented, not translated)');
+  else row('entry', `${hex(r.entry)}${r.entrySymbol ? ` (${r.entrySymbol})` : ''}`);
   row('image', `${hex(r.imageStart)}..${hex(r.imageEnd)} (${r.imageEnd - r.imageStart} bytes)`);
   for (const s of r.segments) {
     row('  segment', `${hex(s.vaddr)} ${s.flags} filesz ${s.filesz} memsz ${s.memsz}`);
@@ -159,7 +184,7 @@ function inspectDeclared(
     const known = decls.harnesses.map((h) => h.name).join(', ') || 'none';
     throw new CliError(`${config}: no harness named ${name} is declared (declared: ${known})`);
   }
-  const report = inspectImage(d.source, readElf(d.elf!));
+  const report = inspectImage(d.source, readImage(d.elf!));
   if (g.json) {
     ctx.io.out(
       JSON.stringify({ ...report, harness: name, capabilities: d.capabilities, grant: d.grant }, null, 2) +
@@ -204,7 +229,7 @@ export function registerInspect(program: Command, ctx: CliContext): void {
         if (inspectsDaemon(file, opts.host !== undefined)) {
           return import('./daemon-verbs.js').then((m) => m.inspectRemote(ctx, cmd, file, opts));
         }
-        const report = inspectImage(file, readElf(readInputFile(file)));
+        const report = inspectImage(file, readImage(readInputFile(file)));
         ctx.io.out(g.json ? JSON.stringify(report, null, 2) + '\n' : inspectText(report, !!opts.functions));
         if (report.manifestError) {
           ctx.io.err(`berm: ${report.manifestError}\n`);

@@ -3,7 +3,7 @@
  * src/elf (src/oci knows nothing of ELF), pulling with the cross-check that the config blob is the
  * ELF's own section, and turning registry errors into CLI errors (exit 2).
  */
-import { readElf } from '../../elf/reader.js';
+import { readImage } from '../../engine/image.js';
 import {
   OciError,
   parseReference,
@@ -32,7 +32,7 @@ export async function registryCall<T>(body: () => Promise<T>): Promise<T> {
  */
 export async function pullChecked(refText: string, opts: RegistryOptions = {}): Promise<PullResult> {
   const pulled = await registryCall(() => pullHarness(parseReference(refText), opts));
-  const image = readElf(pulled.elf);
+  const image = readImage(pulled.elf);
   const own = image.manifest;
   if (own === null || Buffer.compare(Buffer.from(own), Buffer.from(pulled.abi)) !== 0) {
     throw new CliError(

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
-import { readElf } from '../../elf/reader.js';
+import { readImage } from '../../engine/image.js';
 import {
   ArmError,
   defaultLimits,
@@ -39,7 +39,7 @@ function known(state: string, config: string | undefined): Map<string, { onWake:
       throw e;
     }
     for (const d of decls.harnesses) {
-      const image = readElf(d.elf!);
+      const image = readImage(d.elf!);
       out.set(d.name, { onWake: image.functions.some((f) => f.global && f.names.includes(ON_WAKE)) });
     }
     return out;
