@@ -14,7 +14,8 @@ import * as fs from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { ElfError, readElf } from '../elf/reader.js';
+import { ElfError } from '../elf/reader.js';
+import { readImage, WasmImageError } from '../engine/image.js';
 import { ManifestError, parseManifest, type Manifest } from '../harness/manifest.js';
 import {
   formatReference,
@@ -96,7 +97,7 @@ export async function fetchVerified(
   }
   let manifest: Manifest;
   try {
-    const own = readElf(pulled.elf).manifest;
+    const own = readImage(pulled.elf).manifest;
     if (own === null || Buffer.compare(Buffer.from(own), Buffer.from(pulled.abi)) !== 0) {
       throw new InstallError(
         422,
@@ -105,7 +106,7 @@ export async function fetchVerified(
     }
     manifest = parseManifest(own);
   } catch (e) {
-    if (e instanceof ElfError || e instanceof ManifestError)
+    if (e instanceof ElfError || e instanceof WasmImageError || e instanceof ManifestError)
       throw new InstallError(422, `${reference}: not a berm harness: ${e.message}`);
     throw e;
   }
