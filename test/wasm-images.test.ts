@@ -35,7 +35,7 @@ t.test('the magic bytes pick the image kind', async (t) => {
   t.equal(imageKind(new TextEncoder().encode('#!/bin/sh\n')), null);
   t.throws(
     () => readImage(new TextEncoder().encode('#!/bin/sh\n')),
-    /neither an ELF file nor a WebAssembly module/,
+    /not an ELF file \(bad magic\) nor a WebAssembly module/,
   );
   const image = readImage(w);
   t.same(

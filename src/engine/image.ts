@@ -78,7 +78,7 @@ export function readImage(bytes: Uint8Array, memoryLimit: number = DEFAULT_MEMOR
   if (kind === null && bytes.length >= 4)
     throw new ElfError(
       'not-elf',
-      'neither an ELF file nor a WebAssembly module (bad magic): build the harness with the berm guest SDK',
+      'not an ELF file (bad magic) nor a WebAssembly module: build the harness with the berm guest SDK',
     );
   return readElf(bytes);
 }
