@@ -176,6 +176,17 @@ export class ByteModule implements ExprBuilder {
   private readonly globalIndex = new Map<string, number>();
   private readonly defs: FuncDef[] = [];
   private readonly exports: { name: string; kind: number; internal: string }[] = [];
+  /**
+   * Guest pcs whose code begins at a value index ({@link markPc}), when a listing was asked for
+   * ({@link recordPcs}); null on the normal compile path, which then pays nothing for it.
+   */
+  private pcMarks: Map<number, number[]> | null = null;
+  /**
+   * After {@link emitBinary}, with {@link recordPcs}: per defined function name, `[pc, offset]`
+   * pairs in code order, the offset in bytes from the start of the function's instructions (after
+   * its local declarations) to the first byte of that guest instruction's code.
+   */
+  pcOffsets: Map<string, [number, number][]> | null = null;
 
   /** The types of this builder. */
   readonly types: Types = {
@@ -282,6 +293,39 @@ export class ByteModule implements ExprBuilder {
       this.funcTypeSigs.push([params, results]);
     }
     return k;
+  }
+
+  // ---- pc marks (the opt-in listing of which Wasm code each guest instruction became) ----
+  /** Record guest pcs from now on ({@link markPc}); {@link emitBinary} then fills {@link pcOffsets}. */
+  recordPcs(): void {
+    this.pcMarks = new Map();
+  }
+  /** Whether pcs are being recorded ({@link recordPcs}). */
+  get recordingPcs(): boolean {
+    return this.pcMarks !== null;
+  }
+  /**
+   * Note that the code of the guest instruction at `pc` begins at value index `at` (a raw run's
+   * position, {@link rawStart}, or {@link nodeStart} of a node). No-op unless recording.
+   */
+  markPc(at: number, pc: number): void {
+    const marks = this.pcMarks;
+    if (marks === null) return;
+    const list = marks.get(at);
+    if (list === undefined) marks.set(at, [pc]);
+    else list.push(pc);
+  }
+  /** Move the marks of value index `from` to `to` (the code was built as a node after all). */
+  movePcMarks(from: number, to: number): void {
+    const marks = this.pcMarks;
+    const list = marks?.get(from);
+    if (marks === null || marks === undefined || list === undefined || from === to) return;
+    marks.delete(from);
+    for (const pc of list) this.markPc(to, pc);
+  }
+  /** The value index where node `r`'s own sequence begins (the first value written for it). */
+  nodeStart(r: Ref): number {
+    return this.start[r];
   }
 
   // ---- raw nodes (direct.ts writes instruction templates straight into the value buffer) ----
@@ -725,6 +769,24 @@ export class ByteModule implements ExprBuilder {
     out.length = n;
   }
 
+  /**
+   * {@link writeBytes} value by value, noting in `out` each marked value index's byte offset
+   * (relative to `base`) with its pcs. Only when recording pcs.
+   */
+  private writeMarked(out: Bytes, r: Ref, base: number, found: [number, number][]): void {
+    const marks = this.pcMarks!;
+    const buf = this.buf;
+    const end = this.start[r] + this.len[r];
+    for (let i = this.start[r]; i < end; i++) {
+      const pcs = marks.get(i);
+      if (pcs !== undefined) for (const pc of pcs) found.push([pc, out.length - base]);
+      const v = buf[i];
+      if (v >= 256) this.writeMarked(out, v - 256, base, found);
+      else if (v >= 0) out.push(v);
+      else uleb(out, this.fnRefIndex[-1 - v]);
+    }
+  }
+
   /** Resolve every called name to its function index. */
   private resolveCalls(): void {
     this.fnRefIndex = new Int32Array(this.fnNames.length);
@@ -755,7 +817,12 @@ export class ByteModule implements ExprBuilder {
     for (const d of this.defs) {
       f.length = 0;
       f.append(d.locals);
-      this.write(f, d.body);
+      if (this.pcMarks === null) this.write(f, d.body);
+      else {
+        const found: [number, number][] = [];
+        this.writeMarked(f, d.body, f.length, found);
+        (this.pcOffsets ??= new Map()).set(d.name, found);
+      }
       f.push(Op.end);
       uleb(code, f.length);
       code.append(f.bytes());

@@ -265,6 +265,11 @@ export class DirectWriter {
     return this.buf;
   }
 
+  /** The value index the next value will be written at (in the open run, or the next one's start). */
+  position(): number {
+    return this.from < 0 ? this.bm.rawStart() : this.u;
+  }
+
   // ---- primitives (each opens a run if none is open) ----
   /** One byte (an opcode or an immediate below 128). */
   op(b: number): void {

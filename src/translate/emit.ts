@@ -875,9 +875,17 @@ class FunctionEmitter {
     // the last instruction is the terminator's own unless the block falls through or off
     const endsInTerminator = term.kind !== 'fall' && term.kind !== 'fell-off';
     const hasCalls = calls.size > 0;
+    // a listing's pc marks (ByteModule.recordPcs): where each instruction's code begins
+    const s = this.ctx.structure;
+    const marks = s.kind === 'direct' && s.bytes.recordingPcs ? s.bytes : null;
+    let at = 0;
     for (let i = 0; i < n; i++) {
       const ins = instrs[i];
       const pc = pcs[i];
+      if (marks !== null) {
+        at = dw.position();
+        marks.markPc(at, pc);
+      }
       const call = hasCalls ? calls.get(i) : undefined;
       const last = endsInTerminator && i === n - 1;
       if (call === undefined) {
@@ -892,7 +900,9 @@ class FunctionEmitter {
       // anything else builds nodes: the open run ends first
       const run = dw.close();
       if (run !== null) out.push(run);
-      out.push(last ? this.terminator(b) : this.instr(ins, pc));
+      const node = last ? this.terminator(b) : this.instr(ins, pc);
+      if (marks !== null) marks.movePcMarks(at, marks.nodeStart(node));
+      out.push(node);
     }
     if (term.kind === 'fell-off') dw.trap(TrapKind.FellOffFunction, pcs[pcs.length - 1] ?? b.start, term.pc);
   }
