@@ -1,7 +1,7 @@
 /**
  * berm benchmarks: invocation latency, host-call round trip, compile time (cold and
- * warm), guest speed against native x86-64 and qemu-riscv64 baselines built in the same run, and
- * memory. Prints a table and writes bench/results/latest.json plus a timestamped copy.
+ * warm), guest speed against native x86-64 and qemu-riscv64 baselines built in the same run,
+ * memory, and frames/s through a WebSocket connection into a harness (bench/ws.ts). Prints a table and writes bench/results/latest.json plus a timestamped copy.
  *   npm run bench            (or make bench)
  *   BENCH_QUICK=1 npm run bench   fewer iterations, for trying the harness out (not for comparing)
  */
@@ -36,6 +36,7 @@ import {
   type Results,
 } from './lib/figures.js';
 import { benchQueue } from './queue.js';
+import { benchWs } from './ws.js';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const FIX = join(ROOT, 'fixtures/build');
@@ -839,6 +840,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   speed: benchSpeed,
   queue: () => benchQueue(fig, progress),
   compile: async () => benchCompile(),
+  ws: () => benchWs(fig, progress),
 };
 
 async function main(): Promise<void> {
