@@ -1,7 +1,8 @@
 /**
  * berm benchmarks: invocation latency, host-call round trip, compile time (cold and
  * warm), guest speed against native x86-64 and qemu-riscv64 baselines built in the same run,
- * memory, and frames/s through a WebSocket connection into a harness (bench/ws.ts). Prints a table and writes bench/results/latest.json plus a timestamped copy.
+ * memory, and frames/s through a WebSocket connection into a harness (bench/ws.ts). Prints a
+ * table and writes bench/results/latest.json plus a timestamped copy.
  *   npm run bench            (or make bench)
  *   BENCH_QUICK=1 npm run bench   fewer iterations, for trying the harness out (not for comparing)
  */
