@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { TomlError, parse } from 'smol-toml';
+import { defaultDataDir, OCI_SOURCE_PREFIX, storedHarnessPath } from '../util/data-dir.js';
 import { InputFileError, readRegularFile } from '../util/read-file.js';
 import { CAPABILITIES, capabilityNames, explainCapability, grantKeyOwners } from '../capabilities/index.js';
 import type {
@@ -50,8 +51,10 @@ export class DeclarationError extends Error {
 export interface HarnessDeclaration {
   /** the tool namespace; no dots (tools are addressed as "harness.tool") */
   name: string;
-  /** absolute path of the ELF */
+  /** absolute path of the ELF (for an `oci:` source: its place in the data directory's store) */
   source: string;
+  /** the registry reference of an `oci:REF` source (installed by `berm install`), else absent */
+  reference?: string;
   /** lowercase hex sha256 of the ELF, verified */
   sha256: string;
   /** granted capability names, sorted, no duplicates */
@@ -79,6 +82,8 @@ export interface ParseOptions {
    * False only lints the file's shape (for examples and editors).
    */
   checkFiles?: boolean;
+  /** where `oci:` sources are installed (default: berm's data directory, src/util/data-dir.ts) */
+  dataDir?: string;
 }
 
 /** Keys every entry may have, whatever it grants. */
@@ -267,12 +272,20 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
     }
 
     let source: string | undefined;
+    let reference: string | undefined;
     if (typeof e.source !== 'string' || e.source === '') {
       fail(
         at('source'),
         `${label}: source is missing`,
         'add source = "path/to/harness.elf" (relative to this file)',
       );
+    } else if (e.source.startsWith(OCI_SOURCE_PREFIX)) {
+      // a harness named by reference: `berm install` fetched and verified it into the data
+      // directory's store, where its pinned sha256 finds it; nothing here ever downloads
+      reference = e.source.slice(OCI_SOURCE_PREFIX.length);
+      if (!shaOk) {
+        // the sha256 refusal above says what to fix
+      } else source = storedHarnessPath(options.dataDir ?? defaultDataDir(), (sha as string).toLowerCase());
     } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(e.source)) {
       fail(
         at('source'),
@@ -361,11 +374,18 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
         elf = readRegularFile(source);
       } catch (err) {
         if (!(err instanceof InputFileError)) throw err;
-        fail(
-          at('source'),
-          `${label}: source ${source} cannot be read (${err.reason})`,
-          'build the harness or correct the path',
-        );
+        if (reference !== undefined && err.reason.includes('ENOENT')) {
+          fail(
+            at('source'),
+            `${label}: not installed: run berm install --config ${file}`,
+            `berm install --config ${file} fetches and verifies ${reference}`,
+          );
+        } else
+          fail(
+            at('source'),
+            `${label}: source ${source} cannot be read (${err.reason})`,
+            'build the harness or correct the path',
+          );
       }
       if (elf && shaOk) {
         const actual = createHash('sha256').update(elf).digest('hex');
@@ -383,6 +403,7 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
     harnesses.push({
       name: name as string,
       source: source!,
+      ...(reference !== undefined ? { reference } : {}),
       sha256: (sha as string).toLowerCase(),
       capabilities: caps,
       grant,

@@ -24,6 +24,7 @@ import { DaemonServer } from './server.js';
 import type { Settings } from './settings.js';
 import { DeploymentStore } from './store.js';
 import { openIndex, type IndexSource } from '../index/source.js';
+import { deployInstalled } from './installed.js';
 
 /** A reason bermd will not start; the message says what to change. */
 export class BootError extends Error {
@@ -285,6 +286,8 @@ export async function startDaemon(
         `  harness ${d.name} sha256 ${d.digest} capabilities: ${g.capabilities.join(', ') || 'none'}${args ? ` ${args}` : ''}`,
       );
     }
+    // harnesses the declaration names by reference are deployed from the store `berm install` fills
+    problems.push(...(await deployInstalled(grants, deployments, log)));
     for (const p of problems) log(`  warning: ${p}`);
     for (const n of grants.names()) {
       if (!deployments.get(n)) log(`  declared ${n} (not deployed yet)`);

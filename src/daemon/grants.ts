@@ -4,8 +4,10 @@
  * declared capabilities, and only when its bytes hash to the declared sha256; an undeclared name
  * gets none. What a harness's manifest asks for is never granted.
  *
- * The daemon receives images over the API, so a declaration's `source` is not read here; the
- * sha256 is what binds a grant to bytes. The file is read once, when the daemon boots: an edit
+ * The daemon receives images over the API, so a declaration's `source` path is not read here; the
+ * sha256 is what binds a grant to bytes. A harness named by reference (`source = "oci:..."`) must
+ * be installed (`berm install --config FILE` puts it in the data directory's store): one that is
+ * not refuses the boot, since bermd never downloads; one that is gets deployed at boot. The file is read once, when the daemon boots: an edit
  * (a new sha256, another grant) takes effect at the next start, and the 403 says so.
  */
 import * as fs from 'node:fs';
@@ -41,6 +43,11 @@ export class Grants {
     const decls = loadDeclarations(file, { checkFiles: false });
     const problems = decls.errors.map((e) => e.message);
     for (const d of decls.harnesses) {
+      if (d.reference !== undefined && !fs.existsSync(d.source)) {
+        problems.push(
+          `${d.file}:${d.line}: harness ${JSON.stringify(d.name)} (${d.reference}, sha256 ${d.sha256}): not installed: run berm install --config ${file}`,
+        );
+      }
       const root = d.grant.root;
       if (root !== undefined && !isDirectory(root)) {
         problems.push(
@@ -59,6 +66,11 @@ export class Grants {
   /** The declaration of `name`, or undefined. */
   declaration(name: string): HarnessDeclaration | undefined {
     return this.byName.get(name);
+  }
+
+  /** Declarations naming their harness by reference (`source = "oci:..."`), in file order. */
+  installed(): HarnessDeclaration[] {
+    return [...this.byName.values()].filter((d) => d.reference !== undefined);
   }
 
   /** Declared names, in file order. */

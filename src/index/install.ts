@@ -11,7 +11,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { ElfError } from '../elf/reader.js';
@@ -24,7 +23,10 @@ import {
   pullHarness,
   type RegistryOptions,
 } from '../oci/index.js';
+import { defaultDataDir, OCI_SOURCE_PREFIX, storedHarnessPath } from '../util/data-dir.js';
 import { ensureDirectory } from '../util/dirs.js';
+
+export { defaultDataDir, storedHarnessPath };
 import { IndexError, publishedDigest, type IndexSource } from './source.js';
 
 /** Why an install was refused: `status` is bermd's HTTP answer, the CLI exits 2. */
@@ -126,18 +128,6 @@ export async function fetchVerified(
   };
 }
 
-/** berm's data directory: `$BERM_DATA_DIR`, else `$XDG_DATA_HOME/berm`, else `~/.local/share/berm`. */
-export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.BERM_DATA_DIR) return env.BERM_DATA_DIR;
-  const xdg = env.XDG_DATA_HOME;
-  return path.join(xdg && xdg.length > 0 ? xdg : path.join(env.HOME || homedir(), '.local', 'share'), 'berm');
-}
-
-/** Where an ELF of lowercase hex sha256 `hex` is stored under `dataDir`. */
-export function storedHarnessPath(dataDir: string, hex: string): string {
-  return path.join(path.resolve(dataDir), 'harnesses', 'sha256', `${hex}.elf`);
-}
-
 /**
  * Store `elf` content-addressed under `dataDir` (atomically: a temporary file, fsync, rename).
  * @returns the stored file's absolute path
@@ -185,19 +175,14 @@ function tomlString(s: string): string {
 }
 
 /**
- * Append a `[[harnesses]]` entry for `name` (source `file`, pinned by `hex`, no capabilities) to
- * the declaration file `config`, creating it.
+ * Append a `[[harnesses]]` entry for `name` to the declaration file `config` (creating it): source
+ * `oci:<reference>`, pinned by `hex`, no capabilities; the ELF is found in the data directory's
+ * store by that sha256.
  * @returns false when an entry of that name already names the same sha256 (nothing written)
  * @throws InstallError 409 when `name` is declared with another sha256, 400 for a file that is not
  *   TOML (nothing written)
  */
-export function declareInstalled(
-  config: string,
-  name: string,
-  file: string,
-  hex: string,
-  reference: string,
-): boolean {
+export function declareInstalled(config: string, name: string, hex: string, reference: string): boolean {
   let text = '';
   if (fs.existsSync(config)) {
     text = fs.readFileSync(config, 'utf8');
@@ -224,7 +209,7 @@ export function declareInstalled(
     `# installed from ${reference} by berm install; grants nothing until you add capabilities`,
     '[[harnesses]]',
     `name = ${tomlString(name)}`,
-    `source = ${tomlString(file)}`,
+    `source = ${tomlString(OCI_SOURCE_PREFIX + reference)}`,
     `sha256 = ${tomlString(hex)}`,
     'capabilities = []',
     '',

@@ -10,7 +10,9 @@
  * The index is `--index`, else `$BERM_INDEX`, else the reference implementation's public list: a
  * directory, a `.git` URL (cloned shallow into the cache directory) or a service URL.
  */
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
+import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
 import { defaultCacheDir } from '../../cache/cache.js';
 import type { IndexEntry } from '../../index/entry.js';
 import {
@@ -23,7 +25,7 @@ import {
   storeHarness,
 } from '../../index/install.js';
 import { DEFAULT_INDEX, IndexError, openIndex, type IndexSource } from '../../index/source.js';
-import { CliError, ExitCode } from '../context.js';
+import { CliError, ExitCode, type ExitCodeValue } from '../context.js';
 import type { CliContext } from '../program.js';
 
 /** Hex digits of a digest the search table shows (as `berm ls` does). */
@@ -125,73 +127,114 @@ export function registerIndexVerbs(program: Command, ctx: CliContext): void {
   program
     .command('install')
     .description(
-      "fetch a harness by reference, verify it, store it in berm's data directory and declare it in --config pinned by sha256, granting nothing",
+      "fetch a harness by reference, verify it, store it in berm's data directory and declare it in --config pinned by sha256, granting nothing; without REF, fetch every oci: source of --config not yet installed",
     )
-    .argument('<ref>', 'registry reference, e.g. ghcr.io/org/name:v1')
+    .argument('[ref]', 'registry reference, e.g. ghcr.io/org/name:v1')
     .option('--name <name>', "the harness name in the declaration (default: the repository's last component)")
-    .option('--config <file>', 'the declaration file to add the entry to (created when missing)', 'berm.toml')
+    .option('--config <file>', 'the declaration file (created when missing)', 'berm.toml')
     .option(
       '--index <source>',
-      'the index whose published digest must match (default $BERM_INDEX); "none" skips the check',
-    )
-    .option(
-      '--data-dir <dir>',
-      'where installed ELFs are stored (default $BERM_DATA_DIR, else $XDG_DATA_HOME/berm)',
+      'the index whose published digest must match (default $BERM_INDEX; none: no index check)',
     )
     .action(
-      (
-        ref: string,
-        opts: { name?: string; config: string; index?: string; dataDir?: string },
-        cmd: Command,
-      ) =>
+      (ref: string | undefined, opts: { name?: string; config: string; index?: string }, cmd: Command) =>
         ctx.run(cmd, async () => {
-          const g = ctx.globals(cmd);
-          const name = opts.name ?? defaultHarnessName(ref);
-          if (!/^[a-z0-9_-]{1,64}$/.test(name))
-            throw new CliError(
-              `invalid harness name ${JSON.stringify(name)}: names are 1 to 64 of a-z, 0-9, '_' and '-'`,
-            );
           const wanted = opts.index ?? process.env.BERM_INDEX;
           const source = wanted === undefined || wanted === 'none' ? null : await open(ctx, cmd, wanted);
-          const v = await indexCall(() => fetchVerified(ref, source));
-          const hex = v.digest.slice('sha256:'.length);
-          const file = storeHarness(opts.dataDir ?? defaultDataDir(), v.digest, v.elf);
-          const added = await indexCall(async () =>
-            declareInstalled(opts.config, name, file, hex, v.reference),
-          );
-          const { hosts, callees } = requestedGrants(v.manifest);
-          if (g.json) {
-            ctx.io.out(
-              JSON.stringify({
-                status: 'ok',
-                name,
-                reference: v.reference,
-                digest: v.digest,
-                file,
-                config: opts.config,
-                declared: added,
-                requests: { hosts, callees },
-              }) + '\n',
-            );
-            return ExitCode.Ok;
-          }
-          let out = `${v.reference}\n  digest     ${v.digest}${v.published !== undefined ? ' (matches the index)' : ''}\n  stored     ${file}\n`;
-          out += added
-            ? `  declared   ${name} in ${opts.config}, sha256 pinned, no capabilities granted\n`
-            : `  declared   ${name} in ${opts.config} already\n`;
-          out += `  tools      ${v.manifest.tools.map((t) => t.name).join(', ') || 'none'}\n`;
-          if (hosts.length + callees.length === 0)
-            out += '  requests   nothing (its manifest declares no deps)\n';
-          else {
-            out += `  requests   ${[...hosts, ...callees].join(', ')}\nTo grant what it requests, change its entry in ${opts.config} to:\n`;
-            const caps = [...(hosts.length > 0 ? ['"http"'] : []), ...(callees.length > 0 ? ['"call"'] : [])];
-            out += `  capabilities = [${caps.join(', ')}]\n`;
-            if (hosts.length > 0) out += `  hosts = [${hosts.map((h) => JSON.stringify(h)).join(', ')}]\n`;
-            if (callees.length > 0)
-              out += `  callees = [${callees.map((h) => JSON.stringify(h)).join(', ')}]\n`;
-          }
-          ctx.io.out(out);
-          return ExitCode.Ok;
+          if (ref === undefined) return installDeclared(ctx, cmd, opts.config, source);
+          return installOne(ctx, cmd, ref, opts, source);
         }),
     );
+}
+
+/** `berm install REF`: fetch, verify, store, declare. */
+async function installOne(
+  ctx: CliContext,
+  cmd: Command,
+  ref: string,
+  opts: { name?: string; config: string },
+  source: IndexSource | null,
+): Promise<ExitCodeValue> {
+  const g = ctx.globals(cmd);
+  const name = opts.name ?? defaultHarnessName(ref);
+  if (!/^[a-z0-9_-]{1,64}$/.test(name))
+    throw new CliError(
+      `invalid harness name ${JSON.stringify(name)}: names are 1 to 64 of a-z, 0-9, '_' and '-'`,
+    );
+  const v = await indexCall(() => fetchVerified(ref, source));
+  const hex = v.digest.slice('sha256:'.length);
+  const file = storeHarness(defaultDataDir(), v.digest, v.elf);
+  const added = await indexCall(async () => declareInstalled(opts.config, name, hex, v.reference));
+  const { hosts, callees } = requestedGrants(v.manifest);
+  if (g.json) {
+    ctx.io.out(
+      JSON.stringify({
+        status: 'ok',
+        name,
+        reference: v.reference,
+        digest: v.digest,
+        file,
+        config: opts.config,
+        declared: added,
+        requests: { hosts, callees },
+      }) + '\n',
+    );
+    return ExitCode.Ok;
+  }
+  let out = `${v.reference}\n  digest     ${v.digest}${v.published !== undefined ? ' (as the index published it)' : ''}\n  stored     ${file}\n`;
+  out += added
+    ? `  declared   ${name} in ${opts.config}, sha256 pinned, no capabilities granted\n`
+    : `  declared   ${name} in ${opts.config} already\n`;
+  out += `  tools      ${v.manifest.tools.map((t) => t.name).join(', ') || 'none'}\n`;
+  if (hosts.length + callees.length === 0) out += '  requests   nothing (its manifest declares no deps)\n';
+  else {
+    out += `  requests   ${[...hosts, ...callees].join(', ')}\nTo grant what it requests, add to its entry in ${opts.config}:\n`;
+    const caps = [...(hosts.length > 0 ? ['"http"'] : []), ...(callees.length > 0 ? ['"call"'] : [])];
+    out += `  capabilities = [${caps.join(', ')}]\n`;
+    if (hosts.length > 0) out += `  hosts = [${hosts.map((h) => JSON.stringify(h)).join(', ')}]\n`;
+    if (callees.length > 0) out += `  callees = [${callees.map((h) => JSON.stringify(h)).join(', ')}]\n`;
+  }
+  ctx.io.out(out);
+  return ExitCode.Ok;
+}
+
+/** `berm install --config FILE`: fetch every `oci:` source of the file not yet in the store. */
+async function installDeclared(
+  ctx: CliContext,
+  cmd: Command,
+  config: string,
+  source: IndexSource | null,
+): Promise<ExitCodeValue> {
+  const g = ctx.globals(cmd);
+  let decls;
+  try {
+    decls = loadDeclarations(config, { checkFiles: false });
+  } catch (e) {
+    if (e instanceof DeclarationError) throw new CliError(e.message);
+    throw e;
+  }
+  const done: { name: string; reference: string; digest: string; fetched: boolean }[] = [];
+  for (const d of decls.harnesses) {
+    if (d.reference === undefined) continue;
+    if (existsSync(d.source)) {
+      done.push({ name: d.name, reference: d.reference, digest: `sha256:${d.sha256}`, fetched: false });
+      continue;
+    }
+    const v = await indexCall(() => fetchVerified(d.reference!, source));
+    if (v.digest !== `sha256:${d.sha256}`) {
+      throw new CliError(
+        `${d.file}:${d.line}: ${d.name}: ${d.reference} is ${v.digest} but the declaration pins sha256 ${d.sha256}; nothing stored (pin the new digest yourself if it is the one you mean to run)`,
+      );
+    }
+    storeHarness(defaultDataDir(), v.digest, v.elf);
+    done.push({ name: d.name, reference: d.reference, digest: v.digest, fetched: true });
+  }
+  if (g.json) ctx.io.out(JSON.stringify({ status: 'ok', config, harnesses: done }) + '\n');
+  else if (done.length === 0) ctx.io.out(`${config} names no harness by reference (source = "oci:...")\n`);
+  else
+    for (const h of done)
+      ctx.io.out(
+        `${h.name}  ${h.reference}  ${h.fetched ? 'installed' : 'already installed'}  ${h.digest}\n`,
+      );
+  return ExitCode.Ok;
 }
