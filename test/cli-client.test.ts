@@ -193,7 +193,7 @@ t.test('delays, due times and listings', async (t) => {
 });
 
 t.test(
-  'wake ls --limit on a berm run state directory: the earliest N, and stderr says how many',
+  'wake ls --limit on a berm worker state directory: the earliest N, and stderr says how many',
   async (t) => {
     const qg = join(ROOT, 'test', 'data', 'queue-guest.elf');
     const dir = mkdtempSync(join(TMP, 'limit-'));
@@ -246,6 +246,10 @@ t.test('usage errors and an unreachable daemon', async (t) => {
     ['inspect', 'echo', '--host', host],
     ['wake', 'ls', '--host', host],
     ['deploy', 'echo', join(TMP, 'echo'), '--host', host],
+    // global: before the verb too, with --json anywhere
+    ['--host', host, 'ls'],
+    ['--json', `--host=${host}`, 'wake', 'ls'],
+    ['--host', host, 'inspect', 'echo'],
   ]) {
     const io = captureIo();
     const code = await runCli(argv, { io });
@@ -286,18 +290,14 @@ t.test('usage errors and an unreachable daemon', async (t) => {
       /wake add: --count, --spread, --config work only with --state DIR/,
     ],
     [['invoke', 'echo'], /missing required argument 'tool'/],
-    // --host and --token-file belong to the verbs: written before one, the refusal says where they go
+    // --host and --token-file are global: before the verb they reach it as after it
     [
-      ['--host', host, 'ls'],
-      `--host is an option of the client verbs (ls, deploy, invoke, wake, ...): it goes after the verb: berm ls --host ${host}\n`,
+      ['--token-file', join(TMP, 'no token'), 'invoke', 'e', 'echo', '{"x":1}'],
+      /--token-file .*no token: ENOENT/,
     ],
     [
-      ['--json', `--host=${host}`, 'wake', 'ls'],
-      `it goes after the verb: berm --json wake ls --host=${host}\n`,
-    ],
-    [
-      ['--token-file', 'a b', 'invoke', 'e', 'echo', '{"x":1}'],
-      `berm invoke e echo '{"x":1}' --token-file 'a b'\n`,
+      ['--host', host, 'wake', 'ls', '--state', TMP],
+      /--state .* and --host\/--token-file .* exclude each other/,
     ],
     [
       ['wake', 'ls', '--state', TMP, '--host', host],
@@ -306,8 +306,11 @@ t.test('usage errors and an unreachable daemon', async (t) => {
     [['wake', 'rm', 'x', '--state', TMP, '--token-file', join(TMP, 'token')], /exclude each other/],
     [['ls', '--host', 'ftp://x'], /only http and https/],
     // a mistyped --state is an error, not a new empty state
-    [['wake', 'ls', '--state', join(TMP, 'no-state')], /--state .*no-state: no berm run state there/],
-    [['wake', 'rm', 'x', '--state', join(TMP, 'no-state')], /no berm run state there \(no state\.sqlite\)/],
+    [['wake', 'ls', '--state', join(TMP, 'no-state')], /--state .*no-state: no berm worker state there/],
+    [
+      ['wake', 'rm', 'x', '--state', join(TMP, 'no-state')],
+      /no berm worker state there \(no state\.sqlite\)/,
+    ],
   ];
   for (const [argv, re] of cases) {
     const io = captureIo();

@@ -1,6 +1,6 @@
 // bermd's MCP endpoint driven by the official SDK's own Client over streamable HTTP: tools listed
 // with the manifest's schema, called (done, berm.fail as isError, a trap as an error naming it,
-// bad arguments naming the property), list_changed after a deploy and an undeploy, usage resource.
+// bad arguments as an isError result naming the property), list_changed after a deploy and an undeploy, usage resource.
 import t from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -99,14 +99,14 @@ t.test('MCP: tools, calls, list_changed, usage resource', async (t) => {
   t.match(trap.message, /^MCP error -32603: probe\.trap trapped: MemoryFault: .* at pc 0x[0-9a-f]+/);
   t.equal(trap.code, ErrorCode.InternalError);
   t.match(trap.data, { trap: 'MemoryFault' });
-  const badArgs = await mcpError('text.stats', {});
-  t.match(badArgs.message, /^MCP error -32602: [^]*\/values: must have required property/);
-  t.equal(badArgs.code, ErrorCode.InvalidParams);
+  // arguments against the schema: a tool result the model can read and correct its call by
+  const badArgs = await client.callTool({ name: 'text.stats', arguments: {} });
+  t.equal(badArgs.isError, true, 'bad arguments are an isError result');
+  t.match((badArgs.content as { text: string }[])[0]!.text, /\/values: must have required property/);
   t.match((await mcpError('text.nope', {})).message, /^MCP error -32602: [^]*no tool named nope/);
   t.match((await mcpError('nope.x', {})).message, /^MCP error -32602: [^]*no harness named nope/);
   t.match((await mcpError('notdotted', {})).message, /^MCP error -32602: tool name "notdotted"/);
-  for (const e of [trap, badArgs])
-    t.equal(e.message.split('MCP error').length, 2, `one prefix: ${e.message}`);
+  t.equal(trap.message.split('MCP error').length, 2, `one prefix: ${trap.message}`);
 
   const resources = (await client.listResources()).resources.map((x) => x.uri).sort();
   t.same(resources, ['berm://mis/usage', 'berm://probe/usage', 'berm://text/usage']);

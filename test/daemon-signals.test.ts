@@ -103,7 +103,7 @@ t.test('--version prints the package version and exits 0 without booting', async
 });
 
 t.test(
-  'one process per --root: a second bermd or berm run is refused; SIGKILL frees it',
+  'one process per --root: a second bermd or berm worker is refused; SIGKILL frees it',
   { timeout: 120_000 },
   async (t) => {
     const root = mkdtempSync(join(tmpdir(), 'bermd-lock-'));
@@ -133,7 +133,7 @@ t.test(
 
     const run = spawnSync(
       process.execPath,
-      [join(REPO, 'bin/berm.js'), 'run', '--config', join(REPO, 'examples/runtime.toml'), '--state', root],
+      [join(REPO, 'bin/berm.js'), 'worker', '--config', join(REPO, 'examples/runtime.toml'), '--state', root],
       { encoding: 'utf8', timeout: 60_000 },
     );
     t.equal(run.status, 2);

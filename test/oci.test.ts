@@ -219,6 +219,7 @@ t.test('push and pull round trip against a real registry', async (t) => {
     artifactType: 'application/vnd.berm.harness.v1',
     config: { mediaType: 'application/vnd.berm.manifest.v1+json', digest: sha(abi), size: abi.length },
     layers: [{ mediaType: 'application/vnd.berm.harness.v1', digest: sha(ECHO), size: ECHO.length }],
+    annotations: {},
   });
   const head = await request(`http://${reg.host}/v2/berm/echo/blobs/${sha(ECHO)}`, { method: 'HEAD' });
   await head.body.dump();

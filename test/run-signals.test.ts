@@ -1,4 +1,4 @@
-// `berm wake add --state` telling a running `berm run` to rescan, against a queue that is
+// `berm wake add --state` telling a running `berm worker` to rescan, against a queue that is
 // draining and against a pid file a killed queue left behind: a wake armed during a SIGTERM drain
 // never kills the queue (the wake in flight is journaled once and the process exits 0), and a
 // stale run.pid never gets another process signalled (the pid is checked against the state lock).
@@ -36,7 +36,7 @@ interface Queue {
 function startQueue(state: string): Queue {
   const child = spawn(
     process.execPath,
-    [BERM, 'run', '--config', config, '--state', state, '--workers', '1'],
+    [BERM, 'worker', '--config', config, '--state', state, '--workers', '1'],
     { env: { ...process.env, BERM_CACHE_DIR: TEST_CACHE }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -50,7 +50,7 @@ function startQueue(state: string): Queue {
     const end = Date.now() + ms;
     while (!re.test(out)) {
       if (Date.now() > end || child.exitCode !== null || child.signalCode !== null)
-        throw new Error(`no ${re} from berm run; stdout:\n${out}\nstderr:\n${err}`);
+        throw new Error(`no ${re} from berm worker; stdout:\n${out}\nstderr:\n${err}`);
       await new Promise((r) => setTimeout(r, 25));
     }
   };
@@ -66,7 +66,7 @@ t.test(
     const state = path.join(dir, 'drain');
     const q = startQueue(state);
     t.teardown(() => void q.child.kill('SIGKILL'));
-    await q.waitFor(/berm run: ready/, 120_000);
+    await q.waitFor(/berm worker: ready/, 120_000);
     const add = await wakeAdd(state, '--id', 'spinner', '--payload', 'spin');
     t.equal(add.code, 0, add.stderr);
     // the spinning wake has started when the worker is busy; give the rescan a moment to fire it
@@ -78,8 +78,8 @@ t.test(
     t.equal(late.code, 0, late.stderr);
     t.match(JSON.parse(late.stdout), { signalled: true }, 'the draining queue was told');
     const end = await q.exited;
-    t.same(end, { code: 0, signal: null }, `berm run exits 0 after the drain:\n${q.out()}`);
-    t.match(q.out(), /berm run: stopped/);
+    t.same(end, { code: 0, signal: null }, `berm worker exits 0 after the drain:\n${q.out()}`);
+    t.match(q.out(), /berm worker: stopped/);
     const spins = readJournal(path.join(state, 'journal.jsonl')).filter((r) => r.wake === 'spinner');
     t.equal(spins.length, 1, 'the wake in flight is journaled once');
     t.match(spins[0], { outcome: 'trapped', attempt: 1 });
@@ -88,7 +88,7 @@ t.test(
     // the next start: the wake armed during the drain is still pending, the spinner is not run again
     const q2 = startQueue(state);
     t.teardown(() => void q2.child.kill('SIGKILL'));
-    await q2.waitFor(/berm run: ready; 1 wakes pending, 0 to re-deliver/, 120_000);
+    await q2.waitFor(/berm worker: ready; 1 wakes pending, 0 to re-deliver/, 120_000);
     await new Promise((r) => setTimeout(r, 300));
     q2.child.kill('SIGTERM');
     t.same(await q2.exited, { code: 0, signal: null });
@@ -101,7 +101,7 @@ t.test('a stale run.pid after a SIGKILL: berm wake add signals nobody', async (t
   const state = path.join(dir, 'stale');
   const q = startQueue(state);
   t.teardown(() => void q.child.kill('SIGKILL'));
-  await q.waitFor(/berm run: ready/, 120_000);
+  await q.waitFor(/berm worker: ready/, 120_000);
   const pid = q.child.pid!;
   t.equal(fs.readFileSync(path.join(state, 'run.pid'), 'utf8').trim(), String(pid));
   q.child.kill('SIGKILL');
@@ -124,7 +124,7 @@ t.test('a stale run.pid after a SIGKILL: berm wake add signals nobody', async (t
   // a queue started again owns the pid file: wake add reaches it
   const q2 = startQueue(state);
   t.teardown(() => void q2.child.kill('SIGKILL'));
-  await q2.waitFor(/berm run: ready/, 120_000);
+  await q2.waitFor(/berm worker: ready/, 120_000);
   const add2 = await wakeAdd(state, '--id', 'live', '--in', '60000', '--json');
   t.match(JSON.parse(add2.stdout), { signalled: true });
   await q2.waitFor(/picked up 1 wakes armed from outside/, 10_000);

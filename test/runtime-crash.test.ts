@@ -1,5 +1,5 @@
 // At-least-once delivery under kill -9 (docs/runtime-queue.md, "Delivery"): 10,000 wakes due over
-// a few seconds, `berm run` SIGKILLed at random moments at least 20 times and restarted; from the
+// a few seconds, `berm worker` SIGKILLed at random moments at least 20 times and restarted; from the
 // journal: every wake fired at least once, and every repeated delivery of a wake carries a higher
 // attempt than the one before it (so every duplicate has attempt > 1), counted.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -33,7 +33,7 @@ const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 function start(): { child: ChildProcess; ready: Promise<void>; exited: Promise<number | null> } {
   const child = spawn(
     process.execPath,
-    [BERM, 'run', '--config', config, '--state', state, '--workers', '2'],
+    [BERM, 'worker', '--config', config, '--state', state, '--workers', '2'],
     { env: { ...process.env, BERM_CACHE_DIR: TEST_CACHE }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -43,9 +43,9 @@ function start(): { child: ChildProcess; ready: Promise<void>; exited: Promise<n
     child.stdout!.on('data', (d: Buffer) => {
       // invocation lines are many: keep only the tail, enough to see "ready"
       out = (out + d.toString()).slice(-4096);
-      if (/berm run: ready/.test(out)) resolve();
+      if (/berm worker: ready/.test(out)) resolve();
     });
-    child.on('exit', (code) => reject(new Error(`berm run exited (${code}) before it was ready: ${err}`)));
+    child.on('exit', (code) => reject(new Error(`berm worker exited (${code}) before it was ready: ${err}`)));
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, ready, exited };

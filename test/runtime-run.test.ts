@@ -1,4 +1,4 @@
-// `berm run` as a child process: boot log (limits with their sources, harnesses with their
+// `berm worker` as a child process: boot log (limits with their sources, harnesses with their
 // grants), the SDK's recurring ticker (examples/ticker.elf, guest-sdk/examples/ticker) firing at
 // its period with a trap costing one occurrence, `berm wake add|ls|rm --state`, and SIGTERM
 // draining and exiting 0.
@@ -33,13 +33,13 @@ function berm(args: string[]): { status: number | null; stdout: string; stderr: 
 }
 
 t.test(
-  'berm run: boot log, a recurring harness at its period, a trap costs one occurrence, SIGTERM exits 0',
+  'berm worker: boot log, a recurring harness at its period, a trap costs one occurrence, SIGTERM exits 0',
   async (t) => {
     const child = spawn(
       process.execPath,
       [
         BERM,
-        'run',
+        'worker',
         '--verbose',
         '--config',
         config,
@@ -66,7 +66,7 @@ t.test(
         await new Promise((r) => setTimeout(r, 50));
       }
     };
-    await waitFor(/berm run: ready/, 120_000);
+    await waitFor(/berm worker: ready/, 120_000);
     t.match(out, /limit timeoutMs = 4000 \(file\)/, 'a limit from the file');
     t.match(out, /limit overrun = defer \(flag\)/, 'a limit from a flag');
     t.match(out, /limit chainDepth = 4 \(default\)/, 'a default limit');

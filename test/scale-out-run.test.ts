@@ -1,4 +1,4 @@
-// Three `berm run --store postgres://...` processes share one due-set on the real test cluster
+// Three `berm worker --store postgres://...` processes share one due-set on the real test cluster
 // (BERM_TEST_PG_URL). 10,000 wakes are armed into the shared due-set (one bulk statement, the
 // notification wakes the processes); while they fire, a process is SIGKILLed and restarted again
 // and again. From the shared journal: every wake ran; a wake that ran more than once did so only
@@ -32,7 +32,7 @@ function startRun(config: string, state: string, url: string): Promise<Proc> {
       join(REPO, 'bin/berm.js'),
       '--cache-dir',
       TEST_CACHE,
-      'run',
+      'worker',
       '--config',
       config,
       '--state',
@@ -51,11 +51,11 @@ function startRun(config: string, state: string, url: string): Promise<Proc> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`berm run did not get ready:\n${out}`));
+      reject(new Error(`berm worker did not get ready:\n${out}`));
     }, 90_000);
     const onData = (c: Buffer) => {
       out += c.toString();
-      if (out.includes('berm run: ready')) {
+      if (out.includes('berm worker: ready')) {
         clearTimeout(timer);
         resolve({ child, exited });
       }
@@ -65,12 +65,12 @@ function startRun(config: string, state: string, url: string): Promise<Proc> {
     void exited.then(() => {
       clearTimeout(timer);
       child.stdout!.off('data', onData);
-      reject(new Error(`berm run exited before it was ready:\n${out}`));
+      reject(new Error(`berm worker exited before it was ready:\n${out}`));
     });
   });
 }
 
-t.test('10,000 wakes, three berm run processes, one SIGKILLed repeatedly', async (t) => {
+t.test('10,000 wakes, three berm worker processes, one SIGKILLed repeatedly', async (t) => {
   const url = await freshDatabase(t);
   if (url === null) return;
   const dir = mkdtempSync(join(tmpdir(), 'berm-scale-run-'));

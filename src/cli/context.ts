@@ -4,6 +4,7 @@
  */
 import { statSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
+import { isatty } from 'node:tty';
 import { demangle } from '../util/demangle.js';
 import { InputFileError, readRegularFile } from '../util/read-file.js';
 import { InvalidArgumentError } from './commander.js';
@@ -74,6 +75,11 @@ export interface Io {
   readStdinBytes?(): Promise<Uint8Array>;
   /** true when stderr is a terminal (progress bars) */
   stderrIsTTY: boolean;
+  /**
+   * true when stdin is a terminal (`berm run` then sends no arguments instead of waiting for
+   * typed ones); absent counts as false
+   */
+  stdinIsTTY?: boolean;
   /** the stream progress bars draw on */
   progressStream: NodeJS.WritableStream;
 }
@@ -99,6 +105,9 @@ export function processIo(): Io {
     readStdinBytes: readProcessStdin,
     get stderrIsTTY() {
       return process.stderr.isTTY === true;
+    },
+    get stdinIsTTY() {
+      return isatty(0);
     },
     get progressStream() {
       return process.stderr;

@@ -90,59 +90,38 @@ const COMMANDS: { words: readonly string[]; load: () => Promise<Register> }[] = 
     load: async () => (await import('./commands/index-verbs.js')).registerIndexVerbs,
   },
   { words: ['wake'], load: async () => (await import('./commands/wake-client.js')).registerWakeClient },
-  { words: ['run'], load: async () => (await import('./commands/run.js')).registerRun },
+  { words: ['run'], load: async () => (await import('./commands/run.js')).registerRunTool },
+  { words: ['worker'], load: async () => (await import('./commands/worker.js')).registerWorker },
 ];
 
 /** Global options that take a value (as a separate argument). */
-const VALUE_OPTIONS = new Set(['--cache-dir', '--memory', '--fuel', '--timeout']);
-
-/**
- * Options of the client verbs (daemon-options.ts): not global, so they go after the verb. Skipped
- * with their value when looking for the command word, so that one written before the verb is
- * reported as misplaced rather than taken for the verb.
- */
-const CLIENT_VALUE_OPTIONS = new Set(['--host', '--token-file']);
+const VALUE_OPTIONS = new Set(['--cache-dir', '--memory', '--fuel', '--timeout', '--host', '--token-file']);
 
 /** The command word of `argv`: its first argument that is neither an option nor a global option's value. */
 export function commandWord(argv: readonly string[]): string | undefined {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') return argv[i + 1];
-    if (VALUE_OPTIONS.has(a) || CLIENT_VALUE_OPTIONS.has(a)) i++;
+    if (VALUE_OPTIONS.has(a)) i++;
     else if (!a.startsWith('-')) return a;
   }
   return undefined;
 }
 
-/** `w` as one POSIX shell word (single-quoted unless it is plain). */
-function shellWord(w: string): string {
-  return /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replaceAll("'", "'\\''")}'`;
-}
+/** The client verbs' options that are global too: accepted before the verb as well as after it. */
+const CLIENT_GLOBALS = ['host', 'tokenFile'] as const;
 
 /**
- * The fix for a client option written before the verb (`berm --host URL ls`), which commander
- * reports only as `unknown option '--host'`: the same command line with that option moved to the
- * end, where the verb takes it.
- * @returns the hint line, or undefined when no client option precedes the command word
+ * `berm --host URL ls` as `berm ls --host URL`: a client option written before the verb (the
+ * program's, hidden in help) is handed to the verb that runs when the verb was not given its own.
  */
-export function misplacedClientOption(argv: readonly string[]): string | undefined {
-  const word = commandWord(argv);
-  const end = word === undefined ? argv.length : argv.indexOf(word);
-  for (let i = 0; i < end; i++) {
-    const a = argv[i];
-    const name = a.split('=')[0];
-    if (!CLIENT_VALUE_OPTIONS.has(name)) continue;
-    const taken = a.includes('=') ? 1 : 2;
-    const moved = [...argv.slice(0, i), ...argv.slice(i + taken)];
-    const dash = moved.indexOf('--');
-    const at = dash < 0 ? moved.length : dash;
-    moved.splice(at, 0, ...argv.slice(i, i + taken));
-    return (
-      `berm: ${name} is an option of the client verbs (ls, deploy, invoke, wake, ...): it goes after ` +
-      `the verb: berm ${moved.map(shellWord).join(' ')}`
-    );
+function handClientGlobals(program: Command, action: Command): void {
+  const global = program.opts() as Record<string, unknown>;
+  const own = action.opts() as Record<string, unknown>;
+  for (const k of CLIENT_GLOBALS) {
+    const declared = action.options.some((o) => o.attributeName() === k);
+    if (declared && own[k] === undefined && global[k] !== undefined) action.setOptionValue(k, global[k]);
   }
-  return undefined;
 }
 
 /**
@@ -192,14 +171,22 @@ export async function buildProgram(options: ProgramOptions = {}, word?: string):
       ).argParser(parsePositiveInt),
     )
     .option('--verbose', 'show guest log lines and compile timings on stderr')
-    .option('--json', 'one JSON document on stdout (every command but disasm, new and run)')
+    .option('--json', 'one JSON document on stdout (every command but disasm, new and worker)')
     .option('--debug', 'print JS stack traces of internal errors')
+    // the client verbs' --host and --token-file, written before the verb (each verb lists its own)
+    .addOption(new Option('--host <url>').hideHelp())
+    .addOption(new Option('--token-file <file>').hideHelp())
+    .hook('preAction', (_self, action) => handClientGlobals(program, action))
     // each verb's --help lists these too: `berm compile --help` must show --json and --cache-dir
     .configureHelp({ showGlobalOptions: true })
     .showSuggestionAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
-    .addHelpText('after', `\n${EXIT_CODES_HELP}\n`);
+    .addHelpText(
+      'after',
+      `\nThe client verbs' --host URL (default $BERM_HOST, else http://127.0.0.1:7777) and --token-file FILE\n` +
+        `go before or after the verb, as --json does.\n\n${EXIT_CODES_HELP}\n`,
+    );
 
   const one = COMMANDS.find((c) => word !== undefined && c.words.includes(word));
   for (const register of await Promise.all((one ? [one] : COMMANDS).map((c) => c.load()))) {
@@ -219,8 +206,6 @@ export async function runCli(argv: string[], options: ProgramOptions = {}): Prom
     await built.program.parseAsync(argv, { from: 'user' });
   } catch (e) {
     if (e instanceof CommanderError) {
-      const hint = e.code === 'commander.unknownOption' ? misplacedClientOption(argv) : undefined;
-      if (hint !== undefined) built.ctx.io.err(hint + '\n');
       // help and --version exit 0; usage errors (and `berm` without a command) exit 2
       return e.exitCode === 0 ? ExitCode.Ok : ExitCode.BadInput;
     }

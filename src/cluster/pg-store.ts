@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL backend of {@link RuntimeStore}: several daemons (bermd, `berm run`) share one
+ * The PostgreSQL backend of {@link RuntimeStore}: several daemons (bermd, `berm worker`) share one
  * due-set, deployments, storage-capability keys and journal. docs/scale-out.md has the design.
  *
  * The store interface is synchronous (the queue calls it between guest runs on its own thread);

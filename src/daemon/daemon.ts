@@ -10,6 +10,7 @@
  * is a {@link RootInUseError} (src/runtime/state-lock.ts): the lock is taken before anything
  * under the root is read and released by the stop (or the process's end).
  */
+import * as fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { StateLock, StateLockError, type LimitSource, type RuntimeLimits } from '../runtime/index.js';
@@ -20,6 +21,7 @@ import type { Backend } from './backend.js';
 import { Deployments } from './deployments.js';
 import { clampConnections, openFileLimit } from './fd-limit.js';
 import { Grants } from './grants.js';
+import { importReferenceRoot, REFERENCE_IMAGES_DIR } from './reference-root.js';
 import { DaemonServer } from './server.js';
 import type { Settings } from './settings.js';
 import { DeploymentStore } from './store.js';
@@ -32,7 +34,39 @@ export class BootError extends Error {
 }
 
 /**
- * Another process (a bermd, a `berm run`) holds `--root`: like an address in use, a conflict with
+ * Import upstream's `<root>/harnesses/<name>.elf` images (reference-root.ts) and log what was
+ * imported or skipped; with a shared store the deployments are the database's, so none is
+ * imported (logged when there are some). A failure to write the store is a boot error.
+ */
+function importUpstreamRoot(
+  root: string,
+  store: DeploymentStore,
+  shared: boolean,
+  maxImageBytes: number,
+  log: (line: string) => void,
+): void {
+  if (shared) {
+    if (fs.existsSync(path.join(root, REFERENCE_IMAGES_DIR)))
+      log(
+        `  warning: ${path.join(root, REFERENCE_IMAGES_DIR)} (upstream's images) not imported: the deployments are the shared store's`,
+      );
+    return;
+  }
+  let r;
+  try {
+    r = importReferenceRoot(root, store, maxImageBytes);
+  } catch (e) {
+    throw new BootError(`importing upstream's images under ${root}: ${(e as Error).message}`);
+  }
+  for (const s of r.skipped) log(`  warning: upstream image skipped: ${s}`);
+  if (r.imported.length > 0)
+    log(
+      `  imported ${r.imported.length} upstream deployments from ${path.join(root, REFERENCE_IMAGES_DIR)}: ${r.imported.join(', ')} (their files stay as they are)`,
+    );
+}
+
+/**
+ * Another process (a bermd, a `berm worker`) holds `--root`: like an address in use, a conflict with
  * something running rather than a bad setting (bermd exits 1). The message names the holder.
  */
 export class RootInUseError extends Error {
@@ -191,6 +225,7 @@ export async function startDaemon(
       }
     }
 
+    importUpstreamRoot(root, store, settings.store.value !== null, settings.maxImageBytes.value, log);
     const backend = await makeBackend({
       root,
       cacheDir,

@@ -4,11 +4,16 @@
  * its own Server and transport; all of them see the same deployments.
  *
  * - tools: `{harness}.{tool}` for every published tool, inputSchema = the manifest's parameters.
- *   tools/call validates the arguments (InvalidParams naming the property), runs the tool through
- *   the runtime, and answers: done → text content; berm.fail → an `isError` result carrying the
- *   message (the model should see it); a trap → a JSON-RPC error naming the trap, pc and symbol;
- *   a refused limit → a JSON-RPC error naming the limit.
- * - resources: `berm://{harness}/usage` (text/plain) for each harness with a usage string.
+ *   tools/call validates the arguments, runs the tool through the runtime, and answers: done →
+ *   text content; berm.fail → an `isError` result carrying the message (the model should see it);
+ *   arguments that are not JSON or do not match the schema → an `isError` result naming the
+ *   property (input validation errors are tool results, so that a model can correct its call); an
+ *   unknown harness or tool, or a name that is not `harness.tool` → InvalidParams; a trap → a
+ *   JSON-RPC error naming the trap, pc and symbol; a refused limit → a JSON-RPC error naming it.
+ * - resources: `berm://{harness}/usage` (text/plain) listed for each harness with a usage
+ *   string; reading one of a deployed harness without usage gives an empty text, any other URI
+ *   is resource-not-found (-32002).
+ * - initialize answers {@link MCP_INSTRUCTIONS}: the naming of tools and where usage lives.
  * - every deploy and undeploy sends notifications/tools/list_changed and
  *   notifications/resources/list_changed to every session.
  * - authority: `_meta` of tools/call may carry `berm/agent`, `berm/session`, `berm/sender`; the
@@ -58,6 +63,19 @@ class RpcError extends Error {
     super(message);
   }
 }
+
+/**
+ * The server's `instructions` (sent with initialize): how tools are named and where each
+ * harness's usage notes are. One short paragraph: every harness's own usage would put a manual in
+ * front of the model on every turn, so those stay resources, read when needed.
+ */
+export const MCP_INSTRUCTIONS =
+  'Tools are named `{harness}.{tool}`: the deployed harness, a dot, then one of its tools. A ' +
+  'harness that says when to use its tools and how they combine publishes that as the resource ' +
+  '`berm://{harness}/usage`; read it before choosing among the tools of one harness.';
+
+/** JSON-RPC code of an unknown resource (MCP: resource not found). */
+export const RESOURCE_NOT_FOUND = -32002;
 
 /** Default bound on open MCP sessions (least recently used closed first). */
 export const MAX_MCP_SESSIONS = 1024;
@@ -138,7 +156,10 @@ export class McpEndpoint {
   private newServer(): Server {
     const server = new Server(
       { name: 'bermd', version: this.version },
-      { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } } },
+      {
+        capabilities: { tools: { listChanged: true }, resources: { listChanged: true } },
+        instructions: MCP_INSTRUCTIONS,
+      },
     );
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
       tools: this.deployments.list().flatMap((d) =>
@@ -161,7 +182,11 @@ export class McpEndpoint {
       try {
         args = this.deployments.checkArgs(harness, tool, request.params.arguments ?? {});
       } catch (e) {
-        if (e instanceof HttpError) throw new RpcError(ErrorCode.InvalidParams, e.message);
+        // no such harness or tool: the request names nothing callable, a protocol error
+        if (e instanceof HttpError && e.status === 404)
+          throw new RpcError(ErrorCode.InvalidParams, e.message);
+        // arguments the tool cannot take: a result the model reads and corrects its call by
+        if (e instanceof HttpError) return { content: [{ type: 'text', text: e.message }], isError: true };
         throw e;
       }
       const meta = (request.params._meta ?? {}) as Record<string, unknown>;
@@ -208,8 +233,10 @@ export class McpEndpoint {
     server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
       const m = /^berm:\/\/([a-z0-9_-]+)\/usage$/.exec(request.params.uri);
       const d = m ? this.deployments.get(m[1]!) : undefined;
-      if (!d || d.manifest.usage === '') {
-        throw new RpcError(ErrorCode.InvalidParams, `no resource ${request.params.uri}`);
+      if (!d) {
+        throw new RpcError(RESOURCE_NOT_FOUND, `resource not found: ${request.params.uri}`, {
+          uri: request.params.uri,
+        });
       }
       return { contents: [{ uri: request.params.uri, mimeType: 'text/plain', text: d.manifest.usage }] };
     });

@@ -33,9 +33,19 @@ export interface Descriptor {
 }
 
 /**
- * The artifact manifest's bytes. Annotations are only the standard source/revision keys, set from
- * `GITHUB_REPOSITORY`/`GITHUB_SHA` when present (what lets GHCR link a package to its repository);
- * nothing about the harness is repeated there, the config blob says it.
+ * The artifact manifest's bytes, serialised as upstream's client serialises them, so that the same
+ * ELF and annotations pushed by either tool get the same manifest digest: compact JSON (no
+ * whitespace) with the keys of every object in ascending byte order (its JSON maps are sorted
+ * maps), and `annotations` always present, `{}` when empty:
+ *
+ *   {"annotations":{...},"artifactType":"application/vnd.berm.harness.v1",
+ *    "config":{"digest":"sha256:...","mediaType":"application/vnd.berm.manifest.v1+json","size":N},
+ *    "layers":[{"digest":"sha256:...","mediaType":"application/vnd.berm.harness.v1","size":N}],
+ *    "mediaType":"application/vnd.oci.image.manifest.v1+json","schemaVersion":2}
+ *
+ * Annotations are only the standard source/revision keys, set from `GITHUB_REPOSITORY`/`GITHUB_SHA`
+ * when present (what lets GHCR link a package to its repository); nothing about the harness is
+ * repeated there, the config blob says it.
  */
 export function buildArtifactManifest(
   config: Descriptor,
@@ -47,15 +57,31 @@ export function buildArtifactManifest(
     annotations['org.opencontainers.image.source'] = `https://github.com/${env.GITHUB_REPOSITORY}`;
   }
   if (env.GITHUB_SHA) annotations['org.opencontainers.image.revision'] = env.GITHUB_SHA;
-  const manifest: Record<string, unknown> = {
+  const descriptor = (d: Descriptor) => ({ mediaType: d.mediaType, digest: d.digest, size: d.size });
+  const manifest = {
     schemaVersion: 2,
     mediaType: OCI_MANIFEST_MEDIA_TYPE,
     artifactType: HARNESS_MEDIA_TYPE,
-    config,
-    layers: [layer],
+    config: descriptor(config),
+    layers: [descriptor(layer)],
+    annotations,
   };
-  if (Object.keys(annotations).length > 0) manifest.annotations = annotations;
-  return new TextEncoder().encode(JSON.stringify(manifest));
+  return new TextEncoder().encode(sortedJson(manifest));
+}
+
+/**
+ * `v` as compact JSON with every object's keys in ascending order of their UTF-16 code units
+ * (the same as byte order for the ASCII keys of a manifest).
+ */
+export function sortedJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(sortedJson).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const entries = Object.entries(v as Record<string, unknown>)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${sortedJson(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
 }
 
 function descriptorOf(v: unknown, what: string): Descriptor {

@@ -164,7 +164,7 @@ export class Executor {
   ): { result: RunResult; logs: string[] } {
     // The invocation's own log lines as they happen (the harness hands each line it keeps to its
     // onLog, so they are its result's logs too): a trap (or an ABI error) throws its result away,
-    // and the lines that led up to it are the ones worth keeping (the journal's reader, `berm run
+    // and the lines that led up to it are the ones worth keeping (the journal's reader, `berm worker
     // --verbose`). A callee's lines are not in it (they stream through onLog only).
     const logs: string[] = [];
     try {

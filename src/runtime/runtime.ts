@@ -797,7 +797,7 @@ export class BermRuntime extends EventEmitter {
   }
 
   /**
-   * Pick up wakes armed by another process on the same store (`berm wake add` while `berm run`
+   * Pick up wakes armed by another process on the same store (`berm wake add` while `berm worker`
    * runs signals it). Cancellations need no rescan: a cancelled wake's claim fails when it is due.
    */
   rescan(): number {

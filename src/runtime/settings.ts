@@ -1,5 +1,5 @@
 /**
- * Limits from their three sources, for `berm run` and the daemon: defaults, a `[limits]` table in
+ * Limits from their three sources, for `berm worker` and the daemon: defaults, a `[limits]` table in
  * the declaration file, and command-line flags (`--limit key=value`), later sources winning. Each
  * limit remembers where its value came from so the boot log can say it.
  */

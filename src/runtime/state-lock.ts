@@ -1,5 +1,5 @@
 /**
- * One process per state directory. bermd's `--root` and `berm run --state` hold a due-set, a
+ * One process per state directory. bermd's `--root` and `berm worker --state` hold a due-set, a
  * deployment index, a journal and temporary files that only one process may own: a second
  * process on the same directory re-delivers the first one's in-flight claims as interrupted,
  * replaces the deployment index without the first one's deploys, and deletes its half-written
@@ -10,7 +10,7 @@
  * `BEGIN EXCLUSIVE` on `<dir>/state.lock`): POSIX advisory locks, which the kernel releases when
  * the process ends however it ends (SIGKILL included), so a crash never leaves a stale lock and
  * needs no pid check. `<dir>/state.lock.owner` names the holder for the refusal's message only.
- * `berm wake add|ls|rm --state` do not take it: they are meant to reach a running `berm run`'s
+ * `berm wake add|ls|rm --state` do not take it: they are meant to reach a running `berm worker`'s
  * due-set (SQLite transactions keep that safe).
  */
 import * as fs from 'node:fs';

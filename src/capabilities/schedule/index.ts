@@ -51,7 +51,7 @@ function host(
 ): NonNullable<CapabilityContext['schedule']> | CapabilityReply {
   return (
     ctx.schedule ?? {
-      error: `${name}: this runtime has no due-set (run the harness under berm run or bermd)`,
+      error: `${name}: this runtime has no due-set (run the harness under berm worker or bermd)`,
     }
   );
 }

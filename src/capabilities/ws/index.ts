@@ -43,7 +43,9 @@ const FORBIDDEN_HEADERS: ReadonlySet<string> = new Set([
 
 function ask(name: string, ctx: CapabilityContext, req: WsRequest): CapabilityReply {
   if (!ctx.service) {
-    return { error: `${name}: this runtime holds no connections (run the harness under berm run or bermd)` };
+    return {
+      error: `${name}: this runtime holds no connections (run the harness under berm worker or bermd)`,
+    };
   }
   const reply = ctx.service(WS_SERVICE, req);
   if ('refused' in reply) return { refused: `${name}: ${reply.refused}` };

@@ -1,261 +1,132 @@
 /**
- * `berm run --config FILE --state DIR`: the queue in the foreground. Wakes fire, one line per
- * invocation on stdout, Ctrl-C / SIGTERM drains in-flight work and exits 0. At boot it prints
- * every limit in force with its source (flag, file, default) and each harness with its grant.
- * `berm wake add` from another process signals it (SIGUSR2, pid in <state>/run.pid) to pick up
- * what was armed.
+ * `berm run HARNESS TOOL [ARGUMENTS]`: run one tool of a harness deployed on bermd, with upstream's
+ * semantics, so scripts written for its CLI read the same outcome here:
+ *
+ * - the arguments are ARGUMENTS as typed; without them, standard input when it is not a terminal
+ *   (a pipe or a file), else nothing (an empty body, which bermd takes as `{}`). Either is trimmed
+ *   of surrounding ASCII whitespace: a shell's trailing newline is not part of the argument object.
+ * - exit 0: the result on stdout, one newline after it.
+ * - exit 2: the harness reported failure (berm.fail); `HARNESS.TOOL failed: MESSAGE` on stderr.
+ * - exit 1: anything else (bermd unreachable, unknown harness or tool, arguments refused, a trap,
+ *   a refused limit), with the reason on stderr.
+ *
+ * `--json` prints bermd's answer (`{"done": ...}` or `{"failed": ...}`) instead of the result;
+ * `--verbose` streams the tool's log lines to stderr. The foreground queue that `berm run --config
+ * FILE --state DIR` used to start is `berm worker`; given those options, `run` says so (exit 2).
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import type { Command } from 'commander';
-import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
-import { isPostgresStore, PgStore } from '../../cluster/pg-store.js';
-import {
-  BermRuntime,
-  StateLock,
-  StateLockError,
-  type JournalRecord,
-  type Outcome,
-  type RuntimeLimits,
-} from '../../runtime/index.js';
-import {
-  LIMIT_KEYS,
-  LimitsError,
-  limitsFromFile,
-  limitsFromFlags,
-  mergeLimits,
-} from '../../runtime/settings.js';
-import { cacheDirOf, CliError, ExitCode, parsePositiveInt } from '../context.js';
+import { demangleIn } from '../../util/demangle.js';
+import { Option } from '../commander.js';
+import { CliError, ExitCode, reportError, type ExitCodeValue } from '../context.js';
 import type { CliContext } from '../program.js';
+import type { DaemonFlags } from './daemon-client.js';
+import { addDaemonOptions } from './daemon-options.js';
+import { withDaemon } from './daemon-verbs.js';
 
-/** What `berm wake add` needs to know of the harnesses of a running or last-run queue. */
-export interface HarnessSummary {
-  name: string;
-  onWake: boolean;
-  onNotify: boolean;
-  tools: string[];
-  capabilities: string[];
-}
+/** Exit code of `berm run` when the harness ran and reported failure (upstream's). */
+export const RUN_FAILED = 2;
+/** Exit code of `berm run` for every other error (upstream's). */
+export const RUN_ERROR = 1;
 
-/** File under the state directory listing the harnesses of the last `berm run`. */
-export const HARNESSES_FILE = 'harnesses.json';
-/** File under the state directory holding the pid of the running `berm run`. */
-export const PID_FILE = 'run.pid';
-
-function collect(v: string, prev: string[] | undefined): string[] {
-  return [...(prev ?? []), v];
-}
-
-function describeGrant(capabilities: string[], grant: Record<string, unknown>): string {
-  if (capabilities.length === 0) return 'no capabilities';
-  const args = Object.entries(grant)
-    .filter(([, v]) => v !== undefined)
-    .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`);
-  return capabilities.join(', ') + (args.length ? ` (${args.join('; ')})` : '');
-}
-
-function invocationLine(r: JournalRecord): string {
-  const parts = [
-    new Date(r.start).toISOString(),
-    r.trigger,
-    `${r.harness}.${r.entry}`,
-    r.outcome,
-    `${r.ms.toFixed(1)}ms`,
-    `fuel=${r.fuel}`,
-    `chain=${r.chain.slice(0, 8)}`,
-    `depth=${r.depth}`,
-  ];
-  if (r.wake !== undefined)
-    parts.push(`wake=${r.wake}`, `attempt=${r.attempt}`, `late=${r.start - (r.scheduledAt ?? r.start)}ms`);
-  if (r.detail !== undefined) parts.push(`: ${r.detail.replace(/\s+/g, ' ')}`);
-  return parts.join(' ');
-}
-
-let rescan: (() => void) | null = null;
-let rescanInstalled = false;
+/** Options of `berm worker` that `run` recognises only to say where they went. */
+const WORKER_OPTIONS = ['config', 'state', 'store', 'lease', 'workers', 'limit'] as const;
 
 /**
- * Route SIGUSR2 (`berm wake add --state` asking for a rescan) to `fn`, or ignore it (null). The
- * listener is installed once and never removed, so the signal's default action (ending the
- * process) never applies once a queue has written its pid file.
+ * The argument bytes `berm run` sends: `inline` when given, else stdin when it is not a terminal,
+ * else nothing; trimmed of ASCII whitespace at both ends (upstream trims bytes, so does this).
  */
-function onRescanSignal(fn: (() => void) | null): void {
-  rescan = fn;
-  if (rescanInstalled) return;
-  rescanInstalled = true;
-  process.on('SIGUSR2', () => rescan?.());
+export async function runArguments(
+  inline: string | undefined,
+  stdin: { isTTY: boolean; read(): Promise<string> },
+): Promise<string> {
+  const raw = inline ?? (stdin.isTTY ? '' : await stdin.read());
+  return raw.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '');
+}
+
+/** `berm run --config X --state Y ...` as the `berm worker` command line it meant. */
+function movedText(flags: Record<string, unknown>): string {
+  const words = ['berm', 'worker'];
+  for (const k of WORKER_OPTIONS) {
+    const v = flags[k];
+    for (const one of Array.isArray(v) ? v : v === undefined ? [] : [v])
+      words.push(`--${k}`, shellWord(String(one)));
+  }
+  return (
+    'berm: the foreground queue moved from `berm run --config FILE --state DIR` to `berm worker` ' +
+    `(same options): ${words.join(' ')}\n` +
+    '`berm run HARNESS TOOL [ARGUMENTS]` runs a tool of a harness deployed on bermd\n'
+  );
+}
+
+/** `w` as one POSIX shell word (single-quoted unless it is plain). */
+function shellWord(w: string): string {
+  return /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replaceAll("'", "'\\''")}'`;
 }
 
 /** Register `run`. */
-export function registerRun(program: Command, ctx: CliContext): void {
-  program
-    .command('run')
-    .description(
-      'run the queue in the foreground: declared harnesses, timed wakes, one line per invocation (--verbose: and its log lines)',
-    )
-    .requiredOption('--config <file>', 'declaration file (harnesses.toml, with an optional [limits] table)')
-    .requiredOption('--state <dir>', 'state directory: due-set, journal, storage keys')
-    .option(
-      '--store <url>',
-      'share the due-set, storage keys and journal with other processes in PostgreSQL (postgres://user@host:port/db); default: SQLite under --state',
-    )
-    .option('--lease <ms>', 'with --store: lease of a claimed wake (default 10000)', parsePositiveInt)
-    .option('--workers <n>', 'worker threads (default: the number of cores)', parsePositiveInt)
-    .option('--limit <key=value>', 'set a limit, e.g. --limit timeoutMs=5000 (repeatable)', collect)
-    .action(
-      (
-        opts: {
-          config: string;
-          state: string;
-          store?: string;
-          lease?: number;
-          workers?: number;
-          limit?: string[];
-        },
-        cmd: Command,
-      ) =>
-        ctx.run(cmd, async () => {
-          const g = ctx.globals(cmd);
-          const io = ctx.io;
-          let decls;
-          let layers;
-          try {
-            decls = loadDeclarations(opts.config);
-            const flagLimits: Partial<RuntimeLimits> = limitsFromFlags(opts.limit ?? []);
-            if (g.timeout !== undefined) flagLimits.timeoutMs = g.timeout;
-            if (g.fuel !== undefined) flagLimits.fuel = g.fuel;
-            layers = mergeLimits([
-              { source: 'file', limits: limitsFromFile(opts.config) },
-              { source: 'flag', limits: flagLimits },
-            ]);
-          } catch (e) {
-            if (e instanceof DeclarationError || e instanceof LimitsError) throw new CliError(e.message);
-            throw e;
-          }
-          for (const e of decls.errors) io.err(`berm run: warning: ${e.message} (entry skipped)\n`);
-          // one process per state directory (a bermd --root or another berm run would re-deliver
-          // this one's claims and interleave its journal); wake add|ls|rm --state do not take it
-          let lock: StateLock;
-          try {
-            lock = StateLock.acquire(opts.state, `berm run --config ${opts.config}`, '--state');
-          } catch (e) {
-            if (e instanceof StateLockError) throw new CliError(e.message);
-            throw e;
-          }
-          try {
-            let rt: BermRuntime;
-            let shared: PgStore | null = null;
-            if (opts.store !== undefined) {
-              fs.mkdirSync(opts.state, { recursive: true });
-              if (!isPostgresStore(opts.store))
-                throw new CliError(
-                  `--store ${opts.store}: give a postgres:// URL (or leave it out for SQLite under --state)`,
-                );
-              try {
-                shared = await PgStore.open(opts.store, {
-                  ...(opts.lease !== undefined ? { leaseMs: opts.lease } : {}),
-                  log: (line) => io.out(`berm run: ${line}\n`),
-                });
-              } catch (e) {
-                throw new CliError((e as Error).message);
-              }
-            }
-            try {
-              rt = await BermRuntime.create({
-                state: opts.state,
-                ...(shared ? { store: shared } : {}),
-                ...(opts.workers !== undefined ? { poolSize: opts.workers } : {}),
-                limits: layers.limits,
-                limitSources: layers.sources,
-                cacheDir: cacheDirOf(g),
-                ...(g.memory !== undefined ? { memorySize: g.memory } : {}),
-                log: (line) => io.out(`berm run: ${line}\n`),
-              });
-            } catch (e) {
-              shared?.close();
-              if (e instanceof RangeError) throw new CliError(e.message);
-              throw e;
-            }
-            // deployments stay per process (the declaration file); wakes are shared
-            shared?.attach(rt, { deployments: false });
-            const poolSource = opts.workers !== undefined ? 'flag' : 'default';
-            io.out(`berm run: state ${path.resolve(opts.state)} (${rt.store.description})\n`);
-            io.out(`berm run: workers = ${rt.stats().workers} (${poolSource})\n`);
-            for (const k of LIMIT_KEYS)
-              io.out(`berm run: limit ${k} = ${rt.limits[k]} (${rt.limitSources[k]})\n`);
-            // --verbose: each invocation's log lines (berm.log) under its line, the only place the
-            // logs of a wake or notification (no caller waits for them) can be seen
-            rt.on('invocation', (r: JournalRecord, o: Outcome | null) => {
-              io.out(`${invocationLine(r)}\n`);
-              if (g.verbose && o && 'logs' in o) for (const line of o.logs) io.out(`  [log] ${line}\n`);
-            });
-            try {
-              for (const d of await rt.loadDeclarations(decls)) {
-                const entries = [d.onWake ? 'on_wake' : '', d.onNotify ? 'on_notify' : ''].filter(Boolean);
-                io.out(
-                  `berm run: harness ${d.name}: ${describeGrant(d.capabilities, d.grant as Record<string, unknown>)}; ` +
-                    `${d.tools.length} tools${entries.length ? `; ${entries.join(', ')}` : ''}\n`,
-                );
-              }
-            } catch (e) {
-              await rt.close(0);
-              throw new CliError(`cannot deploy the declared harnesses: ${(e as Error).message}`);
-            }
-            const summaries: HarnessSummary[] = rt.harnesses().map((d) => ({
-              name: d.name,
-              onWake: d.onWake,
-              onNotify: d.onNotify,
-              tools: d.tools.map((t) => t.name),
-              capabilities: d.capabilities,
-            }));
-            fs.writeFileSync(
-              path.join(opts.state, HARNESSES_FILE),
-              JSON.stringify(summaries, null, 2) + '\n',
-            );
-            // SIGUSR2 is handled before the pid file names this process and for as long as the
-            // process lives: a `berm wake add` that read the pid file just before it was removed
-            // may signal at any moment of the drain or after it, and the signal's default action
-            // would end the process mid-drain
-            let draining = false;
-            onRescanSignal(() => {
-              if (draining) return; // the store is closing: the new wakes fire at the next start
-              const n = rt.rescan();
-              if (n > 0) io.out(`berm run: picked up ${n} wakes armed from outside\n`);
-            });
-            const pidFile = path.join(opts.state, PID_FILE);
-            fs.writeFileSync(pidFile, `${process.pid}\n`);
-            rt.start();
-            const st = rt.stats();
-            io.out(`berm run: ready; ${st.wakesPending} wakes pending, ${st.wakesClaimed} to re-deliver\n`);
-
-            // keeps the process alive while idle (the due-set's timer is unref'd); not a polling tick
-            const keepAlive = setInterval(() => {}, 1 << 30);
-            await new Promise<void>((resolve) => {
-              const stop = (sig: string) => {
-                process.off('SIGINT', onInt);
-                process.off('SIGTERM', onTerm);
-                io.out(`berm run: ${sig}: draining in-flight work\n`);
-                resolve();
-              };
-              const onInt = () => stop('SIGINT');
-              const onTerm = () => stop('SIGTERM');
-              process.on('SIGINT', onInt);
-              process.on('SIGTERM', onTerm);
-            });
-            draining = true;
-            await rt.close();
-            clearInterval(keepAlive);
-            try {
-              if (fs.readFileSync(pidFile, 'utf8').trim() === String(process.pid)) fs.rmSync(pidFile);
-            } catch {
-              // already gone
-            }
-            onRescanSignal(null);
-            io.out('berm run: stopped\n');
+export function registerRunTool(program: Command, ctx: CliContext): void {
+  const cmd = addDaemonOptions(
+    program
+      .command('run')
+      .description(
+        'run a tool of a harness deployed on bermd; ARGUMENTS default to stdin when it is not a terminal; exit 0 done, 2 the tool failed, 1 any other error',
+      )
+      .argument('[harness]', 'harness name')
+      .argument('[tool]', 'tool name')
+      .argument('[arguments]', 'the argument object as JSON (default: stdin when piped, else none)'),
+  );
+  // `berm worker`'s options, parsed only to point there
+  cmd.addOption(new Option('--config <file>').hideHelp());
+  cmd.addOption(new Option('--state <dir>').hideHelp());
+  cmd.addOption(new Option('--store <url>').hideHelp());
+  cmd.addOption(new Option('--lease <ms>').hideHelp());
+  cmd.addOption(new Option('--workers <n>').hideHelp());
+  cmd.addOption(
+    new Option('--limit <key=value>')
+      .hideHelp()
+      .argParser((v, prev: string[] | undefined) => [...(prev ?? []), v]),
+  );
+  cmd.action(
+    (
+      harness: string | undefined,
+      tool: string | undefined,
+      inline: string | undefined,
+      flags: DaemonFlags & Record<string, unknown>,
+      c: Command,
+    ) =>
+      ctx.run(c, async (): Promise<ExitCodeValue> => {
+        const { io } = ctx;
+        const g = ctx.globals(c);
+        if (WORKER_OPTIONS.some((k) => flags[k] !== undefined)) {
+          io.err(movedText(flags));
+          return ExitCode.BadInput;
+        }
+        if (harness === undefined || tool === undefined) {
+          io.err('berm: usage: berm run HARNESS TOOL [ARGUMENTS] (berm run --help)\n');
+          return ExitCode.BadInput;
+        }
+        try {
+          const args = await runArguments(inline, {
+            isTTY: io.stdinIsTTY === true,
+            read: () => io.readStdin(),
+          });
+          const onLog = g.verbose ? (line: string) => io.err(`[log] ${line}\n`) : undefined;
+          const r = await withDaemon(flags, (d) => d.invoke(harness, tool, args, onLog));
+          if (g.json) io.out(JSON.stringify(r.body) + '\n');
+          if (r.status === 'ok') {
+            if (!g.json) io.out(r.result + '\n');
             return ExitCode.Ok;
-          } finally {
-            lock.release();
           }
-        }),
-    );
+          if (r.status === 'failed') {
+            io.err(`${harness}.${tool} failed: ${r.message}\n`);
+            return RUN_FAILED as ExitCodeValue;
+          }
+          // a trap names the guest function as the ELF does: a Rust one reads better demangled
+          throw new CliError(typeof r.body.trap === 'string' ? demangleIn(r.error) : r.error);
+        } catch (e) {
+          reportError(io, e, { debug: g.debug });
+          return RUN_ERROR as ExitCodeValue;
+        }
+      }),
+  );
 }

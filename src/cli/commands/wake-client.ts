@@ -107,7 +107,7 @@ export function pendingNote(listed: number, pending: number): string | undefined
 }
 
 /**
- * True when a wake verb works on a `berm run` state directory (`--state`) rather than a daemon.
+ * True when a wake verb works on a `berm worker` state directory (`--state`) rather than a daemon.
  * `--state` with `--host` or `--token-file` is ambiguous and refused.
  * @throws CliError for the ambiguous combination
  */
@@ -115,7 +115,7 @@ function local(flags: DaemonFlags & { state?: string }): flags is DaemonFlags & 
   if (flags.state === undefined) return false;
   if (flags.host !== undefined || flags.tokenFile !== undefined) {
     throw new CliError(
-      'wake: --state (a berm run state directory) and --host/--token-file (a daemon) exclude each other',
+      'wake: --state (a berm worker state directory) and --host/--token-file (a daemon) exclude each other',
     );
   }
   return true;
@@ -127,7 +127,7 @@ interface AddFlags extends DaemonFlags, Partial<Omit<LocalAddFlags, 'state'>> {
   at?: number;
   payload?: string;
   id?: string;
-  /** the local side (wake.ts): a berm run state directory instead of a daemon */
+  /** the local side (wake.ts): a berm worker state directory instead of a daemon */
   state?: string;
 }
 
@@ -153,7 +153,7 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
       const localOnly = (['count', 'spread', 'config'] as const).filter((k) => flags[k] !== undefined);
       if (localOnly.length > 0) {
         throw new CliError(
-          `wake add: ${localOnly.map((k) => `--${k}`).join(', ')} ${localOnly.length === 1 ? 'works' : 'work'} only with --state DIR (a berm run ` +
+          `wake add: ${localOnly.map((k) => `--${k}`).join(', ')} ${localOnly.length === 1 ? 'works' : 'work'} only with --state DIR (a berm worker ` +
             'state directory); against bermd, arm each wake with its own wake add',
         );
       }

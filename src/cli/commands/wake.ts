@@ -4,7 +4,7 @@
  * target is checked like a guest's berm.wake.arm (the harness must be declared and export
  * `on_wake`; payload and delay within the limits): against `--config FILE` when given (its ELF
  * symbols are read, nothing is compiled or run), else against the harnesses of the last
- * `berm run` on that state directory. A running `berm run` is told to pick the new wakes up.
+ * `berm worker` on that state directory. A running `berm worker` is told to pick the new wakes up.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -25,7 +25,7 @@ import {
 import { LimitsError, limitsFromFile } from '../../runtime/settings.js';
 import { CliError, ExitCode, parsePositiveInt, type ExitCodeValue } from '../context.js';
 import type { CliContext } from '../program.js';
-import { HARNESSES_FILE, PID_FILE, type HarnessSummary } from './run.js';
+import { HARNESSES_FILE, PID_FILE, type HarnessSummary } from './worker.js';
 import { pendingText, wakesText } from './wake-client.js';
 
 function known(state: string, config: string | undefined): Map<string, { onWake: boolean }> {
@@ -56,7 +56,7 @@ function known(state: string, config: string | undefined): Map<string, { onWake:
 }
 
 /**
- * Tell a running `berm run` on this state directory to rescan; false when none runs. The pid
+ * Tell a running `berm worker` on this state directory to rescan; false when none runs. The pid
  * file is believed only when the live holder of the state lock is that pid: a file left by a
  * killed queue names a pid the system may have given to an unrelated process since.
  */
@@ -86,12 +86,12 @@ export interface LocalAddFlags {
 
 /** Options only the local side has; `--state` selects it. */
 export function addLocalWakeOptions(cmd: Command, add: boolean): Command {
-  cmd.option('--state <dir>', 'work on the due-set of this berm run state directory instead of a daemon');
+  cmd.option('--state <dir>', 'work on the due-set of this berm worker state directory instead of a daemon');
   if (add) {
     cmd
       .option(
         '--config <file>',
-        'with --state: declaration file to check the harness against (default: the last berm run)',
+        'with --state: declaration file to check the harness against (default: the last berm worker)',
       )
       .option(
         '--count <n>',
@@ -161,14 +161,14 @@ export function localWakeAdd(
 }
 
 /**
- * The store of an existing `berm run` state directory, for the verbs that only read or remove:
+ * The store of an existing `berm worker` state directory, for the verbs that only read or remove:
  * opening a mistyped path would create an empty state there and report "0 wakes pending".
  * @throws CliError when DIR holds no state.sqlite
  */
 function existingStore(dir: string): SqliteStore {
   if (!fs.existsSync(path.join(dir, 'state.sqlite'))) {
     throw new CliError(
-      `--state ${dir}: no berm run state there (no state.sqlite); give the --state DIR of a berm run`,
+      `--state ${dir}: no berm worker state there (no state.sqlite); give the --state DIR of a berm worker`,
     );
   }
   return SqliteStore.open(dir);

@@ -1,0 +1,107 @@
+/**
+ * Upstream's state root, read by bermd: upstream's daemon keeps each deployed harness as
+ * `<root>/harnesses/<name>.elf` (and its engine's code cache under `<root>/cache/`). A bermd
+ * started with `--root` on such a directory imports those images into its own deployment store
+ * (`<root>/deployments/`, beside them) before it restores, so moving from one daemon to the other
+ * loses no deployment. Upstream's files are only ever read: never moved, rewritten or deleted.
+ *
+ * Each import is recorded in `<root>/deployments/reference-imports.json` (`{"version":1,
+ * "imported":{"<name>":"<sha256 hex>"}}`): an image already imported with the same bytes is not
+ * imported again, so a harness undeployed from bermd stays undeployed across restarts while its
+ * upstream file stays in place; a file whose bytes changed since (upstream deployed it again) is
+ * imported again.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { HARNESS_NAME } from './http.js';
+import { sha256Hex, writeFileAtomic, type DeploymentStore } from './store.js';
+
+/** Upstream's image directory under a state root. */
+export const REFERENCE_IMAGES_DIR = 'harnesses';
+/** The record of imported upstream images, under the deployment store's directory. */
+export const REFERENCE_IMPORTS_FILE = 'reference-imports.json';
+
+/** What {@link importReferenceRoot} did. */
+export interface ReferenceImport {
+  /** names imported into the deployment store now */
+  imported: string[];
+  /** files skipped, each with the reason (a name that breaks the rule, too large, unreadable) */
+  skipped: string[];
+}
+
+function readRecord(file: string): Record<string, string> {
+  try {
+    const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as { version?: unknown; imported?: unknown };
+    if (doc.version === 1 && typeof doc.imported === 'object' && doc.imported !== null)
+      return { ...(doc.imported as Record<string, string>) };
+  } catch {
+    // absent (nothing imported yet) or unreadable: importing again is harmless, the bytes are
+    // content-addressed and an unchanged deployment is left as it is
+  }
+  return {};
+}
+
+/**
+ * Import upstream's `<root>/harnesses/<name>.elf` images into `store`: each regular file whose
+ * name is a valid harness name and whose bytes were not imported before is stored by digest and
+ * deployed under that name (replacing what bermd had under it: upstream's file is the newer
+ * deploy). A file over `maxImageBytes`, a link, a directory or a bad name is skipped and reported.
+ * @returns what was imported and skipped (nothing when `<root>/harnesses` does not exist)
+ * @throws Error only when the store or the record cannot be written (the caller reports it)
+ */
+export function importReferenceRoot(
+  root: string,
+  store: DeploymentStore,
+  maxImageBytes: number,
+): ReferenceImport {
+  const out: ReferenceImport = { imported: [], skipped: [] };
+  const dir = path.join(root, REFERENCE_IMAGES_DIR);
+  let names: string[];
+  try {
+    if (!fs.lstatSync(dir).isDirectory()) return out;
+    names = fs.readdirSync(dir).sort();
+  } catch {
+    return out;
+  }
+  const recordFile = path.join(store.root, REFERENCE_IMPORTS_FILE);
+  const record = readRecord(recordFile);
+  let changed = false;
+  for (const file of names) {
+    if (!file.endsWith('.elf')) continue;
+    const name = file.slice(0, -'.elf'.length);
+    const full = path.join(dir, file);
+    if (!HARNESS_NAME.test(name)) {
+      out.skipped.push(
+        `${full}: '${name}' is not a harness name bermd serves (1 to 64 of a-z, 0-9, _ and -)`,
+      );
+      continue;
+    }
+    let bytes: Buffer;
+    try {
+      const st = fs.lstatSync(full);
+      if (!st.isFile()) {
+        out.skipped.push(`${full}: not a regular file`);
+        continue;
+      }
+      if (st.size > maxImageBytes) {
+        out.skipped.push(`${full}: ${st.size} bytes, over --max-image-bytes ${maxImageBytes}`);
+        continue;
+      }
+      bytes = fs.readFileSync(full);
+    } catch (e) {
+      out.skipped.push(`${full}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      continue;
+    }
+    const digest = sha256Hex(bytes);
+    if (record[name] === digest) continue;
+    if (store.get(name)?.digest !== digest) {
+      store.putImage(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
+      store.setDeployment(name, digest);
+      out.imported.push(name);
+    }
+    record[name] = digest;
+    changed = true;
+  }
+  if (changed) writeFileAtomic(recordFile, JSON.stringify({ version: 1, imported: record }, null, 1) + '\n');
+  return out;
+}
