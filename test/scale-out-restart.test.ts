@@ -4,7 +4,7 @@
 // - A rolling restart (SIGTERM, restart, one by one, all three) under load of invocations, wakes
 //   and deploys through every daemon: no acknowledged one is lost.
 // - The database going away mid-run (through a TCP proxy that is cut and restored): invocations
-//   refused cleanly (429, limit "store"), the daemon keeps serving, wakes armed before are not
+//   refused cleanly (503 with retry_after), the daemon keeps serving, wakes armed before are not
 //   lost, and it reconnects (invocations accepted again, the wakes fire).
 import t from 'tap';
 import { mkdtempSync } from 'node:fs';
@@ -170,12 +170,12 @@ t.test(
       'an invocation refused',
       async () => {
         refused = await http(`${b.url}/harnesses/qg/tools/echo`, 'POST', { x: '1' });
-        return refused.status === 429;
+        return refused.status === 503;
       },
       20_000,
     ).catch((e: unknown) => t.fail((e as Error).message));
     t.match(String(refused.body.error), /shared store is unreachable/);
-    t.equal(refused.body.limit, 'store');
+    t.equal(refused.body.retry_after, 1, 'a 503 the client retries');
     t.equal((await http(`${b.url}/health`, 'GET')).status, 200, 'the daemon itself keeps serving');
     await sleep(2500); // the wakes fall due while the database is away
     await proxy.restore();

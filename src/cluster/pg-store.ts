@@ -556,17 +556,23 @@ export class PgStore extends EventEmitter implements RuntimeStore {
           this.heldJournal.push(rec);
           return;
         }
+        // a call's record is written before the call is answered, or the append throws and the
+        // call is not acknowledged. Records still waiting from an outage do not hold it back:
+        // only a finished claim must follow its wake's record, and a call has none.
         const recs = [...this.heldJournal, rec];
         this.heldJournal = [];
-        if (this.down === null && this.unwrittenJournal.length === 0) {
+        let why = this.down;
+        if (why === null) {
           try {
             this.call('appendJournal', this.owner, recs);
             return;
-          } catch {
-            // kept below
+          } catch (e) {
+            why = (e as Error).message;
           }
         }
+        // kept: written when the database is back, if this process lives until then
         this.unwrittenJournal.push(...recs);
+        throw new PgStoreError(`PostgreSQL is unreachable (${why})`);
       },
       close: () => {},
     };

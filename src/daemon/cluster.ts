@@ -38,8 +38,8 @@ export function clusterBackend(
         return async (...args: Parameters<Backend['invoke']>): Promise<InvokeOutcome> => {
           if (!store.available) {
             return {
-              status: 'refused',
-              limit: 'store',
+              status: 'error',
+              code: 'store-unavailable',
               message: `the shared store is unreachable (${store.problem ?? 'unknown'}); retry when PostgreSQL is back`,
             };
           }

@@ -132,9 +132,18 @@ export function outcomeReply(
         { error: `${harness}.${tool} refused: ${out.message}`, ...(out.limit ? { limit: out.limit } : {}) },
       ];
     case 'error':
+      // the shared store is away, or the call ran but its journal record could not be written:
+      // nothing is acknowledged, the client retries (the Retry-After header is set by the caller)
+      if (out.code === STORE_UNAVAILABLE)
+        return [503, { error: `${harness}.${tool}: ${out.message}`, retry_after: STORE_RETRY_AFTER_S }];
       return [500, { error: `${harness}.${tool}: ${out.message}` }];
   }
 }
+
+/** The error code of an invocation the store could not record (answered 503 with Retry-After). */
+export const STORE_UNAVAILABLE = 'store-unavailable';
+/** Retry-After of that 503, seconds. */
+export const STORE_RETRY_AFTER_S = 1;
 
 /** The HTTP face of the daemon. Create, {@link listen}, {@link close}. */
 export class DaemonServer {
@@ -494,6 +503,7 @@ export class DaemonServer {
       const out = await this.o.backend.invoke(harness, tool, args, { authority });
       if (out.chain !== undefined) res.setHeader('x-berm-chain', out.chain);
       const [status, reply] = outcomeReply(harness, tool, out);
+      if (status === 503) res.setHeader('retry-after', String(STORE_RETRY_AFTER_S));
       sendJson(res, status, reply);
       return;
     }

@@ -71,7 +71,9 @@ export interface InvocationInfo {
  * - trapped: the guest trapped (trap name, message, pc, symbol)
  * - refused: a limit of the queue refused it; nothing ran
  * - error: it could not run: unknown harness or tool, bad arguments, a harness that broke the
- *   ABI, or its worker was lost (stuck in a host call past its deadline)
+ *   ABI, or its worker was lost (stuck in a host call past its deadline); or (`store-unavailable`)
+ *   it ran but its journal record could not be written, so its result is not acknowledged (the
+ *   record is kept in memory and written when the store is back, if the process lives)
  */
 export type Outcome = (
   | { status: 'ok'; result: string; logs: string[] }
@@ -80,7 +82,14 @@ export type Outcome = (
   | { status: 'refused'; error: LimitError }
   | {
       status: 'error';
-      code: 'unknown-harness' | 'unknown-tool' | 'bad-args' | 'harness' | 'worker-lost' | 'internal';
+      code:
+        | 'unknown-harness'
+        | 'unknown-tool'
+        | 'bad-args'
+        | 'harness'
+        | 'worker-lost'
+        | 'internal'
+        | 'store-unavailable';
       message: string;
       logs: string[];
     }
@@ -694,9 +703,9 @@ export class BermRuntime extends EventEmitter {
         const outcome: Outcome = r.lost
           ? { status: 'error', code: 'worker-lost', message: r.message, logs: [], info }
           : fromRun(r.result, r.logs, info);
-        this.finish(j, outcome);
+        const answer = this.finish(j, outcome);
         this.pending--;
-        j.resolve(outcome);
+        j.resolve(answer);
         this.emit('idle-check');
         this.dispatch();
       });
@@ -722,7 +731,12 @@ export class BermRuntime extends EventEmitter {
     this.armTimer();
   }
 
-  private finish(j: Job, o: Outcome): void {
+  /**
+   * Journal an ended invocation and forget its wake's claim. Returns what its caller is answered:
+   * `o`, or, when the journal record could not be written, an error `store-unavailable` (nothing is
+   * acknowledged that is not durable; a wake keeps its claim and is delivered again).
+   */
+  private finish(j: Job, o: Outcome): Outcome {
     const key = `${j.trigger}:${o.status}`;
     this.counters.invocations[key] = (this.counters.invocations[key] ?? 0) + 1;
     const info = o.info!;
@@ -757,14 +771,29 @@ export class BermRuntime extends EventEmitter {
     // drain has run to its end like any other, and is finished
     const shutdownInterrupt = this.interrupting && o.status === 'trapped' && o.trap.name === 'Interrupted';
     // journal first, then forget the claim: a kill in between re-delivers (at-least-once)
-    this.store.journal.append(rec);
-    if (j.wake && !shutdownInterrupt) this.store.dues.finish(j.wake.id, j.wake.seq);
+    let answer = o;
+    let journaled = true;
+    try {
+      this.store.journal.append(rec);
+    } catch (e) {
+      journaled = false;
+      this.log(`journal record of ${j.harness}.${j.entry} not written: ${(e as Error).message}`);
+      answer = {
+        status: 'error',
+        code: 'store-unavailable',
+        message: `it ran, but its journal record could not be written (${(e as Error).message}); the result is not acknowledged: retry when the store is back`,
+        logs: 'logs' in o ? o.logs : [],
+        info: o.info,
+      };
+    }
+    if (j.wake && !shutdownInterrupt && journaled) this.store.dues.finish(j.wake.id, j.wake.seq);
     this.emit('invocation', rec, o);
     if (j.scheduleKey !== undefined) {
       const deferred = this.schedules.get(j.scheduleKey)?.deferred;
       this.schedules.delete(j.scheduleKey);
       if (deferred) this.redeliver.push(deferred);
     }
+    return answer;
   }
 
   // ---------------------------------------------------------------- due-set

@@ -184,7 +184,11 @@ export interface JournalRecord {
 
 /** The append-only invocation journal. */
 export interface Journal {
-  /** Append one record durably enough to survive the process being killed (not the machine). */
+  /**
+   * Append one record durably enough to survive the process being killed (not the machine).
+   * @throws when it could not be made durable (a full disk, the database away): the invocation it
+   *   records is then not acknowledged
+   */
   append(rec: JournalRecord): void;
   close(): void;
 }
