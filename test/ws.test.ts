@@ -129,14 +129,14 @@ t.test('a harness dials, echoes 1,000 frames in order, counts them in its keys, 
   const rt = shared;
   await deploy(rt, 'echo');
   const events: JournalRecord[] = [];
-  rt.on('invocation', (r: JournalRecord) => r.trigger === 'event' && events.push(r));
+  rt.on('invocation', (r: JournalRecord) => r.trigger === 'event' && r.harness === 'echo' && events.push(r));
   const id = await dial(rt, 'echo', `${URL_BASE}/burst`);
   t.equal(id, 0, 'the first id of a process is 0, as the reference numbers them');
   await until(
     'the harness to see its close',
     async () => (await stats(rt, 'echo')).closed !== '',
-    60_000,
-    100,
+    240_000, // generous: a loaded 2-core machine may run only ~50 invocations/s
+    250,
   );
   const s = await stats(rt, 'echo');
   t.same(s, { frames: 1001, disorder: 0, open: 'ok', closed: 'closed by the harness' });
@@ -316,9 +316,12 @@ t.test('undeploy mid-conversation closes the connection; the runtime keeps servi
   await deploy(rt, 'talker');
   await deploy(rt, 'other');
   const events: JournalRecord[] = [];
-  rt.on('invocation', (r: JournalRecord) => r.trigger === 'event' && events.push(r));
+  rt.on(
+    'invocation',
+    (r: JournalRecord) => r.trigger === 'event' && r.harness === 'talker' && events.push(r),
+  );
   await dial(rt, 'talker', `${URL_BASE}/stream`);
-  await until('frames to flow', async () => (await stats(rt, 'talker')).frames >= 20, 30_000, 50);
+  await until('frames to flow', async () => (await stats(rt, 'talker')).frames >= 20, 120_000, 100);
   const [p] = peer('/stream');
   t.ok(p!.received.length > 0, 'the echoes reached the server');
   t.ok(rt.undeploy('talker'));

@@ -87,7 +87,7 @@ export interface RuntimeStats {
 
 /** One finished invocation, reported to the daemon's metrics. */
 export interface InvocationEvent {
-  trigger: 'call' | 'wake' | 'notify';
+  trigger: 'call' | 'wake' | 'notify' | 'event';
   harness: string;
   outcome: 'ok' | 'failed' | 'trapped' | 'refused' | 'error';
   /** wall time from enqueue to outcome, seconds */

@@ -167,10 +167,10 @@ export class QueueBackend implements Backend {
     this.runtime.on(
       'invocation',
       (rec: { trigger: string; harness: string; outcome: string }, o: Outcome | null) => {
-        if (rec.trigger !== 'call' && rec.trigger !== 'wake' && rec.trigger !== 'notify') return;
+        if (!['call', 'wake', 'notify', 'event'].includes(rec.trigger)) return;
         const info = o?.info;
         listener({
-          trigger: rec.trigger,
+          trigger: rec.trigger as InvocationEvent['trigger'],
           harness: rec.harness,
           outcome: rec.outcome as InvocationEvent['outcome'],
           seconds: info ? (info.ms + info.waitMs) / 1000 : 0,

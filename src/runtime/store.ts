@@ -157,7 +157,7 @@ export interface KeyStore {
 
 /** One finished invocation, one line of the journal. */
 export interface JournalRecord {
-  /** 'call' | 'wake' | 'notify' | 'skip' (an overrun occurrence that did not run) */
+  /** 'call' | 'wake' | 'notify' | 'event' (a WebSocket connection's) | 'skip' (an overrun occurrence that did not run) */
   trigger: string;
   harness: string;
   /** tool name, 'on_wake' or 'on_notify' */
