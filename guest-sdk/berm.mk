@@ -5,8 +5,10 @@
 #   include path/to/guest-sdk/berm.mk
 #
 # Optional: BERM_CC=clang|gcc (default gcc), OPT=-O2, BERM_ABI=1|0, BERM_MODEL=medany|medlow,
-#           HOST_TESTS (default: test_*.c), BUILD (default: build).
-# Targets:  all (the ELF), host-test (native build + run of the host tests), clean.
+#           HOST_TESTS (default: test_*.c), BUILD (default: build),
+#           BERM_TARGET=riscv64|wasm32 (default riscv64; wasm32 builds build/<name>.wasm with
+#           Debian's clang --target=wasm32 and wasm-ld, the SDK's small libc, ABI 1; docs/wasm.md).
+# Targets:  all (the ELF, or the Wasm module), host-test (native build + run of the host tests), clean.
 
 BERM_SDK := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 
@@ -48,21 +50,46 @@ else
 $(error BERM_CC must be clang or gcc)
 endif
 
+BERM_TARGET ?= riscv64
+ifeq ($(BERM_TARGET),wasm32)
+BERM_ELF = $(BUILD)/$(HARNESS).wasm
+else ifeq ($(BERM_TARGET),riscv64)
 BERM_ELF = $(BUILD)/$(HARNESS).elf
+else
+$(error BERM_TARGET must be riscv64 or wasm32)
+endif
+
+# wasm32: clang and wasm-ld (Debian's clang/lld 14), the SDK's libc subset, every record kept
+# (--no-gc-sections: the berm_tools data segment is referenced by nothing), a 64 KiB stack
+BERM_WASM_CLANG ?= clang
+BERM_WASM_CFLAGS = --target=wasm32 -ffreestanding -nostdlib -I$(BERM_SDK)/wasm32/include -I$(BERM_SDK)/include \
+  -ffile-prefix-map=$(CURDIR)/= -ffile-prefix-map=$(BERM_SDK)/=guest-sdk/ -DBERM_ABI=1 \
+  -Wall -Wextra -Wno-unused-parameter
+BERM_WASM_LDFLAGS = -Wl,--no-entry -Wl,--no-gc-sections -Wl,-z,stack-size=65536 -Wl,--strip-debug
+BERM_WASM_LIBC = $(BERM_SDK)/wasm32/berm_libc.c
 
 # The build configuration. Its stamp file changes only when the configuration does, and both the
 # ELF and the host test depend on it, so `make BERM_CC=clang` after a gcc build (or another OPT,
 # ABI or code model) rebuilds instead of reporting the old ELF as up to date.
-BERM_CONFIG = cc=$(BERM_CC) opt=$(OPT) abi=$(BERM_ABI) model=$(BERM_MODEL) host_cc=$(HOST_CC)
+BERM_CONFIG = target=$(BERM_TARGET) cc=$(BERM_CC) opt=$(OPT) abi=$(BERM_ABI) model=$(BERM_MODEL) host_cc=$(HOST_CC)
 BERM_STAMP  = $(BUILD)/.config-$(HARNESS)
 
 # Compile one ELF: $(call berm_link,out.elf,sources,extra cflags)
+ifeq ($(BERM_TARGET),wasm32)
+define berm_link
+	@mkdir -p $(dir $(1))
+	$(BERM_WASM_CLANG) $(BERM_WASM_CFLAGS) $(OPT) $(3) $(BERM_WASM_LDFLAGS) -o $(1).tmp $(2) $(BERM_RT) $(BERM_WASM_LIBC)
+	$(PYTHON) $(BERM_SDK)/tools/berm-manifest.py --abi 1 $(1).tmp $(1) || { rm -f $(1).tmp; exit 1; }
+	@rm -f $(1).tmp
+endef
+else
 define berm_link
 	@mkdir -p $(dir $(1))
 	$(BERM_XCC) $(BERM_TARGET_CFLAGS) $(OPT) $(3) $(BERM_XLDFLAGS) -o $(1).tmp $(2) $(BERM_RT) $(BERM_XLIBS)
 	$(PYTHON) $(BERM_SDK)/tools/berm-manifest.py --abi $(BERM_ABI) --objcopy $(BERM_OBJCOPY) $(1).tmp $(1) || { rm -f $(1).tmp; exit 1; }
 	@rm -f $(1).tmp
 endef
+endif
 
 .PHONY: all host-test clean berm-config-force
 all: $(BERM_ELF)
@@ -73,7 +100,7 @@ $(BERM_STAMP): berm-config-force
 
 BERM_HEADERS = $(wildcard $(BERM_SDK)/include/*.h)
 
-$(BERM_ELF): $(SRCS) $(BERM_RT) $(BERM_HEADERS) $(BERM_SDK)/berm.ld $(BERM_SDK)/tools/berm-manifest.py $(BERM_STAMP)
+$(BERM_ELF): $(SRCS) $(BERM_RT) $(BERM_HEADERS) $(BERM_SDK)/berm.ld $(BERM_SDK)/tools/berm-manifest.py $(BERM_STAMP) $(wildcard $(BERM_SDK)/wasm32/*.c $(BERM_SDK)/wasm32/include/*.h)
 	$(call berm_link,$@,$(SRCS))
 
 # Host tests: the same sources, compiled natively against the stand-in host.

@@ -1,9 +1,13 @@
 /*
  * berm guest SDK: write harness tools in C for berm (RV64IMAC, statically linked).
  *
- * The same source builds two ways:
+ * The same source builds three ways:
  *   - for the guest (riscv64, see berm.mk): host calls are `ecall` with the number in a7,
  *     arguments in a0..a5 and the result in a0;
+ *   - for the guest as WebAssembly (wasm32, see berm.mk BERM_TARGET=wasm32 and docs/wasm.md):
+ *     every host call is the one import berm.syscall(number, ptr, len) -> a0, with the same
+ *     numbers; only a0 and a1 (a pointer and a length, or zeros) travel, as every berm host call
+ *     needs no more;
  *   - natively (x86-64, -DBERM_HOST, see host/berm_host.h): host calls go to a stand-in host so
  *     `make host-test` can run tool handlers the way the runtime does.
  *
@@ -38,8 +42,12 @@
 #error "BERM_ABI must be 0 or 1"
 #endif
 
-#if !defined(BERM_HOST) && !defined(__riscv)
+#if !defined(BERM_HOST) && !defined(__riscv) && !defined(__wasm32__)
 #define BERM_HOST 1
+#endif
+
+#if defined(__wasm32__) && !defined(BERM_HOST) && BERM_ABI != 1
+#error "wasm32 harnesses answer through berm.done (BERM_ABI=1)"
 #endif
 
 #ifdef __cplusplus
@@ -50,7 +58,17 @@ extern "C" {
 /* Raw host calls                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
-#ifndef BERM_HOST
+#if !defined(BERM_HOST) && defined(__wasm32__)
+/* The one import of a Wasm harness: the call's FNV-1a-64 number, a pointer and a length. */
+__attribute__((import_module("berm"), import_name("syscall"))) uint64_t berm__syscall(uint64_t n,
+                                                                                    uint32_t ptr,
+                                                                                    uint32_t len);
+static inline uint64_t berm_hostcall(uint64_t n, uint64_t x0, uint64_t x1, uint64_t x2,
+                                     uint64_t x3, uint64_t x4, uint64_t x5) {
+  (void)x2, (void)x3, (void)x4, (void)x5;
+  return berm__syscall(n, (uint32_t)x0, (uint32_t)x1);
+}
+#elif !defined(BERM_HOST)
 /*
  * One ecall: number in a7, arguments in a0..a5, result in a0. a1 is treated as written by the
  * host (it may be); a2..a7 and every other register are preserved by the host.
@@ -111,14 +129,27 @@ typedef struct berm_pair {
 
 /* A raw entry point kept by the linker even though nothing calls it. Use 64-bit integer
  * parameters and returns (uint64_t / int64_t, or a two-u64 struct / unsigned __int128 for a0:a1). */
+#if defined(__wasm32__) && !defined(BERM_HOST)
+#define BERM_RAW __attribute__((used, noinline))
+#else
 #define BERM_RAW __attribute__((used, noinline, section(".text.berm_raw")))
+#endif
 
 /* Per-call setup done by every tool wrapper (sets tp to the static TLS block, gp). */
 void berm__enter(void);
 void berm__leave(const char *tool);
 berm_pair berm__leave0(const char *tool);
 
-#if BERM_ABI == 1
+#if defined(__wasm32__) && !defined(BERM_HOST)
+/* wasm32: the wrapper is exported under its own name (wasm-ld keeps exports) */
+#define BERM__WRAPPER(NAME)                                                                      \
+  __attribute__((used, noinline, export_name("berm_tool_" #NAME))) void berm_tool_##NAME(void) { \
+    berm__enter();                                                                               \
+    berm__body_##NAME();                                                                         \
+    berm__leave(#NAME);                                                                          \
+  }
+#define BERM__EXPORT_DECL(NAME) void berm_tool_##NAME(void);
+#elif BERM_ABI == 1
 #define BERM__WRAPPER(NAME)                                                                      \
   __attribute__((used, noinline, section(".text.berm_tool"))) void berm_tool_##NAME(void) {      \
     berm__enter();                                                                               \

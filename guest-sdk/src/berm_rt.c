@@ -20,7 +20,10 @@ static struct {
 
 void berm__reset(void) { memset(&berm__st, 0, sizeof berm__st); }
 
-#ifndef BERM_HOST
+#if !defined(BERM_HOST) && defined(__wasm32__)
+/* wasm32: no registers to set up (the module's own stack pointer global, no TLS, no gp). */
+void berm__enter(void) {}
+#elif !defined(BERM_HOST)
 /* A TLS anchor: guarantees .tdata is non-empty, so __berm_tls_base (start of .tdata, set by
  * berm.ld) is exactly the PT_TLS segment start that local-exec offsets are relative to. */
 __thread volatile char berm__tls_anchor __attribute__((used, section(".tdata.berm_tls_anchor"))) = 1;
@@ -114,6 +117,33 @@ void berm_logf(const char *fmt, ...) {
 }
 
 /* ---- heap ---------------------------------------------------------------------------------- */
+#if !defined(BERM_HOST) && defined(__wasm32__)
+/* wasm32: the module owns its memory. The heap runs from __heap_base (after the data and the
+ * stack, placed by wasm-ld) to the memory's end and grows with memory.grow; growing past the
+ * operator's limit traps (the host refuses the growth), growing past the module's own maximum
+ * makes berm_alloc return NULL. */
+extern unsigned char __heap_base;
+static int berm__heap_init(void) {
+  if (!berm__st.heap_known) {
+    berm__st.heap_next = (uint64_t)(uintptr_t)&__heap_base;
+    berm__st.heap_end = (uint64_t)__builtin_wasm_memory_size(0) * 65536;
+    berm__st.heap_known = 1;
+  }
+  return 1;
+}
+
+void *berm_alloc(size_t n) {
+  berm__heap_init();
+  uint64_t p = (berm__st.heap_next + 15) & ~(uint64_t)15;
+  if (p + n > berm__st.heap_end) {
+    uint64_t pages = (p + n - berm__st.heap_end + 65535) / 65536;
+    if (pages > 65536 || __builtin_wasm_memory_grow(0, (size_t)pages) == (size_t)-1) return NULL;
+    berm__st.heap_end += pages * 65536;
+  }
+  berm__st.heap_next = p + n;
+  return (void *)(uintptr_t)p;
+}
+#else
 static int berm__heap_init(void) {
   if (!berm__st.heap_known) {
     uint64_t start = berm_hostcall0(BERM_CAP_HEAP_START);
@@ -133,12 +163,14 @@ void *berm_alloc(size_t n) {
   return (void *)(uintptr_t)p;
 }
 
+#endif
+
 uint64_t berm_heap_remaining(void) {
   berm__heap_init();
   return berm__st.heap_end - berm__st.heap_next;
 }
 
-#ifndef BERM_HOST
+#if !defined(BERM_HOST) && !defined(__wasm32__)
 /* picolibc's malloc grows through sbrk; this one carves from the same berm heap. */
 void *sbrk(ptrdiff_t incr) {
   berm__heap_init();
@@ -382,7 +414,7 @@ void berm__every_raw(uint64_t period_ms, void (*body)(void)) {
 }
 
 /* ---- _start ---------------------------------------------------------------------------------- */
-#ifndef BERM_HOST
+#if !defined(BERM_HOST) && !defined(__wasm32__)
 extern const berm_record __berm_records_start[], __berm_records_end[];
 
 volatile uint64_t berm__start_sink;

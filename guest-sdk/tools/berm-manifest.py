@@ -8,6 +8,12 @@ object:
   ABI 1: {"abi_version":1,"usage":...,"deps":[...],"tools":[{"name","description","parameters"}]}
   ABI 0: {"abi_version":0,"usage":...,"tools":[...]}
 Usage: berm-manifest.py --abi N --objcopy OBJCOPY in.elf out.elf
+
+A WebAssembly module (wasm32, linked by wasm-ld with --no-gc-sections) is read the same way: the
+records are the data segment named `berm_tools` (the `name` section's data segment names), 24 bytes
+each (u64 kind, then four u32 pointers), strings read from the module's initial memory; the JSON is
+appended as the custom section `berm.abi` (clang 14 cannot emit one from C, so it is added after
+linking; objcopy is not used).
 """
 import argparse
 import json
@@ -222,14 +228,125 @@ def schema_problems(schema, root=None, at="#"):
     return out
 
 
-def compose(elf: Elf, abi: int) -> str:
+def uleb(data: bytes, p: int):
+    v, shift = 0, 0
+    while True:
+        b = data[p]
+        p += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, p
+
+
+def sleb(data: bytes, p: int):
+    v, shift = 0, 0
+    while True:
+        b = data[p]
+        p += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            if b & 0x40:
+                v -= 1 << shift
+            return v, p
+
+
+def uleb_bytes(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+class Wasm:
+    """A wasm32 module's initial memory (its active data segments) and its named data segments."""
+
+    RECORD = ("<QIIII", 24)
+
+    def __init__(self, data: bytes):
+        if data[:4] != b"\0asm":
+            raise SystemExit("berm-manifest: not a WebAssembly module")
+        self.module = data
+        segments, names, customs = [], {}, set()
+        p = 8
+        while p < len(data):
+            sid = data[p]
+            size, q = uleb(data, p + 1)
+            end = q + size
+            if sid == 11:
+                n, q = uleb(data, q)
+                for i in range(n):
+                    flags, q = uleb(data, q)
+                    if flags == 1:
+                        ln, q = uleb(data, q)
+                        q += ln
+                        segments.append(None)
+                        continue
+                    if flags == 2:
+                        _, q = uleb(data, q)
+                    if data[q] != 0x41:
+                        raise SystemExit("berm-manifest: a data segment's offset is not an i32.const")
+                    off, q = sleb(data, q + 1)
+                    if data[q] != 0x0B:
+                        raise SystemExit("berm-manifest: a data segment's offset is not an i32.const")
+                    ln, q = uleb(data, q + 1)
+                    segments.append((off, data[q:q + ln]))
+                    q += ln
+            elif sid == 0:
+                ln, q = uleb(data, q)
+                name = data[q:q + ln].decode("utf-8")
+                customs.add(name)
+                q += ln
+                if name == "name":
+                    while q < end:
+                        sub = data[q]
+                        ssize, r = uleb(data, q + 1)
+                        if sub == 9:
+                            n, r2 = uleb(data, r)
+                            for _ in range(n):
+                                idx, r2 = uleb(data, r2)
+                                ln2, r2 = uleb(data, r2)
+                                names[data[r2:r2 + ln2].decode("utf-8")] = idx
+                                r2 += ln2
+                        q = r + ssize
+            p = end
+        self.customs = customs
+        top = max((s[0] + len(s[1]) for s in segments if s), default=0)
+        memory = bytearray(top)
+        for s in segments:
+            if s:
+                memory[s[0]:s[0] + len(s[1])] = s[1]
+        self.data = bytes(memory)
+        self.segments = segments
+        self.names = names
+
+    def section(self, name):
+        idx = self.names.get(name)
+        if idx is None or idx >= len(self.segments) or self.segments[idx] is None:
+            return None
+        off, payload = self.segments[idx]
+        return dict(offset=off, size=len(payload))
+
+    def string_at_vaddr(self, addr: int) -> str:
+        if not 0 <= addr < len(self.data):
+            raise SystemExit(f"berm-manifest: string pointer {addr:#x} is outside the initial memory")
+        end = self.data.index(b"\0", addr)
+        return self.data[addr:end].decode("utf-8")
+
+
+def compose(elf, abi: int) -> str:
     sec = elf.section("berm_tools")
+    fmt, size = getattr(elf, "RECORD", ("<QQQQQ", 40))
     tools, deps, usage, entries = [], [], [], []
     if sec is not None:
-        if sec["size"] % 40:
+        if sec["size"] % size:
             raise SystemExit("berm-manifest: section berm_tools is not a whole number of records")
-        for i in range(0, sec["size"], 40):
-            kind, a, b, c, fn = struct.unpack_from("<QQQQQ", elf.data, sec["offset"] + i)
+        for i in range(0, sec["size"], size):
+            kind, a, b, c, fn = struct.unpack_from(fmt, elf.data, sec["offset"] + i)
             if kind == 1:
                 name = elf.string_at_vaddr(a)
                 schema_text = elf.string_at_vaddr(c) if c else ""
@@ -275,6 +392,10 @@ def compose(elf: Elf, abi: int) -> str:
     return json.dumps(manifest, ensure_ascii=False, separators=(",", ":"))
 
 
+def abi_of(args) -> int:
+    return args.abi
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--abi", type=int, default=1)
@@ -283,7 +404,20 @@ def main() -> None:
     ap.add_argument("output")
     args = ap.parse_args()
     with open(args.input, "rb") as f:
-        elf = Elf(f.read())
+        data = f.read()
+    if data[:4] == b"\0asm":
+        wasm = Wasm(data)
+        if "berm.abi" in wasm.customs:
+            raise SystemExit("berm-manifest: input already has a berm.abi section")
+        if abi_of(args) != 1:
+            raise SystemExit("berm-manifest: a WebAssembly harness answers through berm.done (ABI 1)")
+        payload = compose(wasm, 1).encode("utf-8")
+        name = b"berm.abi"
+        content = uleb_bytes(len(name)) + name + payload
+        with open(args.output, "wb") as f:
+            f.write(data + b"\0" + uleb_bytes(len(content)) + content)
+        return
+    elf = Elf(data)
     if elf.section(".berm.abi") is not None:
         raise SystemExit("berm-manifest: input already has .berm.abi")
     text = compose(elf, args.abi)

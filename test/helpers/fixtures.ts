@@ -44,8 +44,8 @@ export interface TrapCase {
 
 const readJson = (name: string) => JSON.parse(readFileSync(join(FIXTURES, name), 'utf8'));
 
-/** Every fixture ELF listed in fixtures/manifest.json, with an absolute path. */
-export function fixtureElfs(): FixtureElf[] {
+/** Every fixture image listed in fixtures/manifest.json, with an absolute path. */
+function fixtureImages(): FixtureElf[] {
   const m = readJson('manifest.json');
   const list: FixtureElf[] = Array.isArray(m) ? m : (m.fixtures ?? m.elfs ?? m.files);
   return list.map((f) => ({
@@ -53,6 +53,16 @@ export function fixtureElfs(): FixtureElf[] {
     path: resolve(FIXTURES, '..', f.path),
     source: f.source.split('/').pop()!,
   }));
+}
+
+/** Every fixture ELF listed in fixtures/manifest.json, with an absolute path. */
+export function fixtureElfs(): FixtureElf[] {
+  return fixtureImages().filter((f) => f.path.endsWith('.elf'));
+}
+
+/** The fixtures also built as WebAssembly harnesses (fixtures/fixtures.py WASM32), absolute paths. */
+export function fixtureWasms(): FixtureElf[] {
+  return fixtureImages().filter((f) => f.path.endsWith('.wasm'));
 }
 
 export const expected = (): { raw: RawCase[]; tools: ToolCase[] } => readJson('expected.json');

@@ -1,0 +1,14 @@
+/* berm guest SDK, wasm32: the string functions the SDK and small harnesses use (src/berm_libc.c). */
+#ifndef BERM_WASM32_STRING_H
+#define BERM_WASM32_STRING_H
+#include <stddef.h>
+void *memcpy(void *restrict dst, const void *restrict src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+void *memset(void *dst, int c, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+void *memchr(const void *s, int c, size_t n);
+size_t strlen(const char *s);
+int strcmp(const char *a, const char *b);
+int strncmp(const char *a, const char *b, size_t n);
+char *strchr(const char *s, int c);
+#endif
