@@ -1,7 +1,8 @@
 /**
  * berm benchmarks: invocation latency, host-call round trip, compile time (cold and
  * warm), guest speed against native x86-64 and qemu-riscv64 baselines built in the same run,
- * memory, and frames/s through a WebSocket connection into a harness (bench/ws.ts). Prints a
+ * memory, frames/s through a WebSocket connection into a harness (bench/ws.ts), and the workbench
+ * page's bundle size, first paint and list of 1,000 harnesses (bench/workbench.ts). Prints a
  * table and writes bench/results/latest.json plus a timestamped copy.
  *   npm run bench            (or make bench)
  *   BENCH_QUICK=1 npm run bench   fewer iterations, for trying the harness out (not for comparing)
@@ -38,6 +39,7 @@ import {
 } from './lib/figures.js';
 import { benchQueue } from './queue.js';
 import { benchWs } from './ws.js';
+import { benchWorkbench } from './workbench.js';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const FIX = join(ROOT, 'fixtures/build');
@@ -842,6 +844,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   queue: () => benchQueue(fig, progress),
   compile: async () => benchCompile(),
   ws: () => benchWs(fig, progress),
+  workbench: () => benchWorkbench(fig, progress),
 };
 
 async function main(): Promise<void> {
