@@ -304,6 +304,9 @@ t.test('usage errors and an unreachable daemon', async (t) => {
       /--state .* and --host\/--token-file .* exclude each other/,
     ],
     [['wake', 'rm', 'x', '--state', TMP, '--token-file', join(TMP, 'token')], /exclude each other/],
+    // --index too: before the verb it reaches search as after it
+    [['--index', join(TMP, 'no-index'), 'search', 'x'], /cannot reach the index at .*no-index/],
+    [['search', 'x', '--index', join(TMP, 'no-index')], /cannot reach the index at .*no-index/],
     [['ls', '--host', 'ftp://x'], /only http and https/],
     // a mistyped --state is an error, not a new empty state
     [['wake', 'ls', '--state', join(TMP, 'no-state')], /--state .*no-state: no berm worker state there/],

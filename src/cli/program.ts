@@ -95,7 +95,15 @@ const COMMANDS: { words: readonly string[]; load: () => Promise<Register> }[] = 
 ];
 
 /** Global options that take a value (as a separate argument). */
-const VALUE_OPTIONS = new Set(['--cache-dir', '--memory', '--fuel', '--timeout', '--host', '--token-file']);
+const VALUE_OPTIONS = new Set([
+  '--cache-dir',
+  '--memory',
+  '--fuel',
+  '--timeout',
+  '--host',
+  '--token-file',
+  '--index',
+]);
 
 /** The command word of `argv`: its first argument that is neither an option nor a global option's value. */
 export function commandWord(argv: readonly string[]): string | undefined {
@@ -108,8 +116,11 @@ export function commandWord(argv: readonly string[]): string | undefined {
   return undefined;
 }
 
-/** The client verbs' options that are global too: accepted before the verb as well as after it. */
-const CLIENT_GLOBALS = ['host', 'tokenFile'] as const;
+/**
+ * The client verbs' options that are global too (`--index` of search, publish, install):
+ * accepted before the verb as well as after it.
+ */
+const CLIENT_GLOBALS = ['host', 'tokenFile', 'index'] as const;
 
 /**
  * `berm --host URL ls` as `berm ls --host URL`: a client option written before the verb (the
@@ -176,6 +187,7 @@ export async function buildProgram(options: ProgramOptions = {}, word?: string):
     // the client verbs' --host and --token-file, written before the verb (each verb lists its own)
     .addOption(new Option('--host <url>').hideHelp())
     .addOption(new Option('--token-file <file>').hideHelp())
+    .addOption(new Option('--index <source>').hideHelp())
     .hook('preAction', (_self, action) => handClientGlobals(program, action))
     // each verb's --help lists these too: `berm compile --help` must show --json and --cache-dir
     .configureHelp({ showGlobalOptions: true })
@@ -184,8 +196,8 @@ export async function buildProgram(options: ProgramOptions = {}, word?: string):
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .addHelpText(
       'after',
-      `\nThe client verbs' --host URL (default $BERM_HOST, else http://127.0.0.1:7777) and --token-file FILE\n` +
-        `go before or after the verb, as --json does.\n\n${EXIT_CODES_HELP}\n`,
+      `\nThe client verbs' --host URL (default $BERM_HOST, else http://127.0.0.1:7777), --token-file FILE\n` +
+        `and --index SOURCE go before or after the verb, as --json does.\n\n${EXIT_CODES_HELP}\n`,
     );
 
   const one = COMMANDS.find((c) => word !== undefined && c.words.includes(word));
