@@ -11,6 +11,7 @@
  *   POST   /harnesses/{name}/tools/{tool}       body = argument JSON; 200 {"done"} | {"failed"};
  *                                               Accept: text/event-stream streams berm.log lines
  *   POST   /wakes  GET /wakes  DELETE /wakes/{id}  GET /wakes/fired (recent firings)
+ *   GET    /harnesses/{name}/code[?function=|?pc=]  translated code (src/daemon/code-routes.ts)
  *   GET    /events                              SSE change feed (src/daemon/events.ts)
  *   GET    /  /assets/*  GET|POST|DELETE /session   the workbench page and its sessions
  *                                               (src/daemon/workbench.ts)
@@ -23,6 +24,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Authority, Backend, InvokeOutcome } from './backend.js';
 import { BearerAuth, refuseBrowsers } from './auth.js';
+import { CodeListings } from './code-routes.js';
 import { describe, Deployments } from './deployments.js';
 import { EventHub, feedEvents } from './events.js';
 import {
@@ -154,6 +156,8 @@ export class DaemonServer {
   readonly events = new EventHub();
   /** the workbench page, its sessions and the page's authorisation */
   readonly workbench: Workbench;
+  /** GET /harnesses/{name}/code (src/daemon/code-routes.ts) */
+  private readonly code: CodeListings;
   private readonly auth: BearerAuth;
   /** every open connection (served or over the cap), destroyed at close */
   private readonly sockets = new Set<Socket>();
@@ -175,6 +179,7 @@ export class DaemonServer {
     this.metrics = new Metrics(o.backend, () => o.deployments.list().length);
     this.mcp = new McpEndpoint(o.deployments, o.backend, o.version);
     this.workbench = new Workbench(this.auth, o.workbenchAssets);
+    this.code = new CodeListings(o.deployments);
     feedEvents(
       this.events,
       o.deployments,
@@ -293,6 +298,7 @@ export class DaemonServer {
     }
     const left = this.active;
     this.events.close();
+    await this.code.close();
     await this.mcp.close();
     for (const s of this.sockets) s.destroy();
     clearInterval(this.sweeper);
@@ -378,6 +384,11 @@ export class DaemonServer {
         if (parts.length === 2) {
           route = '/harnesses/{name}';
           return await this.harness(method, name!, req, res);
+        }
+        if (parts.length === 3 && parts[2] === 'code') {
+          route = '/harnesses/{name}/code';
+          const at = (req.url ?? '').indexOf('?');
+          return await this.code.serve(name!, method, at < 0 ? '' : (req.url ?? '').slice(at + 1), res);
         }
         if (parts.length === 4 && parts[2] === 'tools') {
           route = '/harnesses/{name}/tools/{tool}';

@@ -182,7 +182,7 @@ export class CodeListing {
     const starts = instructionStarts(this.translation.wasm, body);
     // header, then `(local ...)` lines, then one line per instruction but the final `end`
     let first = 1;
-    while (first < lines.length && lines[first].startsWith('    (local ')) first++;
+    while (first < lines.length && lines[first].startsWith('  (local ')) first++;
     const count = lines.length - first;
     if (count !== starts.length - 1) {
       throw new WasmReadError(
@@ -208,7 +208,7 @@ export class CodeListing {
       const row = byPc.get(marks[k].pc);
       if (!row) continue;
       for (let i = from; i < to; i++) {
-        let line = lines[first + i].slice(4);
+        let line = lines[first + i].slice(2);
         // the last instruction's line also closes the function
         if (first + i === lines.length - 1 && line.endsWith(')')) line = line.slice(0, -1);
         row.wat.push(line);
@@ -261,7 +261,11 @@ export class CodeListing {
       if (!wanted.has(name)) continue;
       let j = i + 1;
       while (j < lines.length && !lines[j].startsWith('  (')) j++;
-      out.set(name, lines.slice(i, j));
+      // (the module's indentation of its fields removed)
+      out.set(
+        name,
+        lines.slice(i, j).map((x) => x.slice(2)),
+      );
       i = j - 1;
     }
     return out;
