@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createServer as createHttps } from 'node:https';
+import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -14,7 +15,7 @@ import t from 'tap';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { decodeFields } from '../src/wire/fields.js';
 import { eventArgs } from '../src/capabilities/ws/events.js';
-import { WS_RECORDS_NAMESPACE } from '../src/runtime/connections.js';
+import { recordsNamespace } from '../src/runtime/connections.js';
 import { BermRuntime, type JournalRecord, type Outcome, type RuntimeOptions } from '../src/runtime/index.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
 import { until, sleep } from './helpers/wait.js';
@@ -111,7 +112,7 @@ async function stats(rt: BermRuntime, harness: string): Promise<Stats> {
 const shared = await runtime();
 t.teardown(() => shared.close());
 const capped = await runtime({
-  limits: { wsMaxFrameBytes: 1024, wsHarnessConnections: 2, wsConnections: 3 },
+  limits: { wsMaxFrameBytes: 1024, wsHarnessConnections: 2, wsConnections: 3, wsQueueFrames: 4 },
 });
 t.teardown(() => capped.close());
 
@@ -200,6 +201,25 @@ t.test('frame cap: a larger inbound frame closes with the reason, a larger send 
     'refused: berm.ws.send: a frame of 1025 bytes exceeds the limit of 1024 (wsMaxFrameBytes); nothing was sent',
   );
   t.equal(ok(await rt.invoke('big', 'send', JSON.stringify({ id: id2, text: 'y'.repeat(1024) }))), 'sent');
+});
+
+t.test('send never waits: a full outbound queue is a refused call', async (t) => {
+  // a server that accepts the TCP connection and never answers the handshake: the sends wait
+  const silent = createNetServer(() => undefined);
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => silent.close());
+  const rt = capped;
+  await deploy(rt, 'q');
+  const id = await dial(rt, 'q', `ws://127.0.0.1:${(silent.address() as AddressInfo).port}/`);
+  for (let i = 0; i < 4; i++)
+    t.equal(ok(await rt.invoke('q', 'send', JSON.stringify({ id, text: `f${i}` }))), 'sent');
+  t.equal(
+    failed(await rt.invoke('q', 'send', JSON.stringify({ id, text: 'f4' }))),
+    `refused: berm.ws.send: connection ${id} has 4 frames waiting to go out, its limit (wsQueueFrames 4); nothing was sent`,
+  );
+  t.equal(ok(await rt.invoke('q', 'close', JSON.stringify({ id }))), 'closed');
+  await until('the close', async () => (await stats(rt, 'q')).closed !== '', 20_000, 50);
+  t.same(await stats(rt, 'q'), { frames: 0, disorder: 0, open: '', closed: 'closed by the harness' });
 });
 
 t.test('connection caps: per harness and per process', async (t) => {
@@ -362,7 +382,7 @@ t.test('after a restart each connection that was open yields a close with reason
   const third = await dial(rt2, 'keeper', `${URL_BASE}/quiet`);
   t.ok(third > second, 'new ids pass the old ones');
   // once announced, a record is forgotten: what the store holds now is the new connection only
-  const held = rt2.store.keys.get(WS_RECORDS_NAMESPACE, new TextEncoder().encode('keeper'));
+  const held = rt2.store.keys.get(recordsNamespace(state), new TextEncoder().encode('keeper'));
   t.same(
     (JSON.parse(new TextDecoder().decode(held)) as { id: number; url: string }[]).map((r) => [r.id, r.url]),
     [[third, `${URL_BASE}/quiet`]],

@@ -6,8 +6,11 @@
  * (queue depth, rate, concurrency) delays it, keeping the connection's order. The owner's
  * deployment recovers its records (a `close` of reason `restart` for each connection the previous
  * process held), its undeployment closes its connections; the records live in the runtime's
- * store, as keys of a namespace no harness can name (harness names have no colon).
+ * store, as keys of a namespace no harness can name (harness names have no colon), one per
+ * process.
  */
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
 import {
   WsConnections,
   type Delivery,
@@ -19,8 +22,14 @@ import type { CapabilityReply } from '../capabilities/types.js';
 import type { ChainSpec } from './protocol.js';
 import type { KeyStore } from './store.js';
 
-/** The store namespace of the connection records (not a harness name: those have no colon). */
-export const WS_RECORDS_NAMESPACE = 'berm:ws';
+/**
+ * The store namespace of the connection records of the process whose state directory is `state`
+ * on this host (not a harness name: those have no colon). Per process, because the connections
+ * are: daemons sharing one store (PostgreSQL) each announce only the connections they held.
+ */
+export function recordsNamespace(state: string | undefined): string {
+  return `berm:ws:${hostname()}:${state === undefined ? '-' : resolve(state)}`;
+}
 
 /** What the binding needs of the runtime (BermRuntime provides it). */
 export interface ConnectionsRuntime {
@@ -44,15 +53,17 @@ const dec = new TextDecoder();
 
 /**
  * Create the connections of `rt` with the caps `limits`, register the ws service and follow its
- * deployments. @returns the connections (the runtime shuts them down when it closes).
+ * deployments; `state`: the runtime's state directory (names its records, see
+ * {@link recordsNamespace}). @returns the connections (the runtime shuts them down when it closes).
  */
 export function attachConnections(
   rt: ConnectionsRuntime,
   limits: WsLimits,
   log: (line: string) => void,
+  state: string | undefined,
 ): WsConnections {
   const keys = rt.store.keys;
-  const ns = WS_RECORDS_NAMESPACE;
+  const ns = recordsNamespace(state);
   const conns = new WsConnections(
     {
       deliver: async (harness, tool, args): Promise<Delivery> => {

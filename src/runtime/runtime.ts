@@ -335,7 +335,7 @@ export class BermRuntime extends EventEmitter {
         for (const d of this.registry.values()) if (d.compile.key === from) d.compile = info;
       },
     });
-    this.connections = attachConnections(this, limits, (line) => this.log(line));
+    this.connections = attachConnections(this, limits, (line) => this.log(line), options.state);
   }
 
   /**
