@@ -6,8 +6,9 @@
  * - tools: `{harness}.{tool}` for every published tool, inputSchema = the manifest's parameters.
  *   tools/call validates the arguments, runs the tool through the runtime, and answers: done →
  *   text content; berm.fail → an `isError` result carrying the message (the model should see it);
- *   arguments that are not JSON or do not match the schema → an `isError` result naming the
- *   property (input validation errors are tool results, so that a model can correct its call); an
+ *   arguments the tool cannot take (not JSON, not matching the schema, nested too deeply, over a
+ *   tool call's 1 MiB) → an `isError` result with the message, naming the property for a schema
+ *   mismatch (input validation errors are tool results, so that a model can correct its call); an
  *   unknown harness or tool, or a name that is not `harness.tool` → InvalidParams; a trap → a
  *   JSON-RPC error naming the trap, pc and symbol; a refused limit → a JSON-RPC error naming it.
  * - resources: `berm://{harness}/usage` (text/plain) listed for each harness with a usage
