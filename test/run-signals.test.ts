@@ -2,6 +2,7 @@
 // draining and against a pid file a killed queue left behind: a wake armed during a SIGTERM drain
 // never kills the queue (the wake in flight is journaled once and the process exits 0), and a
 // stale run.pid never gets another process signalled (the pid is checked against the state lock).
+// The ready line counts as re-deliveries only the claims found at start.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -130,4 +131,21 @@ t.test('a stale run.pid after a SIGKILL: berm wake add signals nobody', async (t
   await q2.waitFor(/picked up 1 wakes armed from outside/, 10_000);
   q2.child.kill('SIGTERM');
   t.same(await q2.exited, { code: 0, signal: null });
+});
+
+t.test('a fresh state with a wake due at once: ready says nothing is to be re-delivered', async (t) => {
+  const state = path.join(dir, 'fresh');
+  const add = await wakeAdd(state, '--id', 'first', '--in', '0');
+  t.equal(add.code, 0, add.stderr);
+  const q = startQueue(state);
+  t.teardown(() => void q.child.kill('SIGKILL'));
+  await q.waitFor(/berm worker: ready;/, 120_000);
+  t.match(
+    q.out(),
+    /berm worker: ready; 1 wakes pending, 0 to re-deliver\n/,
+    'nothing crashed: 0 to re-deliver',
+  );
+  await q.waitFor(/wake=first attempt=1 /, 30_000);
+  q.child.kill('SIGTERM');
+  t.same(await q.exited, { code: 0, signal: null });
 });

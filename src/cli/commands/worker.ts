@@ -224,8 +224,10 @@ export function registerWorker(program: Command, ctx: CliContext): void {
             });
             const pidFile = path.join(opts.state, PID_FILE);
             fs.writeFileSync(pidFile, `${process.pid}\n`);
-            rt.start();
+            // the due-set as it came back, before any of it fires: claims found at start are the
+            // re-deliveries (a wake that falls due at once is not one)
             const st = rt.stats();
+            rt.start();
             io.out(
               `berm worker: ready; ${st.wakesPending} wakes pending, ${st.wakesClaimed} to re-deliver\n`,
             );
