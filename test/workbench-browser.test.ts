@@ -27,6 +27,7 @@ if (missing !== null || probe === null) {
     const browser = await launch();
     t.teardown(() => browser.close());
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: d.url });
     let step = 'start';
     const errors: string[] = [];
     const urls: string[] = [];
@@ -82,6 +83,13 @@ if (missing !== null || probe === null) {
     await page.getByRole('link', { name: 'Deploy', exact: true }).first().click();
     await page.getByRole('heading', { name: 'Deploy' }).waitFor();
     await axe('Deploy');
+    // a file dropped on the drop zone is picked like a chosen one
+    const dropped = await page.evaluateHandle(
+      `(() => { const dt = new DataTransfer(); dt.items.add(new File([new Uint8Array([0x7f, 0x45, 0x4c, 0x46])], 'My Tool.elf')); return dt; })()`,
+    );
+    await page.dispatchEvent('[data-testid="drop"]', 'drop', { dataTransfer: dropped });
+    t.equal(await page.getByLabel('Name').first().inputValue(), 'my-tool', 'name from the dropped file');
+    t.match(await page.locator('[data-testid="drop"]').textContent(), /My Tool\.elf/);
     await page.setInputFiles('#elf', probe);
     t.equal(await page.getByLabel('Name').first().inputValue(), 'wbprobe', 'name prefilled from wbprobe.elf');
     const seen = other
@@ -142,6 +150,11 @@ if (missing !== null || probe === null) {
     t.match(cli.out, /^deployed echo [0-9a-f]{64}/);
     const cliShown = await cliSeen;
     t.ok(cliShown - cliDone < 1000, `the CLI deploy appeared within a second (${cliShown - cliDone} ms)`);
+
+    // the MCP endpoint URL goes to the clipboard
+    await page.getByRole('button', { name: 'Copy MCP URL' }).click();
+    await page.getByRole('button', { name: 'Copied' }).waitFor();
+    t.equal(await page.evaluate('navigator.clipboard.readText()'), `${d.url}/mcp`, 'the MCP URL copied');
 
     // the list filters as you type; the keyboard reaches a row and opens it
     step = 'list';
