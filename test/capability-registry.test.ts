@@ -43,7 +43,7 @@ function setup() {
 t.test('declaration keys and their owners come from the grant schemas', async (t) => {
   t.same(Object.fromEntries(grantKeyOwners()), {
     root: ['exec', 'fs'],
-    hosts: ['http'],
+    hosts: ['http', 'ws'],
     database: ['storage'],
     callees: ['call'],
   });
