@@ -60,12 +60,16 @@ $(error BERM_TARGET must be riscv64 or wasm32)
 endif
 
 # wasm32: clang and wasm-ld (Debian's clang/lld 14), the SDK's libc subset, every record kept
-# (--no-gc-sections: the berm_tools data segment is referenced by nothing), a 64 KiB stack
+# (--no-gc-sections: the berm_tools data segment is referenced by nothing), a 64 KiB stack. Each
+# source is compiled with -c and wasm-ld is run directly: linking through clang would run any
+# wasm-opt found in PATH (npm's binaryen puts one in node_modules/.bin), which drops the records
+# and the name section and makes the output depend on PATH.
 BERM_WASM_CLANG ?= clang
 BERM_WASM_CFLAGS = --target=wasm32 -ffreestanding -nostdlib -I$(BERM_SDK)/wasm32/include -I$(BERM_SDK)/include \
   -ffile-prefix-map=$(CURDIR)/= -ffile-prefix-map=$(BERM_SDK)/=guest-sdk/ -DBERM_ABI=1 \
   -Wall -Wextra -Wno-unused-parameter
-BERM_WASM_LDFLAGS = -Wl,--no-entry -Wl,--no-gc-sections -Wl,-z,stack-size=65536 -Wl,--strip-debug
+BERM_WASM_LD ?= wasm-ld
+BERM_WASM_LDFLAGS = --no-entry --no-gc-sections -z stack-size=65536 --strip-debug
 BERM_WASM_LIBC = $(BERM_SDK)/wasm32/berm_libc.c
 
 # The build configuration. Its stamp file changes only when the configuration does, and both the
@@ -77,8 +81,11 @@ BERM_STAMP  = $(BUILD)/.config-$(HARNESS)
 # Compile one ELF: $(call berm_link,out.elf,sources,extra cflags)
 ifeq ($(BERM_TARGET),wasm32)
 define berm_link
-	@mkdir -p $(dir $(1))
-	$(BERM_WASM_CLANG) $(BERM_WASM_CFLAGS) $(OPT) $(3) $(BERM_WASM_LDFLAGS) -o $(1).tmp $(2) $(BERM_RT) $(BERM_WASM_LIBC)
+	@rm -rf $(1).objs && mkdir -p $(1).objs
+	@set -e; i=0; for s in $(2) $(BERM_RT) $(BERM_WASM_LIBC); do i=$$((i+1)); \
+	  $(BERM_WASM_CLANG) $(BERM_WASM_CFLAGS) $(OPT) $(3) -c -o $(1).objs/$$i.o $$s; done
+	$(BERM_WASM_LD) $(BERM_WASM_LDFLAGS) -o $(1).tmp $$(ls $(1).objs/*.o | sort -V)
+	@rm -rf $(1).objs
 	$(PYTHON) $(BERM_SDK)/tools/berm-manifest.py --abi 1 $(1).tmp $(1) || { rm -f $(1).tmp; exit 1; }
 	@rm -f $(1).tmp
 endef

@@ -5,6 +5,10 @@
 // through `berm call`, bermd's HTTP API and its MCP endpoint (the official SDK's client), where
 // the ELF build and the Wasm build must give the same answers.
 import t from 'tap';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Engine } from '../src/engine/engine.js';
@@ -137,4 +141,25 @@ t.test('bermd HTTP and MCP answer alike for the ELF and the Wasm build', async (
     ];
     t.same(mw, me, `MCP ${what}: the same result`);
   }
+});
+
+t.test('berm new --target wasm32 scaffolds a harness that builds to a Wasm module and answers', async (t) => {
+  t.setTimeout(180_000);
+  const dir = join(mkdtempSync(join(tmpdir(), 'berm-new-wasm-')), 'demo');
+  const made = await runBerm(['new', '--target', 'wasm32', dir], TEST_CACHE);
+  t.equal(made.code, 0, made.stderr);
+  const log = execFileSync('make', ['-C', dir], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+  const wasm = join(dir, 'build', 'demo.wasm');
+  t.same(
+    [...readFileSync(wasm).subarray(0, 4)],
+    [0, 0x61, 0x73, 0x6d],
+    'build/demo.wasm is a WebAssembly module',
+  );
+  const r = await runBerm(['call', wasm, 'greet', '{"name":"ada"}'], TEST_CACHE);
+  t.equal(r.code, 0, `${r.stderr}\n${log}`);
+  // the answer the scaffold's own host test expects (test_demo.c, run natively)
+  t.equal(r.stdout.trim(), '{"greeting":"hello","args":{"name":"ada"}}');
+  const bad = await runBerm(['new', '--target', 'wasm64', join(dir, '..', 'x')], TEST_CACHE);
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /--target must be riscv64 or wasm32/);
 });

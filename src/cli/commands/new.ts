@@ -1,4 +1,7 @@
-/** `berm new NAME [--lang c|rust]`: scaffold a harness project by running scripts/new-harness. */
+/**
+ * `berm new NAME [--lang c|rust] [--target riscv64|wasm32]`: scaffold a harness project by running
+ * scripts/new-harness (wasm32: a C harness built as a WebAssembly module, docs/wasm.md).
+ */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -17,10 +20,17 @@ export function registerNew(program: Command, ctx: CliContext): void {
     .argument('<name>', 'directory to create; its last component names the harness')
     .option('--sdk <path>', 'guest SDK to use (default: the guest-sdk of this checkout)')
     .option('--lang <lang>', 'c or rust (a cargo crate on guest-sdk/rust)', 'c')
-    .action((name: string, opts: { sdk?: string; lang: string }, cmd: Command) =>
+    .option('--target <target>', 'riscv64 (an ELF) or wasm32 (a WebAssembly harness; C only)', 'riscv64')
+    .action((name: string, opts: { sdk?: string; lang: string; target: string }, cmd: Command) =>
       ctx.run(cmd, () => {
         if (opts.lang !== 'c' && opts.lang !== 'rust') {
           throw new CliError(`--lang must be c or rust, not ${JSON.stringify(opts.lang)}`, ExitCode.BadInput);
+        }
+        if (opts.target !== 'riscv64' && opts.target !== 'wasm32') {
+          throw new CliError(
+            `--target must be riscv64 or wasm32, not ${JSON.stringify(opts.target)}`,
+            ExitCode.BadInput,
+          );
         }
         if (!existsSync(NEW_HARNESS_SCRIPT)) {
           throw new CliError(
@@ -30,7 +40,8 @@ export function registerNew(program: Command, ctx: CliContext): void {
           );
         }
         const sdk = opts.sdk ? ['--sdk', opts.sdk] : [];
-        const r = spawnSync(NEW_HARNESS_SCRIPT, [...sdk, '--lang', opts.lang, name], {
+        const target = opts.target === 'wasm32' ? ['--target', 'wasm32'] : [];
+        const r = spawnSync(NEW_HARNESS_SCRIPT, [...sdk, '--lang', opts.lang, ...target, name], {
           stdio: ['inherit', 'pipe', 'pipe'],
         });
         if (r.stdout?.length) ctx.io.out(r.stdout.toString());
