@@ -56,7 +56,7 @@ export function CodeView(props: { harness: string; pc: string | null; fn: string
       .catch((e: Error) => setError(e.message));
   }, [props.harness, props.pc, props.fn]);
   useEffect(() => {
-    focusRow.current?.scrollIntoView({ block: 'center' });
+    focusRow.current?.scrollIntoView({ block: 'start' });
   }, [listing]);
 
   const shown = (fns ?? []).filter((f) => f.name.toLowerCase().includes(filter.toLowerCase()));
