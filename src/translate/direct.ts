@@ -8,7 +8,8 @@
  *
  * The bytes are exactly those that FunctionEmitter (emit.ts) builds for the same instruction in the
  * baseline tier (no frame, liveness or word facts): its lowering is the specification, and the
- * baseline output of every fixture must stay byte-identical (bench/baseline-digest.ts).
+ * baseline output of every fixture must stay byte-identical (bench/baseline-digest.ts; held by
+ * test/baseline-templates.test.ts against the general lowering).
  * Encodings: WebAssembly core specification 2.0, chapter 5.
  */
 import type { ByteModule } from './bytes.js';

@@ -3,7 +3,7 @@
  * one function's basic blocks in which `addi sp, sp, imm` adds imm and any other write to sp
  * makes the offset unknown. A call leaves sp as it was (the callee gets a copy), so does an
  * ecall. The optimising tier uses it to skip the bounds check of an access inside the
- * function's own frame (see emit.ts FunctionEmitter.address). Knows nothing of Wasm.
+ * function's own frame (see emit-memory.ts MemoryEmitter.address). Knows nothing of Wasm.
  */
 import type { Instr } from '../riscv/instr.js';
 import { ENTRY } from '../riscv/isa.js';

@@ -250,7 +250,7 @@ export function buildImage(
           m.global.set(Names.tp, m.i64.const(0n)),
           m.global.set(Names.resv, m.i64.const(-1n)),
           m.global.set(Names.fuel, m.i32.const(0)),
-          // sp starts at initialSp: the mark of stores relative to sp (emit.ts spMark)
+          // sp starts at initialSp: the mark of stores relative to sp (emit-core.ts spMark)
           m.if(
             m.i32.gt_u(m.global.get(Names.dirtyLo, i32), m.i32.const(layout.initialSp - layout.base)),
             m.global.set(Names.dirtyLo, m.i32.const(layout.initialSp - layout.base)),

@@ -3,7 +3,7 @@
  * stepped over one instruction ({@link stepSext}) and taken into every block as a must-analysis
  * (a register is a word value on entry to a block only when it is one at the end of every
  * predecessor). The optimising tier writes bitwise operations of two word values as 32-bit
- * operations (emit.ts FunctionEmitter.narrow). Knows nothing of Wasm.
+ * operations (emit-core.ts EmitterCore.narrow). Knows nothing of Wasm.
  */
 import type { Instr } from '../riscv/instr.js';
 import { ENTRY } from '../riscv/isa.js';
@@ -39,7 +39,7 @@ const SEXT_RESULTS = new Set<string>([
 
 /**
  * The sign-extended-32-bit register mask after `ins` (a call when `call`: it writes rd, a0, a1),
- * given `mask` before it (see FunctionEmitter.narrow). Bitwise operations of two such values (an
+ * given `mask` before it (see EmitterCore.narrow). Bitwise operations of two such values (an
  * immediate is one) and an arithmetic right shift of one keep the property, `li` (addi from x0)
  * has it, a move (`mv`: addi with 0, or `c.mv`: add from x0) copies it; any other write clears it.
  */
