@@ -91,7 +91,7 @@ async function berm(args: string[], opts: { token?: boolean; stdin?: string } = 
 function bermBin(args: string[], env: Record<string, string>): Promise<Out> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--stack-size=4000', join(ROOT, 'bin', 'berm.js'), ...args], {
-      env: { ...process.env, BERM_TOKEN: '', BERM_HOST: '', ...env },
+      env: { ...process.env, BERM_TOKEN: '', BERMD_TOKEN: '', BERM_HOST: '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -171,7 +171,7 @@ t.test('invoke --verbose streams log lines (SSE); traps exit 3', async (t) => {
   t.equal((await berm(['deploy', 'hc', HOSTCALLS])).code, 0);
   const args = JSON.stringify({ s: 'x'.repeat(150) });
   const r = await bermBin(['invoke', 'hc', 'hc_checksum', args, '--verbose', '--host', HOST], {
-    BERM_TOKEN: TOKEN,
+    BERMD_TOKEN: TOKEN,
   });
   t.equal(r.code, 0, r.stderr);
   // the same call made locally is the reference for both the result and the log lines
@@ -205,12 +205,16 @@ t.test('invoke --verbose streams log lines (SSE); traps exit 3', async (t) => {
 t.test('refusals: token, unknown names, bad input', async (t) => {
   const no = await berm(['ls'], { token: false });
   t.equal(no.code, 2);
-  t.match(no.stderr, /answered 401 .*set BERM_TOKEN \(or --token-file FILE\)/);
-  const wrong = await bermBin(['ls', '--host', HOST], { BERM_TOKEN: 'nope' });
+  t.match(no.stderr, /answered 401 .*set BERMD_TOKEN \(or --token-file FILE\)/);
+  const wrong = await bermBin(['ls', '--host', HOST], { BERMD_TOKEN: 'nope' });
   t.equal(wrong.code, 2);
-  t.match(wrong.stderr, /the token from BERM_TOKEN was refused/);
-  const env = await bermBin(['ls', '--json'], { BERM_TOKEN: TOKEN, BERM_HOST: HOST });
-  t.equal(env.code, 0, 'BERM_HOST and BERM_TOKEN from the environment');
+  t.match(wrong.stderr, /the token from BERMD_TOKEN was refused/);
+  // BERM_TOKEN is the index's token (berm publish): the client verbs never send it to bermd
+  const index = await bermBin(['ls', '--host', HOST], { BERM_TOKEN: TOKEN });
+  t.equal(index.code, 2);
+  t.match(index.stderr, /set BERMD_TOKEN .*BERM_TOKEN is the index's token and is not sent to bermd/);
+  const env = await bermBin(['ls', '--json'], { BERMD_TOKEN: TOKEN, BERM_HOST: HOST });
+  t.equal(env.code, 0, 'BERM_HOST and BERMD_TOKEN from the environment');
   t.ok(Array.isArray(JSON.parse(env.stdout)));
 
   const cases: [string[], RegExp][] = [

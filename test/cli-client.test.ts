@@ -52,14 +52,14 @@ t.test('--host', async (t) => {
 
 t.test('target and token resolution', async (t) => {
   t.same(resolveTarget({}, {}), { base: 'http://127.0.0.1:7777', token: null, tokenSource: null });
-  t.same(resolveTarget({}, { BERM_HOST: '127.0.0.1:1234', BERM_TOKEN: ' tok \n' }), {
+  t.same(resolveTarget({}, { BERM_HOST: '127.0.0.1:1234', BERMD_TOKEN: ' tok \n', BERM_TOKEN: 'index' }), {
     base: 'http://127.0.0.1:1234',
     token: 'tok',
-    tokenSource: 'BERM_TOKEN',
+    tokenSource: 'BERMD_TOKEN',
   });
   const file = join(TMP, 'token');
   writeFileSync(file, 'from-file\nsecond line ignored\n');
-  t.match(resolveTarget({ host: 'http://h:1', tokenFile: file }, { BERM_TOKEN: 'env', BERM_HOST: 'x:2' }), {
+  t.match(resolveTarget({ host: 'http://h:1', tokenFile: file }, { BERMD_TOKEN: 'env', BERM_HOST: 'x:2' }), {
     base: 'http://h:1',
     token: 'from-file',
     tokenSource: `--token-file ${file}`,

@@ -276,16 +276,24 @@ t.test('bearer token: /health open, everything else 401 without the right token'
 });
 
 t.test(
-  'the token may come from BERM_TOKEN (the CLI client reads it); BERMD_TOKEN wins over it',
+  "BERM_TOKEN (the index's token, berm publish) is never bermd's: only BERMD_TOKEN or --token-file",
   async (t) => {
-    const d = await testDaemon({}, { BERM_TOKEN: 'client-side-token' });
+    const d = await testDaemon({}, { BERM_TOKEN: 'index-token' });
     t.teardown(() => d.stop());
-    t.equal((await d.req('/harnesses', { token: null })).status, 401, 'no token: refused');
-    t.equal((await d.req('/harnesses', { token: 'client-side-token' })).status, 200, 'BERM_TOKEN accepted');
-    const both = await testDaemon({}, { BERMD_TOKEN: 'daemon-token', BERM_TOKEN: 'client-side-token' });
+    t.equal(
+      (await d.req('/harnesses', { token: null })).status,
+      200,
+      'no token required: BERM_TOKEN not read',
+    );
+    t.match(d.logs.join('\n'), /warning: BERM_TOKEN is set but bermd does not read it/);
+    const both = await testDaemon({}, { BERMD_TOKEN: 'daemon-token', BERM_TOKEN: 'index-token' });
     t.teardown(() => both.stop());
-    t.equal((await both.req('/harnesses', { token: 'client-side-token' })).status, 401, 'BERM_TOKEN ignored');
+    t.equal((await both.req('/harnesses', { token: 'index-token' })).status, 401, 'BERM_TOKEN refused');
     t.equal((await both.req('/harnesses', { token: 'daemon-token' })).status, 200, 'BERMD_TOKEN accepted');
+    await t.rejects(
+      testDaemon({ addr: '0.0.0.0:0' }, { BERM_TOKEN: 'index-token' }),
+      /without a bearer token: set BERMD_TOKEN .*BERM_TOKEN is set, but it is the index's token/,
+    );
   },
 );
 

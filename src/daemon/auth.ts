@@ -1,7 +1,6 @@
 /**
  * Bearer-token authentication of the control API and MCP. The token comes from the environment
- * (`BERMD_TOKEN`, else `BERM_TOKEN`, the variable the CLI client sends from, so one export serves
- * both sides) or a file (`--token-file`, first line, surrounding whitespace removed); the
+ * (`BERMD_TOKEN`, the variable the CLI's client verbs send from too) or a file (`--token-file`, first line, surrounding whitespace removed); the
  * daemon refuses to listen on a non-loopback address without one. Comparison is constant-time
  * over SHA-256 digests of both sides, so neither the token's bytes nor its length leak through
  * timing.
@@ -21,10 +20,14 @@ import { HttpError } from './http.js';
 export interface TokenSetting {
   token: string | null;
   source: string;
+  /** a variable set but not read (BERM_TOKEN: the index's token), for a warning */
+  ignored?: string;
 }
 
 /**
- * Resolve the token: `--token-file` wins over `BERMD_TOKEN`, which wins over `BERM_TOKEN`.
+ * Resolve the token: `--token-file`, else `BERMD_TOKEN`. `BERM_TOKEN` is never read: it is the
+ * index's credential (`berm publish`), as in the reference implementation; when it is set and no
+ * token is, `ignored` says so, for the boot log.
  * @throws Error when the file cannot be read or holds an empty token (the message names the file).
  */
 export function loadToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv): TokenSetting {
@@ -42,8 +45,7 @@ export function loadToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv)
   }
   const t = env.BERMD_TOKEN?.trim();
   if (t) return { token: t, source: 'env BERMD_TOKEN' };
-  const c = env.BERM_TOKEN?.trim();
-  if (c) return { token: c, source: 'env BERM_TOKEN' };
+  if (env.BERM_TOKEN?.trim()) return { token: null, source: 'none', ignored: 'BERM_TOKEN' };
   return { token: null, source: 'none' };
 }
 

@@ -133,7 +133,7 @@ export async function startDaemon(
   }
   if (token.token === null && !isLoopback(host)) {
     throw new BootError(
-      `refusing to listen on ${host} without a bearer token: set BERMD_TOKEN (or BERM_TOKEN) or --token-file, or listen on 127.0.0.1`,
+      `refusing to listen on ${host} without a bearer token: set BERMD_TOKEN or --token-file, or listen on 127.0.0.1${token.ignored ? ` (${token.ignored} is set, but it is the index's token and bermd does not read it)` : ''}`,
     );
   }
   let grants: Grants;
@@ -186,6 +186,10 @@ export async function startDaemon(
     log(
       `  ${'token'.padEnd(16)} ${token.token === null ? 'none (loopback only)' : 'required'}  (${token.source})`,
     );
+    if (token.ignored)
+      log(
+        `  warning: ${token.ignored} is set but bermd does not read it (it is the index's token for berm publish); bermd's token is BERMD_TOKEN or --token-file`,
+      );
     show('max-image-bytes', settings.maxImageBytes);
     show('max-body-bytes', settings.maxBodyBytes);
     show('max-code-bytes', settings.maxCodeBytes);

@@ -19,7 +19,7 @@ const program = new Command('bermd')
   .option('--config <file>', "the operator's declaration file: the only source of grants (env BERMD_CONFIG)")
   .option(
     '--token-file <file>',
-    'bearer token on the first line (env BERMD_TOKEN_FILE; else the token itself in env BERMD_TOKEN, else BERM_TOKEN)',
+    'bearer token on the first line (env BERMD_TOKEN_FILE; else the token itself in env BERMD_TOKEN; BERM_TOKEN is not read)',
   )
   .option('--max-image-bytes <size>', 'largest ELF a deploy accepts (default 64M; env BERMD_MAX_IMAGE_BYTES)')
   .option(

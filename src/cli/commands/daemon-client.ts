@@ -13,7 +13,7 @@
  * (bermd not running, token missing or wrong).
  *
  * Target: `--host URL` (a bare `host:port` means http), else `$BERM_HOST`, else
- * http://127.0.0.1:7777. Token: `--token-file FILE` (first line), else `$BERM_TOKEN`; sent as
+ * http://127.0.0.1:7777. Token: `--token-file FILE` (first line), else `$BERMD_TOKEN`; sent as
  * `Authorization: Bearer`.
  */
 import { readFileSync } from 'node:fs';
@@ -79,7 +79,7 @@ export interface DaemonTarget {
   /** `http(s)://host:port` without a trailing slash */
   base: string;
   token: string | null;
-  /** where the token came from (`--token-file FILE`, `BERM_TOKEN`), for messages */
+  /** where the token came from (`--token-file FILE`, `BERMD_TOKEN`), for messages */
   tokenSource: string | null;
 }
 
@@ -130,8 +130,9 @@ export function resolveTarget(flags: DaemonFlags, env: Record<string, string | u
     if (!token) throw new CliError(`--token-file ${flags.tokenFile}: the first line is empty`);
     return { base, token, tokenSource: `--token-file ${flags.tokenFile}` };
   }
-  const token = env.BERM_TOKEN?.trim();
-  return token ? { base, token, tokenSource: 'BERM_TOKEN' } : { base, token: null, tokenSource: null };
+  // BERM_TOKEN is the index's credential (berm publish), never sent to bermd
+  const token = env.BERMD_TOKEN?.trim();
+  return token ? { base, token, tokenSource: 'BERMD_TOKEN' } : { base, token: null, tokenSource: null };
 }
 
 /** A deployed harness as the daemon describes it. */
@@ -292,7 +293,7 @@ export class DaemonClient {
     if (a.status === 401) {
       const fix = this.target.token
         ? `the token from ${this.target.tokenSource} was refused; check it matches bermd's token`
-        : 'set BERM_TOKEN (or --token-file FILE) to the token bermd was started with';
+        : "set BERMD_TOKEN (or --token-file FILE) to the token bermd was started with (BERM_TOKEN is the index's token and is not sent to bermd)";
       return new CliError(`${what}: bermd at ${this.target.base} answered 401 (${msg}): ${fix}`);
     }
     const code: ExitCodeValue = a.status >= 500 ? ExitCode.Internal : ExitCode.BadInput;

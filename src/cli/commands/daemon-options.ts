@@ -15,7 +15,7 @@ export function addDaemonOptions(cmd: Command): Command {
   return cmd
     .addOption(new Option('--host <url>', 'bermd address (default $BERM_HOST, else http://127.0.0.1:7777)'))
     .addOption(
-      new Option('--token-file <file>', "file whose first line is bermd's token (default $BERM_TOKEN)"),
+      new Option('--token-file <file>', "file whose first line is bermd's token (default $BERMD_TOKEN)"),
     );
 }
 

@@ -8,7 +8,7 @@
  *   berm rm NAME                 undeploy
  *   berm invoke NAME TOOL [ARGS] run a tool; --verbose streams its log lines to stderr (SSE)
  *
- * Each takes `--host URL` and `--token-file FILE` (else $BERM_HOST, $BERM_TOKEN) and the global
+ * Each takes `--host URL` and `--token-file FILE` (else $BERM_HOST, $BERMD_TOKEN) and the global
  * `--json`. Exit codes follow the local verbs: 0 ok, 1 the tool failed, 2 refused (bad input,
  * unknown name, missing token, daemon not reachable), 3 the guest trapped, 4 a daemon error.
  */
