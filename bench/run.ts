@@ -38,6 +38,7 @@ import {
   type Results,
 } from './lib/figures.js';
 import { benchQueue } from './queue.js';
+import { benchIndex } from './index.js';
 import { benchWs } from './ws.js';
 import { benchWorkbench } from './workbench.js';
 
@@ -845,6 +846,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   compile: async () => benchCompile(),
   ws: () => benchWs(fig, progress),
   workbench: () => benchWorkbench(fig, progress),
+  index: () => benchIndex(fig, progress),
 };
 
 async function main(): Promise<void> {

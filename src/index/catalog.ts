@@ -82,9 +82,11 @@ export class Catalog {
 
   /**
    * Add a version (in publish order).
+   * @param key its harness key when the caller knows it (the file it was read from), else derived
+   *   from the reference
    * @returns false when exactly this reference at this digest is already held (nothing added)
    */
-  add(e: IndexEntry): boolean {
+  add(e: IndexEntry, key: string = entryKey(e.reference)): boolean {
     const version = `${e.digest} ${e.reference}`;
     if (this.byVersion.has(version)) return false;
     const i = this.entries.length;
@@ -118,7 +120,6 @@ export class Catalog {
       a = b;
       b = c;
     }
-    const key = entryKey(e.reference);
     const list = this.byKey.get(key);
     if (list) list.push(i);
     else this.byKey.set(key, [i]);

@@ -77,6 +77,8 @@ export function loadIndexDirectory(root: string): LoadedIndex {
     } catch (e) {
       throw new IndexReadError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? e}`);
     }
+    // the file names the key: `{root}/{key}.json`
+    const fileKey = path.relative(root, file).slice(0, -'.json'.length).split(path.sep).join('/');
     let lineNo = 0;
     let at = 0;
     while (at < text.length) {
@@ -90,8 +92,14 @@ export function loadIndexDirectory(root: string): LoadedIndex {
       if (parsed === null) {
         skipped++;
         if (skippedAt.length < 10) skippedAt.push(`${path.relative(root, file)}:${lineNo}`);
-      } else if (parsed.kind === 'entry') catalog.add(parsed.entry);
-      else {
+      } else if (parsed.kind === 'entry') {
+        // an entry filed under another key (a hand edit) is grouped by its own reference
+        const ref = parsed.entry.reference;
+        const c = ref.charAt(fileKey.length);
+        const filed =
+          ref.startsWith(fileKey) && (c === ':' || c === '@') && !ref.includes('/', fileKey.length);
+        catalog.add(parsed.entry, filed ? fileKey : undefined);
+      } else {
         catalog.hideDigest(parsed.takedown.takedown);
         takedowns++;
       }
