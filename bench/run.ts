@@ -40,6 +40,7 @@ import {
 import { benchQueue } from './queue.js';
 import { benchIndex } from './index.js';
 import { benchWs } from './ws.js';
+import { benchWasm } from './wasm.js';
 import { benchWorkbench } from './workbench.js';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -845,6 +846,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   queue: () => benchQueue(fig, progress),
   compile: async () => benchCompile(),
   ws: () => benchWs(fig, progress),
+  wasm: () => benchWasm(fig, progress, QUICK),
   workbench: () => benchWorkbench(fig, progress),
   index: () => benchIndex(fig, progress),
 };
