@@ -11,6 +11,8 @@ const LAYER: Record<string, number> = {
   types: 0,
   // the browser page: bundled apart, imports nothing of the server (checked below)
   workbench: 0,
+  // the types that cross layers (HTTP shapes, wake info, stats, authority, outcomes)
+  contract: 0,
   elf: 1,
   riscv: 1,
   wasm: 1,
@@ -95,6 +97,35 @@ t.test('imports point down the layer table', async (t) => {
     }
   }
   t.ok(checked > 0, 'some relative imports were checked');
+});
+
+t.test('the contract imports nothing of ours; its types are declared nowhere else', async (t) => {
+  const names = new Set<string>();
+  for (const file of files(join(SRC, 'contract'))) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(importRe)) {
+      const spec = m[1] ?? m[2];
+      t.ok(
+        spec.startsWith('./') && !spec.includes('/', 2),
+        `${relative(SRC, file)} imports ${spec}: the contract imports only its own modules`,
+      );
+    }
+    for (const m of text.matchAll(
+      /^export\s+(?:declare\s+)?(?:interface|type|class|const|function|enum)\s+(\w+)/gm,
+    ))
+      names.add(m[1]!);
+  }
+  t.ok(names.has('Authority') && names.has('WakeInfo') && names.has('RuntimeStats'), 'the contract is read');
+  const declared = new RegExp(
+    `^\\s*(?:export\\s+)?(?:declare\\s+)?(?:interface|type|class|const|let|function|enum)\\s+(${[...names].join('|')})\\b`,
+    'gm',
+  );
+  for (const file of files(SRC)) {
+    const rel = relative(SRC, file);
+    if (rel.startsWith('contract/')) continue;
+    for (const m of readFileSync(file, 'utf8').matchAll(declared))
+      t.fail(`${rel} declares ${m[1]}, a type of src/contract: import it from there`);
+  }
 });
 
 t.test('the OCI client imports only src/util; the CLI never imports the daemon', async (t) => {

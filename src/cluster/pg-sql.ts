@@ -28,7 +28,7 @@
  * undeploy.
  */
 import pg from 'pg';
-import type { Authority } from '../runtime/protocol.js';
+import type { Authority } from '../contract/index.js';
 import type { WakeRecord } from '../runtime/store.js';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */

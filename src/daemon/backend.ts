@@ -4,20 +4,15 @@
  * every guest run and every translation happens behind it, on worker threads.
  */
 import type { Grant } from '../capabilities/types.js';
+import type {
+  Authority,
+  InvocationEvent,
+  InvokeOutcome,
+  RuntimeStats,
+  WakeInfo,
+  WakeRequest,
+} from '../contract/index.js';
 import type { Deployments } from './deployments.js';
-
-/**
- * Who an invocation acts for, as the caller states it: the agent (e.g. the MCP client or a
- * user-agent name), its session handle, and the sender of the message that caused the call. The
- * daemon takes these from `X-Berm-Agent`, `X-Berm-Session`, `X-Berm-Sender` headers (HTTP) or
- * from `_meta` of an MCP tools/call request (`berm/agent`, `berm/session`, `berm/sender`; the
- * MCP session id stands in for a missing session). Absent fields stay absent.
- */
-export interface Authority {
-  agent?: string;
-  session?: string;
-  sender?: string;
-}
 
 /** The capabilities the operator's declaration grants a harness (empty for an undeclared one). */
 export interface DeployGrant {
@@ -25,73 +20,6 @@ export interface DeployGrant {
   capabilities: string[];
   /** their arguments (root, hosts, callees, database) */
   grant: Grant;
-}
-
-/**
- * How one invocation ended. `chain` is the runtime's chain id of the invocation (its journal
- * records carry it), when the invocation ran.
- */
-export type InvokeOutcome =
-  /** berm.done (or an ABI 0 return): the tool's result text */
-  (
-    | { status: 'ok'; result: string }
-    /** berm.fail: the tool's own failure message */
-    | { status: 'failed'; message: string }
-    /** the guest trapped: trap class name, message, guest pc (-1 unknown) and `symbol+0xoffset` */
-    | { status: 'trapped'; trap: string; message: string; pc: number; symbol: string }
-    /** a limit refused the call before it ran (concurrency, rate, depth, closed, ...) */
-    | { status: 'refused'; message: string; limit?: string }
-    /**
-     * it could not run or broke the ABI; `code` as the runtime reports it ('unknown-harness',
-     * 'unknown-tool', 'bad-args', 'harness', 'worker-lost', 'internal')
-     */
-    | { status: 'error'; message: string; code?: string }
-  ) & { chain?: string };
-
-/** A pending wake as the API shows it. */
-export interface WakeInfo {
-  id: string;
-  harness: string;
-  /** ms since the Unix epoch */
-  due_at: number;
-  payload: string;
-  /** extra fields the runtime reports (armed_by, entry, attempt, ...) */
-  [key: string]: unknown;
-}
-
-/**
- * A request to arm a wake from outside a guest: give exactly one of `delayMs` and `at`. An absolute
- * instant is passed to the runtime unchanged (turning it into a delay here would add the time
- * between this clock read and the runtime's to the due instant).
- */
-export interface WakeRequest {
-  harness: string;
-  /** ms from now (>= 0) */
-  delayMs?: number;
-  /** due instant, ms since the Unix epoch (one in the past is due at once) */
-  at?: number;
-  payload: string;
-  id?: string;
-}
-
-/** Counters and gauges the runtime reports, read when /metrics is scraped. */
-export interface RuntimeStats {
-  queueDepth: number;
-  inFlight: number;
-  wakesPending: number;
-  /** claims of deliveries a stop cut short, fired again (attempt + 1) once the runtime starts */
-  wakesClaimed?: number;
-  spills: number;
-  translations: number;
-}
-
-/** One finished invocation, reported to the daemon's metrics. */
-export interface InvocationEvent {
-  trigger: 'call' | 'wake' | 'notify' | 'event';
-  harness: string;
-  outcome: 'ok' | 'failed' | 'trapped' | 'refused' | 'error';
-  /** wall time from enqueue to outcome, seconds */
-  seconds: number;
 }
 
 /** A change in the due-set, for the change feed (GET /events). */

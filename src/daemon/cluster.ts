@@ -13,7 +13,8 @@
  *   with another digest) is deployed, what this daemon holds and it lacks is removed.
  */
 import type { DueFollower, PgStore } from '../cluster/pg-store.js';
-import type { Backend, InvokeOutcome } from './backend.js';
+import type { InvokeOutcome } from '../contract/index.js';
+import type { Backend } from './backend.js';
 import type { Deployments } from './deployments.js';
 
 /** What {@link joinCluster} needs of the runtime behind the backend (BermRuntime has it). */

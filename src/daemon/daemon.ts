@@ -311,10 +311,7 @@ export async function startDaemon(
     }
     // the due-set as it came back, before any of it fires: the operator sees the schedules survived
     const st = backend.stats();
-    log(
-      `  wakes            ${st.wakesPending} pending` +
-        (st.wakesClaimed === undefined ? '' : `, ${st.wakesClaimed} to re-deliver`),
-    );
+    log(`  wakes            ${st.wakesPending} pending, ${st.wakesClaimed} to re-deliver`);
     backend.start?.();
     for (const d of deployments.list()) {
       const g = d.granted;

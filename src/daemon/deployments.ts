@@ -13,6 +13,7 @@ import { ElfError } from '../elf/reader.js';
 import { readImage, WasmImageError } from '../engine/image.js';
 import { ManifestError, parseManifest, type Manifest } from '../harness/manifest.js';
 import { DEFAULT_CALL_LIMITS, describeArgError, Harness, TOOL_PREFIX } from '../harness/harness.js';
+import type { HarnessInfo } from '../contract/index.js';
 import type { Backend, DeployGrant } from './backend.js';
 import type { Grants } from './grants.js';
 import { HttpError } from './http.js';
@@ -31,7 +32,7 @@ export interface Deployment {
 }
 
 /** The upstream inspect shape plus the granted set: `{name, digest, usage, tools, deps, granted}`. */
-export function describe(d: Deployment): Record<string, unknown> {
+export function describe(d: Deployment): HarnessInfo {
   return {
     name: d.name,
     digest: d.digest,

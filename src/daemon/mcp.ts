@@ -37,7 +37,8 @@ import {
   isInitializeRequest,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Authority, Backend } from './backend.js';
+import type { Authority } from '../contract/index.js';
+import type { Backend } from './backend.js';
 import type { Deployments } from './deployments.js';
 import { HttpError, sendJson } from './http.js';
 

@@ -59,7 +59,7 @@ export class Metrics {
     mirrored(
       'berm_translations_total',
       'ELF to Wasm translations (cache misses)',
-      () => backend.stats().translations,
+      () => backend.stats().translations.translated,
     );
     const invocations = new Counter({
       name: 'berm_invocations_total',

@@ -15,15 +15,13 @@ import {
 } from '../runtime/index.js';
 import type {
   Authority,
-  Backend,
-  DeployGrant,
   InvocationEvent,
   InvokeOutcome,
   RuntimeStats,
-  WakeEvent,
   WakeInfo,
   WakeRequest,
-} from './backend.js';
+} from '../contract/index.js';
+import type { Backend, DeployGrant, WakeEvent } from './backend.js';
 
 /** The wake as the API shows it (ms since the epoch; the runtime's record fields in snake_case). */
 export function wakeInfo(w: WakeRecord): WakeInfo {
@@ -152,15 +150,7 @@ export class QueueBackend implements Backend {
   }
 
   stats(): RuntimeStats {
-    const s = this.runtime.stats();
-    return {
-      queueDepth: s.queueDepth,
-      inFlight: s.inFlight,
-      wakesPending: s.wakesPending,
-      wakesClaimed: s.wakesClaimed,
-      spills: s.spills,
-      translations: s.translations.translated,
-    };
+    return this.runtime.stats();
   }
 
   onInvocation(listener: (e: InvocationEvent) => void): void {

@@ -14,11 +14,11 @@
  * here, so this module knows the queue's shape but not its code.
  */
 import type { CapabilityReply } from '../capabilities/types.js';
+import type { Authority } from '../contract/index.js';
 import { textField } from '../wire/fields.js';
 import {
   DEFAULT_RATE,
   RateLimiter,
-  type Authority,
   type RateLimit,
   type ServiceRequest,
   type SubscriptionView,

@@ -23,6 +23,7 @@
  * ErrorMsg). A refusal (nothing was sent) and an error (the daemon failed or timed out) are the
  * wire's refused and error replies.
  */
+import type { Authority } from '../contract/index.js';
 import type { WireReply } from '../wire/fields.js';
 import { CALL_WIRE_NAME, GROUP_OF, NEVER } from './groups.js';
 import {
@@ -37,16 +38,6 @@ import {
   type Envelope,
   type Plain,
 } from './schema.js';
-
-/** Who an invocation acts for: from the daemon API or MCP call, inherited by chains and wakes. */
-export interface Authority {
-  /** the agent's ULID */
-  agent?: string;
-  /** the session handle the invocation runs in */
-  session?: string;
-  /** the sender (attribution) of the invocation */
-  sender?: string;
-}
 
 /** What the declaration and the invocation allow one protocol call. */
 export interface DoorScope {

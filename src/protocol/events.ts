@@ -12,7 +12,8 @@
  * reports the refusal (`onRefused`).
  */
 import { createRequire } from 'node:module';
-import type { Authority, SubscriptionView } from './door.js';
+import type { Authority } from '../contract/index.js';
+import type { SubscriptionView } from './door.js';
 
 // better-sqlite3 ships no type declarations; the small surface used here is typed locally.
 interface Statement {

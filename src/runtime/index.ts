@@ -28,7 +28,6 @@ export {
   type Outcome,
   type QueueService,
   type RuntimeOptions,
-  type RuntimeStats,
   type Trigger,
 } from './runtime.js';
 export {
@@ -41,7 +40,8 @@ export {
   type OverrunPolicy,
   type RuntimeLimits,
 } from './limits.js';
-export type { Authority, ChainSpec, TrapInfo } from './protocol.js';
+export type { ChainSpec, TrapInfo } from './protocol.js';
+export type { Authority, RuntimeStats } from '../contract/index.js';
 export type {
   DeploymentRecord,
   DeploymentStore,

@@ -11,16 +11,10 @@
  * takes the reply synchronously with receiveMessageOnPort. The due-set and its SQLite database
  * therefore have exactly one writer per process: the main thread.
  */
+import type { Authority } from '../contract/index.js';
 import type { CapabilityLimits, CapabilityReply, Grant } from '../capabilities/types.js';
 import type { CompileInfo } from '../engine/engine.js';
 import type { Manifest } from '../harness/manifest.js';
-
-/** Who an invocation acts for (the protocol door scopes its calls to it); inherited by chains. */
-export interface Authority {
-  agent?: string;
-  session?: string;
-  sender?: string;
-}
 
 /** Configuration every worker starts with (workerData). */
 export interface WorkerConfig {

@@ -36,7 +36,8 @@ import {
 } from './limits.js';
 import { attachConnections } from './connections.js';
 import { WorkerPool, type Compiled } from './pool.js';
-import type { Authority, ChainSpec, HostRequest, RunResult, TrapInfo } from './protocol.js';
+import type { Authority, RuntimeStats } from '../contract/index.js';
+import type { ChainSpec, HostRequest, RunResult, TrapInfo } from './protocol.js';
 import { SqliteStore } from './sqlite-store.js';
 import type { JournalRecord, RuntimeStore, WakeListOptions, WakeRecord, WakeSpec } from './store.js';
 
@@ -128,28 +129,6 @@ export interface DeployedHarness {
 /** A refusal to arm a wake: bad input, nothing armed. */
 export class ArmError extends Error {
   override name = 'ArmError';
-}
-
-/** Counters and gauges for metrics (the daemon turns them into Prometheus metrics). */
-export interface RuntimeStats {
-  queueDepth: number;
-  inFlight: number;
-  workers: number;
-  idleWorkers: number;
-  /** invocations finished, by `${trigger}:${status}` */
-  invocations: Record<string, number>;
-  wakesPending: number;
-  /** wakes claimed and running or waiting for their schedule's previous occurrence */
-  wakesClaimed: number;
-  /** due wakes left for a later drain because the pool was full, since start */
-  spills: number;
-  /** occurrences dropped by the overrun policy skip, since start */
-  overrunSkips: number;
-  /** wakes delivered again after a restart (attempt > 1), since start */
-  redeliveries: number;
-  /** harness compilations: cached or translated */
-  translations: { cached: number; translated: number };
-  workersReplaced: number;
 }
 
 /** Options of {@link BermRuntime.create}. */

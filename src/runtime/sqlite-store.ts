@@ -14,7 +14,7 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { JsonlJournal } from './journal.js';
-import type { Authority } from './protocol.js';
+import type { Authority } from '../contract/index.js';
 import type {
   DeploymentRecord,
   DeploymentStore,

@@ -8,7 +8,7 @@
  * local cache and writing through, or a later revision can make the interface asynchronous.
  */
 
-import type { Authority } from './protocol.js';
+import type { Authority } from '../contract/index.js';
 
 /** What a wake starts when it fires. */
 export type WakeKind = 'wake' | 'call';

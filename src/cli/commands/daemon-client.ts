@@ -19,6 +19,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Dispatcher } from 'undici';
+import type { HarnessInfo, WakeInfo, WakeList } from '../../contract/index.js';
 import { CliError, ExitCode, type ExitCodeValue } from '../context.js';
 
 type Undici = typeof import('undici');
@@ -135,34 +136,7 @@ export function resolveTarget(flags: DaemonFlags, env: Record<string, string | u
   return token ? { base, token, tokenSource: 'BERMD_TOKEN' } : { base, token: null, tokenSource: null };
 }
 
-/** A deployed harness as the daemon describes it. */
-export interface HarnessInfo {
-  name: string;
-  digest: string;
-  usage?: string;
-  tools: { name: string; description?: string; parameters?: unknown }[];
-  deps?: string[];
-  /** granted capabilities (`{"capabilities": [...], ...arguments}`), when the daemon reports them */
-  granted?: { capabilities?: string[]; [k: string]: unknown };
-  [k: string]: unknown;
-}
-
-/** A pending wake as the daemon lists it. */
-export interface WakeInfo {
-  id: string;
-  harness: string;
-  /** ms since the Unix epoch */
-  due_at: number;
-  payload?: string;
-  [k: string]: unknown;
-}
-
-/** One page of `GET /wakes`: the earliest wakes and the number pending in all. */
-export interface WakeList {
-  wakes: WakeInfo[];
-  /** wakes pending in the due-set; more than `wakes.length` when the list was cut at its limit */
-  pending: number;
-}
+export type { HarnessInfo, WakeInfo, WakeList };
 
 /** How an invocation ended, from the daemon's answer. */
 export type InvokeResult =

@@ -7,6 +7,7 @@
 import { InvalidArgumentError, type Command } from '../commander.js';
 import { CliError, ExitCode, parsePositiveInt } from '../context.js';
 import type { CliContext } from '../program.js';
+import { WAKE_LIST_LIMIT } from '../../contract/index.js';
 import type { DaemonFlags, WakeInfo } from './daemon-client.js';
 import { addDaemonOptions, withDaemon } from './daemon-verbs.js';
 import { addLocalWakeOptions, localWakeAdd, localWakeLs, localWakeRm, type LocalAddFlags } from './wake.js';
@@ -87,9 +88,9 @@ export function wakesText(ws: WakeInfo[], now = Date.now()): string {
   return rows.join('\n') + '\n';
 }
 
-/** bermd's default and largest `limit` of `GET /wakes` (src/daemon/server.ts WAKE_LIST_LIMIT). */
-const WAKE_LS_DEFAULT = 1000;
-const WAKE_LS_MAX = 10_000;
+/** bermd's default and largest `limit` of `GET /wakes`. */
+const WAKE_LS_DEFAULT = WAKE_LIST_LIMIT.default;
+const WAKE_LS_MAX = WAKE_LIST_LIMIT.max;
 
 /** `1 wake pending`, `3 wakes pending`. */
 export function pendingText(n: number): string {
