@@ -13,7 +13,7 @@ import { shutdownBridge } from '../src/capabilities/common/sync.js';
 import { PgStore } from '../src/cluster/pg-store.js';
 import * as sql from '../src/cluster/pg-sql.js';
 import { attachProtocol } from '../src/protocol/attach.js';
-import { DOUBLE_AGENT_IDS } from '../src/protocol/double.js';
+import { DOUBLE_AGENT_IDS } from './helpers/agent-daemon-double.js';
 import type { Plain } from '../src/protocol/index.js';
 import { BermRuntime, type Outcome } from '../src/runtime/index.js';
 import { startDoubleThread } from './helpers/double-thread.js';

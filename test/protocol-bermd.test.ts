@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { AgentClient, decodeServer, encodeClient, parseEndpoint, type Plain } from '../src/protocol/index.js';
-import { DOUBLE_AGENT_IDS } from '../src/protocol/double.js';
+import { DOUBLE_AGENT_IDS } from './helpers/agent-daemon-double.js';
 import { startDoubleThread } from './helpers/double-thread.js';
 import { REPO, elf, testDaemon } from './helpers/daemon.js';
 

@@ -23,7 +23,7 @@ import { attachProtocol, type AttachedProtocol } from '../src/protocol/attach.js
 import { linkerEntries } from '../src/config/declarations.js';
 import type { ScheduleHost } from '../src/capabilities/types.js';
 import { textField } from '../src/wire/fields.js';
-import { DOUBLE_AGENT_IDS } from '../src/protocol/double.js';
+import { DOUBLE_AGENT_IDS } from './helpers/agent-daemon-double.js';
 import { startDoubleThread } from './helpers/double-thread.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
 import { untilDefined } from './helpers/wait.js';

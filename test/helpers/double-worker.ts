@@ -1,9 +1,9 @@
-// Worker-thread host of the agent-daemon double (src/protocol/double.ts). The door's calls block
+// Worker-thread host of the agent-daemon double (agent-daemon-double.ts). The door's calls block
 // their thread in Atomics.wait, so a double answering on the test's own thread could never
 // answer; here it has a thread of its own. Commands arrive as messages and are answered on the
 // same port: received, silent, drop, edit-agents, close.
 import { parentPort, workerData } from 'node:worker_threads';
-import { AgentDaemonDouble } from '../../src/protocol/double.js';
+import { AgentDaemonDouble } from './agent-daemon-double.js';
 
 type Cmd = { id: number; cmd: string; arg?: unknown };
 

@@ -1,6 +1,6 @@
 /**
  * A stand-in for the crabtalk agent daemon, for tests and demos: a real server on a Unix socket
- * or loopback TCP port speaking the daemon's framing (./frame.ts) and messages (./schema.ts),
+ * or loopback TCP port speaking the daemon's framing (src/protocol/frame.ts) and messages (src/protocol/schema.ts),
  * answering the messages a harness may be granted with canned but realistic data: agents with
  * ULIDs whose config holds an MCP bearer token and environment secret (what the door must
  * redact), skills, models, stats, sessions to search, conversations, subscriptions, and send /
@@ -12,8 +12,8 @@
  * the secret, a list of MCPs with their auth), as the real daemon would to a trusted client.
  */
 import * as net from 'node:net';
-import { FrameReader, frame } from './frame.js';
-import { decodeClient, encodeServer, member, type Envelope, type Plain } from './schema.js';
+import { FrameReader, frame } from '../../src/protocol/frame.js';
+import { decodeClient, encodeServer, member, type Envelope, type Plain } from '../../src/protocol/schema.js';
 
 /** One agent of the double. `config` is the AgentConfig JSON, secrets included. */
 export interface DoubleAgent {
