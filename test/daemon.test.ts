@@ -355,8 +355,9 @@ t.test('the declaration is read at boot: an edit needs a restart, and the 403 sa
   const error = ((await put.json()) as { error: string }).error;
   t.match(error, `declared "pinned" with sha256 ${sha(OS)} when bermd started`);
   t.match(error, `set sha256 = "${sha(ECHO)}" there and restart bermd`);
-  // the operator, who must act, sees the refusal in bermd's log too
-  t.ok(d.logs.includes(`refused the deploy of pinned: ${error}`), d.logs.join('\n'));
+  t.notMatch(error, file, 'the reply names no path of the operator');
+  // the operator, who must act, sees the refusal in bermd's log too, with the declaration's place
+  t.ok(d.logs.includes(`refused the deploy of pinned: ${error} (declared at ${file}:1)`), d.logs.join('\n'));
   // the restart the message asks for is what grants it
   await d.stop();
   d = await testDaemon({ config: file }, {}, root);

@@ -28,9 +28,22 @@ export interface TokenSetting {
  * Resolve the token: `--token-file`, else `BERMD_TOKEN`. `BERM_TOKEN` is never read: it is the
  * index's credential (`berm publish`), as in the reference implementation; when it is set and no
  * token is, `ignored` says so, for the boot log.
- * @throws Error when the file cannot be read or holds an empty token (the message names the file).
+ * @throws Error when the file cannot be read or holds an empty token (the message names the file),
+ *   or when the token holds whitespace or a character outside printable ASCII (it could never match)
  */
 export function loadToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv): TokenSetting {
+  const t = readToken(tokenFile, env);
+  // a Bearer credential is one run of visible characters (RFC 6750's b64token is narrower still):
+  // a token with a space, a tab or a control character inside could never be sent and matched
+  if (t.token !== null && /[^\x21-\x7e]/.test(t.token))
+    throw new Error(
+      `the token from ${t.source} contains whitespace or a non-printable character: no client can ` +
+        'send it in an Authorization header; use printable ASCII without spaces (e.g. openssl rand -hex 32)',
+    );
+  return t;
+}
+
+function readToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv): TokenSetting {
   if (tokenFile !== undefined) {
     let text: string;
     try {

@@ -171,13 +171,13 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     return this.published.get(name);
   }
 
-  /** The published harness `name`. @throws HttpError 404 naming the deployed harnesses. */
+  /**
+   * The published harness `name`. @throws HttpError 404 (naming only `name`: the reply of a wrong
+   * guess never lists the other harnesses; GET /harnesses does, to whoever may list)
+   */
   require(name: string): Deployment {
     const d = this.published.get(name);
-    if (!d) {
-      const known = [...this.published.keys()].sort().join(', ') || 'none';
-      throw new HttpError(404, `no harness named ${name} is deployed (deployed: ${known})`);
-    }
+    if (!d) throw new HttpError(404, `no harness named ${name} is deployed`);
     return d;
   }
 

@@ -80,18 +80,22 @@ export class Grants {
 
   /**
    * The grant for deploying bytes with `digest` as `name`.
-   * @throws HttpError 403 when `name` is declared with another sha256 (naming both digests, the
-   *   declaration line and the fix: the file is read once, at boot, so an edit needs a restart).
+   * @throws HttpError 403 when `name` is declared with another sha256 (naming both digests and the
+   *   fix: the file is read once, at boot, so an edit needs a restart; the declaration's file and
+   *   line go to the log only).
    */
   grantFor(name: string, digest: string): DeployGrant {
     const d = this.byName.get(name);
     if (!d) return { capabilities: [], grant: {} };
     if (d.sha256 !== digest) {
+      // the reply names no path of the operator's machine; the log (the operator's) does
       throw new HttpError(
         403,
-        `the image hashes to sha256 ${digest} but ${d.file}:${d.line} declared ${JSON.stringify(name)} with sha256 ${d.sha256} when bermd started; ` +
+        `the image hashes to sha256 ${digest} but the operator's declaration file declared ${JSON.stringify(name)} with sha256 ${d.sha256} when bermd started; ` +
           `deploy the declared image, or have the operator set sha256 = "${digest}" there and restart bermd ` +
           '(it reads the declaration file only at boot)',
+        {},
+        `declared at ${d.file}:${d.line}`,
       );
     }
     return { capabilities: [...d.capabilities], grant: { ...d.grant } };

@@ -13,11 +13,13 @@ export class HttpError extends Error {
    * @param status HTTP status code (4xx or 5xx)
    * @param message what is wrong and, where one exists, the fix
    * @param extra further fields of the JSON body (e.g. a trap's pc and symbol)
+   * @param logDetail for the daemon's log only, never the reply (e.g. an operator's file path)
    */
   constructor(
     readonly status: number,
     message: string,
     readonly extra: Record<string, unknown> = {},
+    readonly logDetail?: string,
   ) {
     super(message);
   }

@@ -101,7 +101,7 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
       // a pinned sha256 that differs is the operator's to resolve (the 403 tells the client to
       // ask them): the operator sees it here, not only whoever deployed
       if (e instanceof HttpError && e.status === 403)
-        ctx.log(`refused the deploy of ${harness}: ${e.message}`);
+        ctx.log(`refused the deploy of ${harness}: ${e.message}${e.logDetail ? ` (${e.logDetail})` : ''}`);
       throw e;
     }
     const { deployment, changed } = deployed;
