@@ -15,7 +15,7 @@ import { freshDatabase } from './helpers/pg.js';
 import { http, startBermd, stopBermd, type Bermd } from './helpers/cluster.js';
 import { NOTES, QG, checkWakes, cluster, journal, sha, sleep, until } from './helpers/scale-out.js';
 
-// The figure. Measured on the 2-core machine: about 100 s for this test alone, about 230 s
+// 10,000 wakes across three daemons: the scale-out figure docs/scale-out.md states. Measured on the 2-core machine: about 100 s for this test alone, about 230 s
 // at load average ~25 beside scale-out-restart.test.ts (arming 10,000 wakes one POST each is most
 // of it: every arming is a database round trip plus a rescan on each daemon). Kept at 10,000, the
 // journal waited for while it grows (below); set BERM_SCALE_BERMD_WAKES lower for a quick local run.

@@ -4,7 +4,7 @@
  * encoded ClientMessage, or one `crabtalk.protocol.<operation>` per grantable operation). It
  *
  * 1. decodes the request once and refuses an empty message, bytes that are no ClientMessage,
- *    and any operation in no group the harness was granted (default deny; RFC 0205);
+ *    and any operation in no group the harness was granted (default deny);
  * 2. scopes the message to the invocation's authority (agent, session, sender): send and stream
  *    are forced to the invocation's agent and session unless the declaration grants more agents;
  *    search_sessions' and the history lists' agent and sender filters are overwritten; a skill

@@ -1,6 +1,6 @@
 /**
  * What a harness may say to the agent daemon: the grantable groups of protocol operations, by
- * blast radius (RFC 0205, "The groups"), and the messages no declaration can grant, with why.
+ * blast radius, and the messages no declaration can grant, with why.
  *
  * An operation is a ClientMessage member name (`send`, `get_agent`, ...) or, for berm's own
  * messages (ClientMessage.berm), the BermClientMessage member (`schedule_wake`, ...). Default
@@ -40,7 +40,7 @@ export const GROUP_OF: ReadonlyMap<string, string> = new Map(
   Object.entries(GROUPS).flatMap(([g, ops]) => ops.map((op) => [op, g] as [string, string])),
 );
 
-/** Why a message can never be granted to a harness (RFC 0205). */
+/** Why a message can never be granted to a harness: the reason is printed with every refusal. */
 export const NEVER: Readonly<Record<string, string>> = Object.freeze({
   create_agent: 'destructive or configuring',
   update_agent: 'destructive or configuring',

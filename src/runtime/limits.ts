@@ -1,6 +1,6 @@
 /**
  * The queue's limits: the one place where concurrency, rate, single-in-flight, chain depth and
- * gas are decided (RFC 0205, "Execution: one queue"). Every refusal is a {@link LimitError} naming
+ * gas are decided, for every trigger alike. Every refusal is a {@link LimitError} naming
  * the limit and its value, so a caller can tell "queue full" from "rate" from "depth".
  */
 

@@ -1,6 +1,6 @@
 /**
- * The runtime's core: one queue through which every guest start passes (RFC 0205, "Execution: one
- * queue" and "Scheduling"), with three triggers —
+ * The runtime's core: one queue through which every guest start passes, whatever started it, with
+ * three triggers —
  *   call   a tool was invoked (has a reply),
  *   wake   a due instant of the due-set (the harness's exported `on_wake`),
  *   notify a subscribed event (the harness's exported `on_notify`, fire-and-forget) —
