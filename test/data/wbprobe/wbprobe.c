@@ -30,7 +30,7 @@ BERM_TOOL(greet, "Greet someone <script>window.__xss=2</script> after some work.
   json_uint(a, "times", &times);
   berm_logf("greet: working for %s", name);
   volatile uint64_t acc = 0;
-  for (uint64_t i = 0; i < 4000000ULL; i++) acc += i ^ (acc >> 3);
+  for (uint64_t i = 0; i < 60000000ULL; i++) acc += i ^ (acc >> 3);
   berm_logf("greet: done (%llu)", (unsigned long long)(acc & 0xff));
   char out[256];
   int n = snprintf(out, sizeof out, "{\"greeting\":\"hello %s\",\"times\":%llu}", name, (unsigned long long)times);
