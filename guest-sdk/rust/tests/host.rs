@@ -213,6 +213,10 @@ fn notify_entry() {
     assert_eq!(h.logs(), ["sub-1 from mail: hello \"you\""]);
 }
 
+// Host calls of the C SDK that the Rust SDK does not wrap yet: WebSocket connections (C only,
+// guest-sdk/include/berm_ws.h). Their numbers are still checked against FNV-1a below.
+const C_ONLY: &[&str] = &["berm.ws.open", "berm.ws.send", "berm.ws.close"];
+
 #[test]
 fn call_numbers_match_the_c_sdk() {
     let h = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../include/berm_caps.h")).unwrap();
@@ -222,6 +226,10 @@ fn call_numbers_match_the_c_sdk() {
         let name = line.split("/* ").nth(1).unwrap().trim_end_matches(" */");
         let v = u64::from_str_radix(hex, 16).unwrap();
         assert_eq!(berm::sys::fnv1a64(name), v, "{name}");
+        if C_ONLY.contains(&name) {
+            assert_eq!(berm::sys::caps::name(v), None, "{name} is wrapped now: drop it from C_ONLY");
+            continue;
+        }
         assert_eq!(berm::sys::caps::name(v), Some(name));
         n += 1;
     }
