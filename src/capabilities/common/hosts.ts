@@ -8,6 +8,7 @@
  * cannot pass a check that the connection would then resolve differently.
  */
 import { isIP } from 'node:net';
+import type { GrantSpec } from '../types.js';
 
 /** A URL that passed the policy, or why not. */
 export type UrlVerdict = { url: URL } | { refused: string };
@@ -98,4 +99,34 @@ export function checkUrl(
     return { refused: `${what} ${url.hostname} is not among the declared hosts` };
   }
   return { url };
+}
+
+/**
+ * The `hosts` grant shared by the capabilities that dial out (http, ws): a list of host patterns
+ * ({@link checkHostPattern}), lowercased, deduplicated and sorted; a bad pattern is a problem naming
+ * it. Absent, the grant holds no hosts and reaches nothing.
+ * @param example a host name for the fix printed when the key is missing or malformed
+ */
+export function hostsGrant(example: string): GrantSpec {
+  return {
+    schema: { type: 'object', properties: { hosts: { type: 'array', items: { type: 'string' } } } },
+    fixes: { hosts: `write hosts = ["${example}", "*.example.com"]` },
+    prepare: (values) => {
+      const hosts = values.hosts as string[] | undefined;
+      if (hosts === undefined) return { grant: {}, problems: [] };
+      const problems = hosts.flatMap((h) => {
+        const bad = checkHostPattern(h);
+        return bad
+          ? [
+              {
+                key: 'hosts',
+                problem: `host ${bad}`,
+                fix: 'write a bare host name, "*.domain" or an IP address',
+              },
+            ]
+          : [];
+      });
+      return { grant: { hosts: [...new Set(hosts.map((h) => h.toLowerCase()))].sort() }, problems };
+    },
+  };
 }

@@ -19,7 +19,7 @@ import {
   type CapabilityReply,
 } from '../types.js';
 import type { FetchArgs, FetchResult } from './fetch-job.js';
-import { checkHostPattern, checkUrl } from '../common/hosts.js';
+import { checkUrl, hostsGrant } from '../common/hosts.js';
 
 /** Limits of the http capability and their defaults (ms, bytes). */
 export const HTTP_LIMITS = Object.freeze({
@@ -115,27 +115,7 @@ export const httpCapability: Capability = defineCapability({
     'crabtalk.http.fetch': (f, c) =>
       guarded('crabtalk.http.fetch', () => fetchCall('crabtalk.http.fetch', f, c)),
   },
-  grant: {
-    // Without hosts the grant reaches no host (a capability granted without its argument).
-    schema: { type: 'object', properties: { hosts: { type: 'array', items: { type: 'string' } } } },
-    fixes: { hosts: 'write hosts = ["api.example.org", "*.example.com"]' },
-    prepare: (values) => {
-      const hosts = values.hosts as string[] | undefined;
-      if (hosts === undefined) return { grant: {}, problems: [] };
-      const problems = hosts.flatMap((h) => {
-        const bad = checkHostPattern(h);
-        return bad
-          ? [
-              {
-                key: 'hosts',
-                problem: `host ${bad}`,
-                fix: 'write a bare host name, "*.domain" or an IP address',
-              },
-            ]
-          : [];
-      });
-      return { grant: { hosts: [...new Set(hosts.map((h) => h.toLowerCase()))].sort() }, problems };
-    },
-  },
+  // Without hosts the grant reaches no host (a capability granted without its argument).
+  grant: hostsGrant('api.example.org'),
   limits: HTTP_LIMITS,
 });

@@ -12,7 +12,7 @@
  * the runtime's `ws` service (ctx.service). Without that service the calls answer an error.
  */
 import { fieldText } from '../../wire/fields.js';
-import { checkHostPattern, checkUrl } from '../common/hosts.js';
+import { checkUrl, hostsGrant } from '../common/hosts.js';
 import {
   arity,
   defineCapability,
@@ -125,26 +125,6 @@ export const wsCapability: Capability = defineCapability({
     'berm.ws.send': (f, c) => guarded('berm.ws.send', () => send(f, c)),
     'berm.ws.close': (f, c) => guarded('berm.ws.close', () => close(f, c)),
   },
-  grant: {
-    // the same key and rules as http's: without hosts the grant dials nothing
-    schema: { type: 'object', properties: { hosts: { type: 'array', items: { type: 'string' } } } },
-    fixes: { hosts: 'write hosts = ["stream.example.org", "*.example.com"]' },
-    prepare: (values) => {
-      const hosts = values.hosts as string[] | undefined;
-      if (hosts === undefined) return { grant: {}, problems: [] };
-      const problems = hosts.flatMap((h) => {
-        const bad = checkHostPattern(h);
-        return bad
-          ? [
-              {
-                key: 'hosts',
-                problem: `host ${bad}`,
-                fix: 'write a bare host name, "*.domain" or an IP address',
-              },
-            ]
-          : [];
-      });
-      return { grant: { hosts: [...new Set(hosts.map((h) => h.toLowerCase()))].sort() }, problems };
-    },
-  },
+  // the same key and rules as http's: without hosts the grant dials nothing
+  grant: hostsGrant('stream.example.org'),
 });
