@@ -135,8 +135,15 @@ t.test('bermd: caps at boot, a conversation, a foreign id, undeploy mid-conversa
       id: number;
     }
   ).id;
-  const stream = peers.find((p) => p.path === '/stream')!;
-  await until('echoes to reach the server', async () => (stream?.received.length ?? 0) >= 10, 60_000, 100);
+  // dial answers with the id before the server has accepted the socket: look the peer up each time
+  const streamPeer = (): Peer | undefined => peers.find((p) => p.path === '/stream');
+  await until(
+    'echoes to reach the server',
+    async () => (streamPeer()?.received.length ?? 0) >= 10,
+    60_000,
+    100,
+  );
+  const stream = streamPeer()!;
   t.same(stream.received.slice(0, 10), ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'], 'echoed in order');
   t.same(await call(b, 'peer', 'send', { id, text: 'intrude' }), {
     failed: `refused: berm.ws.send: no connection ${id} is open`,
