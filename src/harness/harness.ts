@@ -13,6 +13,7 @@ import type { HostCall, HostFunction } from '../engine/host.js';
 import { decodeFields, stageReply, type WireReply } from '../wire/fields.js';
 import { parseManifest, type Manifest, type ToolDecl } from './manifest.js';
 import { quickAccepts, simpleSchema } from './quick-schema.js';
+import { schemaRegExp } from './pattern.js';
 
 /** Prefix of tool exports (upstream ABI). */
 export const TOOL_PREFIX = 'berm_tool_';
@@ -238,17 +239,6 @@ export function capabilityHostFunction(handler: WireHandler): HostFunction {
 }
 
 /**
- * ajv's RegExp engine for parameter schemas: V8's linear-time engine. It takes neither the `u`
- * nor the `i` flag and refuses backreferences and lookaround ("Cannot be executed in linear
- * time"); such a pattern makes the schema fail to compile, and the harness is refused at load.
- * Without `u`, patterns match UTF-16 code units (`.` is one unit of an astral character).
- */
-function linearRegExp(pattern: string, flags: string) {
-  return new RegExp(pattern, flags.replace('u', '') + 'l');
-}
-linearRegExp.code = 'linearRegExp';
-
-/**
  * A parameters-schema error as `PATH: problem`, PATH the JSON pointer of the property at fault
  * (for a missing or an unexpected property, that property's own path): `/values/1: must be
  * number`, `/values: must have required property 'values'`, `/colour: is not a parameter (the
@@ -274,28 +264,22 @@ export class Harness {
   /** ajv, loaded on first need: a harness whose schemas are simple and whose arguments plainly match never loads it */
   private static ajv(): Ajv {
     if (Harness.ajvInstance === null) {
-      // V8's linear-time regular expression engine (the `l` flag, see linearRegExp) never
-      // backtracks, so a harness's parameter schema cannot make validation hang the host, whatever
-      // its `pattern`. It is an experimental V8 feature behind a flag that must be set before the
-      // first such RegExp is built, which only ajv builds. Set here rather than at load: node:v8
-      // costs a CLI start ~2 ms, and a V8 flag changed at load would make every code cache the
-      // CLI launcher produces mismatch V8's flag hash at the next start (see bin/launch.js).
-      const v8 = createRequire(import.meta.url)('node:v8') as typeof import('node:v8');
-      v8.setFlagsFromString('--enable-experimental-regexp-engine');
+      // Patterns are matched by linear-time engines only (src/harness/pattern.ts), so a harness's
+      // parameter schema cannot make validation hang the host, whatever its `pattern`.
       const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
       Harness.ajvInstance = new Ajv({
         strict: false,
         allErrors: true,
         unicodeRegExp: false,
-        code: { regExp: linearRegExp },
+        code: { regExp: schemaRegExp },
       });
     }
     return Harness.ajvInstance;
   }
 
   /**
-   * Compile a tool's parameters schema with ajv, its patterns matched by V8's linear-time engine
-   * (a guest's schema cannot make validation backtrack for ever). Every place that validates a
+   * Compile a tool's parameters schema with ajv, its patterns matched by a linear-time engine
+   * (src/harness/pattern.ts: a guest's schema cannot make validation backtrack for ever). Every place that validates a
    * guest's arguments against its schema (the daemon's serving thread too) compiles through this.
    * @throws HarnessError naming the tool, the problem and the fix
    */
@@ -307,7 +291,7 @@ export class Harness {
       throw new HarnessError(
         `tool ${t.name} declares an invalid parameters schema: ${(e as Error).message}; fix: ` +
           (linear
-            ? 'write its patterns without backreferences, lookaround, \\p{...} or the u/i flags (they are matched by a linear-time engine)'
+            ? 'write its patterns without backreferences or lookaround, and with repetition counts of at most 1000 (they are matched by a linear-time engine)'
             : 'correct the schema in the harness manifest (it must be a valid JSON Schema)'),
       );
     }
@@ -328,7 +312,8 @@ export class Harness {
    * @throws ElfError for a malformed ELF; ManifestError for a bad manifest; HarnessError when a
    *   declared tool has no `berm_tool_<name>` export, an export is not declared, or a tool's
    *   parameters schema is not a valid JSON Schema or holds a `pattern` that cannot be matched in
-   *   linear time (backreferences, lookaround, `\p{...}`): validation must never hang the host.
+   *   linear time (backreferences, lookaround, a repetition count over 1000): validation must never
+   *   hang the host.
    */
   static async load(engine: Engine, source: Uint8Array | string): Promise<Harness> {
     return Harness.fromModule(await engine.compile(source));
