@@ -291,7 +291,7 @@ export class WasmCache {
     const tmp = `${p}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
     try {
       ensureDirectory(this.dir);
-      writeFileSync(tmp, bytes, { flag: 'wx' });
+      writeFileSync(tmp, bytes, { flag: 'wx', mode: 0o600 });
       renameSync(tmp, p);
       return true;
     } catch {

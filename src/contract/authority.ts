@@ -11,3 +11,6 @@ export interface Authority {
   session?: string;
   sender?: string;
 }
+
+/** Longest value of an authority field, characters; a longer one is refused (HTTP 400). */
+export const MAX_AUTHORITY_CHARS = 256;

@@ -3,7 +3,7 @@
  * invocation outcomes), declared once here and imported by the runtime, the protocol door, the
  * daemon and the CLI client alike. It imports nothing of berm's.
  */
-export type { Authority } from './authority.js';
+export { MAX_AUTHORITY_CHARS, type Authority } from './authority.js';
 export type { HarnessInfo, ToolInfo } from './harnesses.js';
 export type { InvocationEvent, InvokeOutcome, InvokeReply } from './outcome.js';
 export type { RuntimeStats } from './stats.js';

@@ -16,6 +16,7 @@ import * as path from 'node:path';
 import { StateLock, StateLockError, type LimitSource, type RuntimeLimits } from '../runtime/index.js';
 import { LimitsError, limitsFromFile, limitsFromFlags, mergeLimits } from '../runtime/settings.js';
 import { packageVersion } from '../util/package-version.js';
+import { narrowFolder, privateDir } from '../util/private-files.js';
 import { isLoopback, loadToken } from './auth.js';
 import type { Backend } from './backend.js';
 import { Deployments } from './deployments.js';
@@ -174,6 +175,11 @@ export async function startDaemon(
     } catch (e) {
       throw new BootError(`deployment store: ${(e as Error).message}`);
     }
+    // the state is the operator's alone (arguments, results, stored values, images): the root and
+    // its folders 0700, its files 0600, whatever an older version or the umask left
+    narrowFolder(root);
+    narrowFolder(store.root);
+    narrowFolder(store.imagesDir);
 
     log(`bermd ${packageVersion()} (node ${process.version}, pid ${process.pid})`);
     const show = (label: string, s: { value: unknown; source: string }, v = String(s.value)): void =>
@@ -182,6 +188,7 @@ export async function startDaemon(
     show('root', settings.root);
     const cacheDir = settings.cacheDir.value ?? path.join(root, 'cache');
     show('cache-dir', settings.cacheDir, cacheDir);
+    privateDir(cacheDir);
     show('config', settings.config, settings.config.value ?? 'none: every harness runs without capabilities');
     log(
       `  ${'token'.padEnd(16)} ${token.token === null ? 'none (loopback only)' : 'required'}  (${token.source})`,

@@ -18,7 +18,13 @@
  * - every deploy and undeploy sends notifications/tools/list_changed and
  *   notifications/resources/list_changed to every session.
  * - authority: `_meta` of tools/call may carry `berm/agent`, `berm/session`, `berm/sender`; the
- *   agent defaults to the client's name from initialize, the session to the MCP session id.
+ *   agent defaults to the client's name from initialize, the session to the MCP session id. A
+ *   value over {@link MAX_AUTHORITY_CHARS} characters is refused as over HTTP: `400` with a
+ *   JSON-RPC InvalidParams error naming the key (a client name that long: InvalidParams).
+ * - params the SDK's schema of a method refuses (tools/call, tools/list, resources/list,
+ *   resources/read; e.g. a `name` that is not a string) are InvalidParams (-32602) with one
+ *   sentence naming the field, answered before the SDK, which would send InternalError and its
+ *   validator's whole report.
  * - at most {@link MAX_MCP_SESSIONS} sessions (about 35 KB each): a new one closes the least
  *   recently used, whose client then gets 404 and, as the streamable HTTP transport requires,
  *   initializes again. Clients that never DELETE their session (most that crash or forget) would
@@ -37,6 +43,7 @@ import {
   isInitializeRequest,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import { MAX_AUTHORITY_CHARS } from '../contract/index.js';
 import type { Authority } from '../contract/index.js';
 import type { Backend } from './backend.js';
 import type { Deployments } from './deployments.js';
@@ -48,6 +55,73 @@ interface Session {
 }
 
 const META_KEYS = { agent: 'berm/agent', session: 'berm/session', sender: 'berm/sender' } as const;
+
+/** The SDK's schema of each request method bermd's servers handle (after initialize). */
+const REQUEST_SCHEMAS: Record<string, { safeParse(v: unknown): SchemaCheck }> = {
+  'tools/call': CallToolRequestSchema,
+  'tools/list': ListToolsRequestSchema,
+  'resources/list': ListResourcesRequestSchema,
+  'resources/read': ReadResourceRequestSchema,
+};
+
+interface SchemaCheck {
+  success: boolean;
+  error?: { issues: { path: PropertyKey[]; message: string }[] };
+}
+
+/** A refusal of one JSON-RPC request before the SDK sees it: the HTTP status and the error. */
+export interface EarlyRefusal {
+  status: number;
+  id: string | number;
+  code: number;
+  message: string;
+}
+
+/**
+ * Check one JSON-RPC message of a POST to /mcp before the SDK handles it: params its schema
+ * refuses (InvalidParams, one sentence naming the first field, HTTP 200 as any JSON-RPC error) and
+ * authority values in `_meta` of a tools/call over {@link MAX_AUTHORITY_CHARS} characters
+ * (InvalidParams, HTTP 400 as the same value in an `X-Berm-*` header). A batch, a notification, a
+ * response or a method bermd does not handle is left to the SDK.
+ * @returns the refusal to send, or null to hand the message on
+ */
+export function checkMessage(body: unknown): EarlyRefusal | null {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const m = body as { method?: unknown; id?: unknown; params?: unknown };
+  if (typeof m.method !== 'string' || (typeof m.id !== 'string' && typeof m.id !== 'number')) return null;
+  const schema = REQUEST_SCHEMAS[m.method];
+  if (schema === undefined) return null;
+  const r = schema.safeParse(body);
+  if (!r.success) {
+    const issues = r.error?.issues ?? [];
+    const first = issues[0];
+    const where = first === undefined ? 'params' : first.path.map(String).join('.') || 'params';
+    const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+    return {
+      status: 200,
+      id: m.id,
+      code: ErrorCode.InvalidParams,
+      message: `invalid ${m.method} params: ${where}: ${first?.message ?? 'refused'}${more}`,
+    };
+  }
+  if (m.method === 'tools/call') {
+    const meta = (m.params as { _meta?: unknown })._meta;
+    const long = overLongMeta(meta);
+    if (long !== null) return { status: 400, id: m.id, code: ErrorCode.InvalidParams, message: long };
+  }
+  return null;
+}
+
+/** The refusal of an authority value in `_meta` over the limit, or null when there is none. */
+function overLongMeta(meta: unknown): string | null {
+  if (typeof meta !== 'object' || meta === null) return null;
+  for (const key of Object.values(META_KEYS)) {
+    const v = (meta as Record<string, unknown>)[key];
+    if (typeof v === 'string' && v.length > MAX_AUTHORITY_CHARS)
+      return `_meta["${key}"] is longer than ${MAX_AUTHORITY_CHARS} characters`;
+  }
+  return null;
+}
 
 /**
  * A JSON-RPC error for the SDK's server to send: it sends a thrown error's `code`, `message` and
@@ -123,6 +197,15 @@ export class McpEndpoint {
       }
       this.sessions.delete(id);
       this.sessions.set(id, s);
+      const refused = req.method === 'POST' ? checkMessage(body) : null;
+      if (refused !== null) {
+        sendJson(res, refused.status, {
+          jsonrpc: '2.0',
+          id: refused.id,
+          error: { code: refused.code, message: refused.message },
+        });
+        return;
+      }
       await s.transport.handleRequest(req, res, body);
       return;
     }
@@ -192,9 +275,15 @@ export class McpEndpoint {
         throw e;
       }
       const meta = (request.params._meta ?? {}) as Record<string, unknown>;
+      const long = overLongMeta(meta);
+      if (long !== null) throw new RpcError(ErrorCode.InvalidParams, long);
       const authority: Authority = {};
-      const str = (v: unknown): string | undefined =>
-        typeof v === 'string' && v !== '' ? v.slice(0, 256) : undefined;
+      const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+      if ((str(server.getClientVersion()?.name)?.length ?? 0) > MAX_AUTHORITY_CHARS)
+        throw new RpcError(
+          ErrorCode.InvalidParams,
+          `the client's name from initialize is longer than ${MAX_AUTHORITY_CHARS} characters: send _meta["${META_KEYS.agent}"] instead`,
+        );
       const agent = str(meta[META_KEYS.agent]) ?? str(server.getClientVersion()?.name);
       const session = str(meta[META_KEYS.session]) ?? str(extra.sessionId);
       const sender = str(meta[META_KEYS.sender]);

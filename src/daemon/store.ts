@@ -101,7 +101,8 @@ export class DeploymentStore {
     return s;
   }
 
-  private get imagesDir(): string {
+  /** The folder of the images, `<root>/images`. */
+  get imagesDir(): string {
     return path.join(this.root, 'images');
   }
 

@@ -13,6 +13,7 @@
  */
 import { createRequire } from 'node:module';
 import type { Authority } from '../contract/index.js';
+import { privateFile } from '../util/private-files.js';
 import type { SubscriptionView } from './door.js';
 
 // better-sqlite3 ships no type declarations; the small surface used here is typed locally.
@@ -96,6 +97,7 @@ export class HarnessEventBus {
   private readonly onceInFlight = new Set<number>();
 
   constructor(private readonly options: EventBusOptions) {
+    if (options.database !== ':memory:') privateFile(options.database);
     this.db = new Sqlite(options.database);
     this.db.pragma('journal_mode = WAL');
     this.db.exec(`CREATE TABLE IF NOT EXISTS harness_subscriptions (

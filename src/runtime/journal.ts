@@ -6,6 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { PRIVATE_FILE_MODE, privateDir, privateFile } from '../util/private-files.js';
 import type { Journal, JournalRecord } from './store.js';
 
 /** A size-rotated JSONL journal. */
@@ -23,7 +24,8 @@ export class JsonlJournal implements Journal {
     private readonly rotateBytes: number,
     private readonly keep: number,
   ) {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
+    privateDir(path.dirname(file));
+    privateFile(file);
     this.fd = fs.openSync(file, 'a');
     this.size = fs.fstatSync(this.fd).size;
   }
@@ -47,7 +49,7 @@ export class JsonlJournal implements Journal {
       if (fs.existsSync(this.rotated(n))) fs.renameSync(this.rotated(n), this.rotated(n + 1));
     }
     fs.renameSync(this.file, this.rotated(1));
-    this.fd = fs.openSync(this.file, 'a');
+    this.fd = fs.openSync(this.file, 'a', PRIVATE_FILE_MODE);
     this.size = 0;
   }
 

@@ -10,10 +10,10 @@
  * WAL with synchronous=NORMAL: a committed transaction survives the process being killed (it is in
  * the WAL file); only a power loss may drop the last ones.
  */
-import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { JsonlJournal } from './journal.js';
+import { privateDir, privateFile } from '../util/private-files.js';
 import type { Authority } from '../contract/index.js';
 import type {
   DeploymentRecord,
@@ -330,6 +330,7 @@ class SqliteKeys implements KeyStore {
   ) {}
   private open(): Database {
     if (this.db) return this.db;
+    privateFile(this.databaseFile);
     const db = new Sqlite(this.databaseFile, { timeout: this.busyTimeoutMs });
     db.pragma('journal_mode = WAL');
     // the storage capability's table (src/capabilities/storage): the same file serves both
@@ -391,8 +392,9 @@ export class SqliteStore implements RuntimeStore {
    *   schema is from a newer berm (with the fix).
    */
   static open(dir: string, options: SqliteStoreOptions = {}): SqliteStore {
-    fs.mkdirSync(dir, { recursive: true });
+    privateDir(dir);
     const file = path.join(dir, 'state.sqlite');
+    privateFile(file);
     const db = new Sqlite(file, { timeout: options.busyTimeoutMs ?? 5000 });
     try {
       db.pragma('journal_mode = WAL');

@@ -16,6 +16,7 @@
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
+import { PRIVATE_FILE_MODE, privateDir, privateFile } from '../util/private-files.js';
 
 // better-sqlite3 ships no type declarations; the surface used here is typed locally.
 interface LockDatabase {
@@ -55,7 +56,8 @@ export class StateLock {
    *   `state.lock.owner` and the fix); other errors (permissions, a full disk) as thrown
    */
   static acquire(dir: string, who: string, option: string): StateLock {
-    fs.mkdirSync(dir, { recursive: true });
+    privateDir(dir);
+    privateFile(path.join(dir, LOCK_FILE));
     const db = new Sqlite(path.join(dir, LOCK_FILE), { timeout: 0 });
     try {
       db.pragma('locking_mode = EXCLUSIVE');
@@ -74,7 +76,9 @@ export class StateLock {
           `deployments and journal); stop that one first, or give this one another ${option}`,
       );
     }
-    fs.writeFileSync(path.join(dir, OWNER_FILE), `${who} (pid ${process.pid})\n`);
+    fs.writeFileSync(path.join(dir, OWNER_FILE), `${who} (pid ${process.pid})\n`, {
+      mode: PRIVATE_FILE_MODE,
+    });
     return new StateLock(db, dir);
   }
 

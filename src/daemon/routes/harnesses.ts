@@ -14,6 +14,7 @@
  * answers 404, since nothing by that name can be deployed).
  */
 import type { IncomingMessage } from 'node:http';
+import { MAX_AUTHORITY_CHARS } from '../../contract/index.js';
 import type { Authority, InvokeOutcome, InvokeReply } from '../../contract/index.js';
 import type { CodeListings } from '../code-routes.js';
 import { describe } from '../deployments.js';
@@ -38,7 +39,8 @@ export function authorityFromHeaders(req: IncomingMessage): Authority {
     const v = req.headers[h];
     const s = Array.isArray(v) ? v[0] : v;
     if (s === undefined || s === '') continue;
-    if (s.length > 256) throw new HttpError(400, `${h} is longer than 256 characters`);
+    if (s.length > MAX_AUTHORITY_CHARS)
+      throw new HttpError(400, `${h} is longer than ${MAX_AUTHORITY_CHARS} characters`);
     out[k] = s;
   }
   return out;
