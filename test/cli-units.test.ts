@@ -79,7 +79,14 @@ t.test("a verb's --help lists the global options it takes (compile --json, --cac
 t.test('usage errors exit 2 through the injected streams', async (t) => {
   const io = captureIo();
   t.equal(await runCli(['exec'], { io }), 2);
-  t.match(io.stderr, /missing required argument/);
+  t.match(io.stderr, /^berm: missing required argument 'file'\nusage: berm exec \[options\] <file>/);
+  const sub = captureIo();
+  t.equal(await runCli(['wake', 'add'], { io: sub }), 2);
+  t.match(
+    sub.stderr,
+    /^berm: missing required argument 'harness'\nusage: berm wake add \[options\] <harness>/,
+  );
+  t.notMatch(sub.stderr, /^error:/m, "commander's own prefix is not shown");
   const io2 = captureIo();
   t.equal(await runCli(['--version'], { io: io2 }), 0);
   t.match(io2.stdout, /^\d+\.\d+\.\d+/);

@@ -407,6 +407,10 @@ t.test('new scaffolds a harness through scripts/new-harness', async (t) => {
     t.equal(again.code, 2);
     t.match(again.stderr, "'not a name' is not a valid C identifier");
     t.match(again.stderr, "name the folder 'not_a_name'", 'the message proposes a name that works');
+    const existing = await berm(['new', dir]);
+    t.equal(existing.code, 2, 'a folder that is there already is refused');
+    t.equal(existing.stderr.trim().split('\n').length, 1, `one line: ${existing.stderr}`);
+    t.match(existing.stderr, /^berm: .*demo_tool already exists and is not an empty folder/);
   } else {
     t.equal(r.code, 4);
     t.match(r.stderr, /scaffold script/);

@@ -136,6 +136,24 @@ function handClientGlobals(program: Command, action: Command): void {
 }
 
 /**
+ * Usage errors (a missing argument, an unknown option, a bad value) read as berm's own errors: the
+ * `berm:` prefix every other error has instead of commander's `error:`, then the verb's usage line
+ * (`usage: berm wake add [options] <harness> <tool>`), on every verb and sub-verb.
+ */
+function withUsageOnError(cmd: Command, io: Io): void {
+  const path: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) path.unshift(c.name());
+  const usage = `usage: ${path.join(' ')} ${cmd.usage()}`;
+  cmd.configureOutput({
+    writeOut: (s) => io.out(s),
+    writeErr: (s) => io.err(s),
+    outputError: (s, write) =>
+      write(`berm: ${s.replace(/^error: /, '')}${s.endsWith('\n') ? '' : '\n'}${usage}\n`),
+  });
+  for (const sub of cmd.commands) withUsageOnError(sub, io);
+}
+
+/**
  * Build the berm program (commander) with its subcommands registered: every one, or only the
  * module registering `word` when one does (see COMMANDS).
  */
@@ -205,6 +223,7 @@ export async function buildProgram(options: ProgramOptions = {}, word?: string):
     register(program, ctx, options);
   }
   options.extend?.(program, ctx);
+  withUsageOnError(program, io);
   return { program, ctx, exitCode: () => code };
 }
 

@@ -3,7 +3,7 @@
  * scripts/new-harness (wasm32: a C harness built as a WebAssembly module, docs/wasm.md).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { CliError, ExitCode } from '../context.js';
@@ -39,17 +39,24 @@ export function registerNew(program: Command, ctx: CliContext): void {
             ExitCode.Internal,
           );
         }
+        if (existsSync(name) && (!statSync(name).isDirectory() || readdirSync(name).length > 0)) {
+          throw new CliError(
+            `${name} already exists and is not an empty folder; name a new one`,
+            ExitCode.BadInput,
+          );
+        }
         const sdk = opts.sdk ? ['--sdk', opts.sdk] : [];
         const target = opts.target === 'wasm32' ? ['--target', 'wasm32'] : [];
         const r = spawnSync(NEW_HARNESS_SCRIPT, [...sdk, '--lang', opts.lang, ...target, name], {
           stdio: ['inherit', 'pipe', 'pipe'],
         });
         if (r.stdout?.length) ctx.io.out(r.stdout.toString());
-        if (r.stderr?.length) ctx.io.err(r.stderr.toString());
         if (r.error)
           throw new CliError(`could not run ${NEW_HARNESS_SCRIPT}: ${r.error.message}`, ExitCode.Internal);
+        const said = (r.stderr?.toString() ?? '').trim().replace(/^new-harness: /, '');
         if (r.status !== 0)
-          throw new CliError(`scripts/new-harness ${name} failed (exit ${r.status ?? r.signal})`);
+          throw new CliError(said || `scripts/new-harness ${name} failed (exit ${r.status ?? r.signal})`);
+        if (said) ctx.io.err(`${said}\n`);
         return ExitCode.Ok;
       }),
     );

@@ -1,5 +1,6 @@
 /*
- * The embedding test's harness (test/package.test.ts, docs/embedding.md): its one tool hands its
+ * The embedding example's harness (docs/embedding.md; test/data/shout.elf is its build, used by
+ * test/package.test.ts): its one tool hands its
  * arguments to a capability the embedder supplies, acme.upper, and returns its reply (one field,
  * staged raw). The call number is the FNV-1a-64 hash of the name, as for every capability.
  */
