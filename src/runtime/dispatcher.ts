@@ -1,0 +1,295 @@
+/**
+ * The dispatcher: the queue of triggers waiting to start, the invocations running in the worker
+ * pool, and the limits that decide when one may start (overall and per-harness concurrency, the
+ * per-harness rate, the queue's depth). It launches a job in a worker, journals its outcome and
+ * answers its caller; due wakes reach it through the wake scheduler (wake-scheduler.ts), which it
+ * asks to drain whenever room frees.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Authority } from '../contract/index.js';
+import { LimitError, TokenBucket, type RuntimeLimits } from './limits.js';
+import { fromRun, refused, type Counters, type InvocationInfo, type Job, type Outcome } from './outcome.js';
+import type { WorkerPool } from './pool.js';
+import type { ChainSpec } from './protocol.js';
+import type { JournalRecord, RuntimeStore } from './store.js';
+
+/** What the dispatcher asks of the wake scheduler and of the runtime around it. */
+export interface DispatchHooks {
+  /** start due wakes while there is room (called after the queue had its turn) */
+  drainDue(): void;
+  /** a wake's worker was lost before the guest started: deliver it again */
+  unstarted(j: Job, why: string): void;
+  /** a wake's run ended and was journaled: its schedule may run its deferred occurrence */
+  finished(j: Job): void;
+  /** emit a runtime event */
+  emit(event: string, ...args: unknown[]): void;
+  /** a runtime log line */
+  log(line: string): void;
+}
+
+/** The queue, what runs, and the limits on starting. */
+export class Dispatcher {
+  /** triggers waiting to start, FIFO */
+  readonly queue: Job[] = [];
+  /** running invocations by their interrupt word */
+  readonly running = new Map<SharedArrayBuffer, Job>();
+  private readonly perHarness = new Map<string, number>();
+  private readonly buckets = new Map<string, TokenBucket>();
+  /** launched invocations whose outcome is not yet answered (close() waits for 0) */
+  pending = 0;
+  /** the runtime is shutting down: nothing new is accepted */
+  closed = false;
+  /** close() ran out of its drain time and interrupted what still ran (those wakes stay claimed) */
+  interrupting = false;
+  private dispatching = false;
+
+  constructor(
+    private readonly limits: Readonly<RuntimeLimits>,
+    private readonly pool: WorkerPool,
+    private readonly store: RuntimeStore,
+    private readonly counters: Counters,
+    private readonly hooks: DispatchHooks,
+  ) {}
+
+  /** A new chain (depth 0, the limits' fuel and invocations), acting for `authority`. */
+  freshChain(authority?: Authority): ChainSpec {
+    const l = this.limits;
+    return {
+      id: randomUUID(),
+      depth: 0,
+      deadline: 0,
+      fuelLeft: Number.isFinite(l.fuel) ? l.fuel : Number.MAX_SAFE_INTEGER,
+      fuelBudget: Number.isFinite(l.fuel) ? l.fuel : Number.MAX_SAFE_INTEGER,
+      invocationsLeft: l.chainInvocations,
+      maxDepth: l.chainDepth,
+      ...(authority ? { authority } : {}),
+    };
+  }
+
+  /** The chain of work enqueued from inside `parent`: one deeper, with what it has left. */
+  childChain(parent: ChainSpec): ChainSpec | LimitError {
+    if (parent.depth + 1 > this.limits.chainDepth) {
+      return new LimitError(
+        'chainDepth',
+        this.limits.chainDepth,
+        `work enqueued at depth ${parent.depth + 1} of chain ${parent.id}`,
+      );
+    }
+    return {
+      ...parent,
+      depth: parent.depth + 1,
+      deadline: 0,
+      invocationsLeft: Math.max(0, parent.invocationsLeft - 1),
+    };
+  }
+
+  /**
+   * Queue a trigger. Answers `refused` at once when the runtime is closed, the queue is full or
+   * the harness is over its rate; else when the job has run.
+   */
+  submit(j: Omit<Job, 'enqueuedAt' | 'resolve'>): Promise<Outcome> {
+    if (this.closed)
+      return Promise.resolve(refused(new LimitError('closed', 'closed', 'the runtime is shutting down')));
+    if (this.queue.length >= this.limits.queueDepth) {
+      return Promise.resolve(
+        refused(
+          new LimitError(
+            'queueDepth',
+            this.limits.queueDepth,
+            `${this.queue.length} triggers are already waiting`,
+          ),
+        ),
+      );
+    }
+    if (!this.bucket(j.harness).take(Date.now())) {
+      return Promise.resolve(
+        refused(
+          new LimitError(
+            'harnessRate',
+            this.limits.harnessRate,
+            `harness ${j.harness} started more than ${this.limits.harnessRate}/s (burst ${this.limits.harnessBurst})`,
+          ),
+        ),
+      );
+    }
+    return new Promise((resolve) => {
+      this.queue.push({ ...j, enqueuedAt: Date.now(), resolve });
+      this.dispatch();
+    });
+  }
+
+  /** The rate bucket of `harness` (made on first use). */
+  bucket(harness: string): TokenBucket {
+    let b = this.buckets.get(harness);
+    if (!b) {
+      b = new TokenBucket(this.limits.harnessRate, this.limits.harnessBurst, Date.now());
+      this.buckets.set(harness, b);
+    }
+    return b;
+  }
+
+  /** Whether an invocation of `harness` may start now (rate aside): room overall and for it. */
+  canStart(harness: string): boolean {
+    return (
+      this.running.size < this.limits.concurrency &&
+      this.pool.idle() > 0 &&
+      (this.perHarness.get(harness) ?? 0) < this.limits.harnessConcurrency
+    );
+  }
+
+  /** Whether `harness` runs as many invocations as its concurrency limit allows. */
+  atConcurrency(harness: string): boolean {
+    return (this.perHarness.get(harness) ?? 0) >= this.limits.harnessConcurrency;
+  }
+
+  /** Free capacity for wakes right now. */
+  capacity(): number {
+    return Math.min(this.limits.concurrency - this.running.size, this.pool.idle());
+  }
+
+  /** Start what may start: queued triggers first (FIFO, skipping harnesses at their limit), then due wakes. */
+  dispatch(): void {
+    if (this.dispatching) return;
+    this.dispatching = true;
+    try {
+      for (
+        let i = 0;
+        i < this.queue.length && this.running.size < this.limits.concurrency && this.pool.idle() > 0;
+      ) {
+        const j = this.queue[i]!;
+        if (this.canStart(j.harness)) {
+          this.queue.splice(i, 1);
+          this.launch(j);
+        } else i++;
+      }
+      if (!this.closed) this.hooks.drainDue();
+    } finally {
+      this.dispatching = false;
+    }
+  }
+
+  /** Run `j` in a worker now; journal and answer its outcome when it ends. */
+  launch(j: Job): void {
+    const interrupt = new SharedArrayBuffer(4);
+    const startedAt = j.now ?? Date.now();
+    this.running.set(interrupt, j);
+    this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 0) + 1);
+    const t0 = performance.now();
+    this.pending++;
+    void this.pool
+      .run(
+        {
+          harness: j.harness,
+          kind: j.kind,
+          entry: j.entry,
+          args: j.argsAt ? j.argsAt(startedAt) : j.args,
+          chain: j.chain,
+          ...(j.fresh ? { timeoutMs: this.limits.timeoutMs } : {}),
+          now: startedAt,
+          interrupt,
+          ...(j.onLog ? { onLog: j.onLog } : {}),
+        },
+        this.limits.graceMs,
+      )
+      .then((r) => {
+        this.running.delete(interrupt);
+        this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 1) - 1);
+        if (r.lost && !r.started && j.wake) {
+          this.hooks.unstarted(j, r.message);
+          this.pending--;
+          this.hooks.emit('idle-check');
+          this.dispatch();
+          return;
+        }
+        const info: InvocationInfo = {
+          trigger: j.trigger,
+          harness: j.harness,
+          entry: j.entry,
+          chain: j.chain.id,
+          depth: j.chain.depth,
+          start: startedAt,
+          // the guest's run, from its start in the worker; the wait for the worker is queue wait
+          ms: performance.now() - t0 - r.waitMs,
+          waitMs: startedAt - j.enqueuedAt + r.waitMs,
+          fuel: r.lost ? 0 : r.fuelUsed,
+        };
+        const outcome: Outcome = r.lost
+          ? { status: 'error', code: 'worker-lost', message: r.message, logs: [], info }
+          : fromRun(r.result, r.logs, info);
+        const answer = this.finish(j, outcome);
+        this.pending--;
+        j.resolve(answer);
+        this.hooks.emit('idle-check');
+        this.dispatch();
+      });
+  }
+
+  /**
+   * Journal an ended invocation and forget its wake's claim. Returns what its caller is answered:
+   * `o`, or, when the journal record could not be written, an error `store-unavailable` (nothing is
+   * acknowledged that is not durable; a wake keeps its claim and is delivered again).
+   */
+  finish(j: Job, o: Outcome): Outcome {
+    const key = `${j.trigger}:${o.status}`;
+    this.counters.invocations[key] = (this.counters.invocations[key] ?? 0) + 1;
+    const info = o.info!;
+    const rec: JournalRecord = {
+      trigger: j.trigger,
+      harness: j.harness,
+      entry: j.entry,
+      chain: info.chain,
+      depth: info.depth,
+      start: info.start,
+      ms: Math.round(info.ms * 1000) / 1000,
+      outcome: o.status,
+      fuel: info.fuel,
+    };
+    if (j.wake) {
+      rec.wake = j.wake.id;
+      rec.attempt = j.wake.attempt;
+      rec.scheduledAt = j.wake.when;
+    }
+    const detail =
+      o.status === 'failed'
+        ? o.message
+        : o.status === 'trapped'
+          ? `${o.trap.name}: ${o.trap.message}`
+          : o.status === 'error'
+            ? o.message
+            : o.status === 'refused'
+              ? o.error.message
+              : undefined;
+    if (detail !== undefined) rec.detail = detail.length > 500 ? detail.slice(0, 500) + '...' : detail;
+    // only the interrupt of close() keeps the claim: a wake whose own deadline passed during the
+    // drain has run to its end like any other, and is finished
+    const shutdownInterrupt = this.interrupting && o.status === 'trapped' && o.trap.name === 'Interrupted';
+    // journal first, then forget the claim: a kill in between re-delivers (at-least-once)
+    let answer = o;
+    let journaled = true;
+    try {
+      this.store.journal.append(rec);
+    } catch (e) {
+      journaled = false;
+      this.hooks.log(`journal record of ${j.harness}.${j.entry} not written: ${(e as Error).message}`);
+      answer = {
+        status: 'error',
+        code: 'store-unavailable',
+        message: `it ran, but its journal record could not be written (${(e as Error).message}); the result is not acknowledged: retry when the store is back`,
+        logs: 'logs' in o ? o.logs : [],
+        info: o.info,
+      };
+    }
+    if (j.wake && !shutdownInterrupt && journaled) this.store.dues.finish(j.wake.id, j.wake.seq);
+    this.hooks.emit('invocation', rec, o);
+    this.hooks.finished(j);
+    return answer;
+  }
+
+  /**
+   * Refuse every queued trigger (the runtime shuts down before they start), once `closed` is set.
+   */
+  refuseQueued(): void {
+    for (const j of this.queue.splice(0))
+      j.resolve(refused(new LimitError('closed', 'closed', 'the runtime shut down before it started')));
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * What the queue works on and what it answers: the triggers, a queued job, the outcome of an
+ * invocation and the facts kept about it. Shared by the runtime's components (dispatcher.ts,
+ * wake-scheduler.ts) and its façade (runtime.ts).
+ */
+import type { Authority } from '../contract/index.js';
+import { LimitError } from './limits.js';
+import type { ChainSpec, RunResult, TrapInfo } from './protocol.js';
+import type { WakeRecord } from './store.js';
+
+/** Entry a wake runs. */
+export const ON_WAKE = 'on_wake';
+/** Entry a notification runs. */
+export const ON_NOTIFY = 'on_notify';
+
+/** The trigger that started an invocation (`event`: a WebSocket connection's, ./connections.ts). */
+export type Trigger = 'call' | 'wake' | 'notify' | 'event';
+
+/** Facts about one finished invocation, on every outcome. */
+export interface InvocationInfo {
+  trigger: Trigger;
+  harness: string;
+  entry: string;
+  chain: string;
+  depth: number;
+  /** ms since epoch */
+  start: number;
+  /** ms the run took (queue wait excluded) */
+  ms: number;
+  /** ms it waited in the queue, and for its worker to finish earlier work */
+  waitMs: number;
+  /** fuel drawn by the chain during this run */
+  fuel: number;
+}
+
+/**
+ * What an invocation came to.
+ * - ok / failed: the guest's berm.done / berm.fail (failed is the tool's own failure, for a model)
+ * - trapped: the guest trapped (trap name, message, pc, symbol)
+ * - refused: a limit of the queue refused it; nothing ran
+ * - error: it could not run: unknown harness or tool, bad arguments, a harness that broke the
+ *   ABI, or its worker was lost (stuck in a host call past its deadline); or (`store-unavailable`)
+ *   it ran but its journal record could not be written, so its result is not acknowledged (the
+ *   record is kept in memory and written when the store is back, if the process lives)
+ */
+export type Outcome = (
+  | { status: 'ok'; result: string; logs: string[] }
+  | { status: 'failed'; message: string; logs: string[] }
+  | { status: 'trapped'; trap: TrapInfo; logs: string[] }
+  | { status: 'refused'; error: LimitError }
+  | {
+      status: 'error';
+      code:
+        | 'unknown-harness'
+        | 'unknown-tool'
+        | 'bad-args'
+        | 'harness'
+        | 'worker-lost'
+        | 'internal'
+        | 'store-unavailable';
+      message: string;
+      logs: string[];
+    }
+) & { info: InvocationInfo | null };
+
+/** Options of BermRuntime.invoke. */
+export interface InvokeOptions {
+  /** each berm.log line as it happens (streamed from the worker) */
+  onLog?: (line: string) => void;
+  /** who the invocation acts for; inherited by its chain and the work it enqueues */
+  authority?: Authority;
+  /** the trigger it is journaled under (default call; `event` for a connection's events) */
+  trigger?: 'call' | 'event';
+}
+
+/** One guest start waiting in the queue or running in a worker. */
+export interface Job {
+  trigger: Trigger;
+  harness: string;
+  kind: 'tool' | 'export';
+  entry: string;
+  args: string | Uint8Array;
+  chain: ChainSpec;
+  /**
+   * the chain starts here: its deadline is timeoutMs after the guest's start in its worker (not
+   * after the launch: the worker may first finish earlier work)
+   */
+  fresh: boolean;
+  enqueuedAt: number;
+  resolve: (o: Outcome) => void;
+  onLog?: (line: string) => void;
+  wake?: WakeRecord;
+  scheduleKey?: string;
+  /**
+   * The invocation's instant (ms since the epoch) when it was fixed before the launch: the `now`
+   * of a wake's record. Otherwise the launch takes Date.now(). The guest's delays count from it.
+   */
+  now?: number;
+  /** builds the arguments at launch from the invocation's instant (a notify record's `now`) */
+  argsAt?: (now: number) => string;
+}
+
+/** The runtime's counters, shared by its components and read by BermRuntime.stats. */
+export interface Counters {
+  /** finished invocations by `trigger:status` */
+  invocations: Record<string, number>;
+  spills: number;
+  overrunSkips: number;
+  redeliveries: number;
+  /** deployments whose module came from the cache, or was translated */
+  cached: number;
+  translated: number;
+}
+
+/** An outcome of an invocation that could not run: `code` and why, no logs, no info. */
+export function errorOutcome(code: Extract<Outcome, { status: 'error' }>['code'], message: string): Outcome {
+  return { status: 'error', code, message, logs: [], info: null };
+}
+
+/** An outcome of an invocation a limit refused (nothing ran). */
+export function refused(error: LimitError): Outcome {
+  return { status: 'refused', error, info: null };
+}
+
+/** The outcome of a worker's run result, with its logs and facts. */
+export function fromRun(r: RunResult, logs: string[], info: InvocationInfo): Outcome {
+  switch (r.status) {
+    case 'ok':
+      return { status: 'ok', result: r.result, logs, info };
+    case 'failed':
+      return { status: 'failed', message: r.message, logs, info };
+    case 'trapped':
+      return { status: 'trapped', trap: r.trap, logs, info };
+    case 'error':
+      return { status: 'error', code: r.code, message: r.message, logs, info };
+  }
+}
