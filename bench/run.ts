@@ -41,11 +41,11 @@ import { benchQueue } from './queue.js';
 import { benchIndex } from './index.js';
 import { benchWs } from './ws.js';
 import { benchWasm } from './wasm.js';
+import { buildDrivers, runDriver, type SpeedProgram } from './lib/native.js';
 import { benchWorkbench } from './workbench.js';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const FIX = join(ROOT, 'fixtures/build');
-const SDK = join(ROOT, 'guest-sdk');
 const QUICK = process.env.BENCH_QUICK === '1';
 const MiB = 1 << 20;
 
@@ -520,12 +520,7 @@ async function benchHostCall(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // 4. Guest speed: berm vs native x86-64 gcc -O2 vs qemu-riscv64 (Linux-user, same C).
 // ---------------------------------------------------------------------------------------------
-interface Program {
-  name: string;
-  symbol: string;
-  args: number[];
-  what: string;
-}
+type Program = SpeedProgram;
 const PROGRAMS: Program[] = [
   { name: 'sha256', symbol: 'sha256_seed', args: [16 * MiB, 1], what: 'SHA-256 of 16 MiB' },
   { name: 'fib', symbol: 'fib_rec', args: [32], what: 'recursive fib(32)' },
@@ -542,45 +537,6 @@ const PROGRAMS: Program[] = [
     what: 'CoreMark-like mix, 20000 iterations',
   },
 ];
-
-function buildDrivers(): { native: string; rv: string } {
-  const srcs = [
-    join(ROOT, 'bench/native/compute_driver.c'),
-    join(ROOT, 'fixtures/src/compute.c'),
-    join(SDK, 'src/berm_rt.c'),
-    join(SDK, 'host/berm_host.c'),
-  ];
-  const flags = [
-    '-O2',
-    '-DBERM_HOST',
-    '-DBERM_HOST_NO_MAIN',
-    '-w',
-    '-I',
-    join(SDK, 'include'),
-    '-I',
-    join(SDK, 'host'),
-  ];
-  const native = join(WORK, 'compute-native');
-  const rv = join(WORK, 'compute-rv64');
-  progress('build native (gcc -O2) and Linux-user RISC-V (riscv64-linux-gnu-gcc -O2 -static) drivers');
-  execFileSync('gcc', [...flags, '-o', native, ...srcs], { stdio: 'inherit' });
-  execFileSync('riscv64-linux-gnu-gcc', [...flags, '-static', '-o', rv, ...srcs], { stdio: 'inherit' });
-  return { native, rv };
-}
-
-/**
- * Runs a native or qemu driver once: one warm-up call plus `calls` timed calls in one process,
- * each timed by the driver in CPU time of its process (CLOCK_PROCESS_CPUTIME_ID; under qemu-user
- * that is the qemu process's). Returns the result (hex) and each call's CPU ms, call 0 first.
- */
-function runDriver(cmd: string[], p: Program, calls: number): { result: string; ms: number[] } {
-  const out = execFileSync(cmd[0], [...cmd.slice(1), String(calls), p.symbol, ...p.args.map(String)], {
-    encoding: 'utf8',
-  });
-  const [hex, ...ns] = out.trim().split(/\s+/);
-  if (ns.length !== calls + 1) throw new Error(`${cmd.join(' ')} ${p.symbol}: unexpected output ${out}`);
-  return { result: BigInt('0x' + hex).toString(16), ms: ns.map((n) => Number(n) / 1e6) };
-}
 
 /** Interleaved rounds of the guest-speed figures, and calls per side in each (see benchSpeed). */
 const SPEED_ROUNDS = QUICK ? 1 : 5;
@@ -600,7 +556,10 @@ const SPEED_CALLS = QUICK ? 1 : 3;
  * + 7 calls): it is a reference, not a target.
  */
 async function benchSpeed(): Promise<void> {
-  const { native, rv } = buildDrivers();
+  progress('build native (gcc -O2) and Linux-user RISC-V (riscv64-linux-gnu-gcc -O2 -static) drivers');
+  const built = buildDrivers(WORK, true);
+  const native = built.native;
+  const rv = built.rv!;
   // the optimising tier (what `berm compile` caches) and the baseline tier (a cold start)
   const tiers = [
     { tier: 'optimized' as const, prefix: 'speed' },

@@ -66,6 +66,40 @@ t.test('a tool answers through berm.done, a fresh instance each call', async (t)
   t.equal(h.module.info.format, 'wasm');
 });
 
+t.test(
+  'each call sees the memory the module defines: zero, its data segments, its initial size',
+  async (t) => {
+    // `dirty` answers byte 300 (0 in a new memory), byte 16 (the data segment's 'b') and the page
+    // count, then writes over both bytes and grows the memory by a page; `clean` leaves it alone
+    const h = await load(
+      await wat(
+        guest(`
+      (func (export "berm_tool_dirty")
+        (i32.store8 (i32.const 0) (i32.add (i32.const 48) (i32.load8_u (i32.const 300))))
+        (i32.store8 (i32.const 1) (i32.load8_u (i32.const 16)))
+        (i32.store8 (i32.const 2) (i32.add (i32.const 48) (memory.size)))
+        (i32.store8 (i32.const 300) (i32.const 7))
+        (i32.store8 (i32.const 16) (i32.const 120))
+        (drop (memory.grow (i32.const 1)))
+        (i32.store8 (i32.const 65536) (i32.const 9))
+        (drop (call $sys (i64.const ${num('berm.done')}) (i32.const 0) (i32.const 3))))
+      (func (export "berm_tool_clean")
+        (i32.store8 (i32.const 0) (i32.add (i32.const 48) (i32.load8_u (i32.const 300))))
+        (i32.store8 (i32.const 1) (i32.load8_u (i32.const 16)))
+        (i32.store8 (i32.const 2) (i32.add (i32.const 48) (memory.size)))
+        (i32.store8 (i32.const 300) (i32.const 5))
+        (drop (call $sys (i64.const ${num('berm.done')}) (i32.const 0) (i32.const 3))))
+      (data (i32.const 16) "berm")`),
+        manifestOf('dirty', 'clean'),
+      ),
+    );
+    // '0' = byte 300 is zero, 'b' = the data segment, '1' = one page: a new memory's state, every call
+    for (const tool of ['dirty', 'clean', 'clean', 'dirty', 'dirty', 'clean', 'clean']) {
+      t.same(h.invoke(tool, '{}'), { status: 'ok', result: '0b1', logs: [] }, tool);
+    }
+  },
+);
+
 t.test('each refusal of the harness ABI, at load', async (t) => {
   const refused = async (name: string, text: string, re: RegExp, manifest: object = manifestOf('echo')) => {
     await t.rejects(load(await wat(text, manifest)), re, name);

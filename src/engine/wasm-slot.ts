@@ -1,6 +1,8 @@
 /**
  * The instance of a Wasm harness image: a fresh WebAssembly.Instance of the instrumented module
- * for each invocation (its own memory, as the module defines it; never reused), whose one import,
+ * for each invocation, with a memory of the module's limits that no other instance is using (a
+ * new one, or one an earlier instance left at its initial size, zeroed: GuestModule.takeWasmMemory;
+ * the instance's data segments fill it as they would a new one), whose import,
  * `berm.syscall(number: i64, ptr: i32, len: i32) -> i64`, reaches the same host functions an
  * ELF's `ecall` reaches: the number is the FNV-1a-64 number an ELF puts in a7, the pointer and the
  * length are what an ELF passes in a0 and a1 (a2..a5 read as zero), the answer is the new a0.
@@ -8,7 +10,7 @@
  * of a failed `memory.grow`.
  */
 import { fnv1a64 } from '../util/fnv.js';
-import { GROW_CALL, POLL_CALL, readOffsetMap, type OffsetMap } from '../wasm/instrument.js';
+import { GROW_CALL, MEMORY_IMPORT, POLL_CALL, readOffsetMap, type OffsetMap } from '../wasm/instrument.js';
 import { MEMORY_EXPORT, SYSCALL_IMPORT, WASM_PAGE, WasmImageError } from '../wasm/reader.js';
 import type { GuestModule } from './engine.js';
 import type { HostCall } from './host.js';
@@ -101,9 +103,10 @@ export class WasmSlot {
     };
     this.compiled = module.wasm;
     this.tier = module.info.tier;
+    const mem = module.takeWasmMemory();
     try {
       this.wasm = new WebAssembly.Instance(module.wasm, {
-        [SYSCALL_IMPORT.module]: { [SYSCALL_IMPORT.name]: syscall },
+        [SYSCALL_IMPORT.module]: { [SYSCALL_IMPORT.name]: syscall, [MEMORY_IMPORT.name]: mem },
       });
     } catch (e) {
       // a data or element segment outside its memory or table: the image's own fault, every time
@@ -111,7 +114,8 @@ export class WasmSlot {
         `the module cannot be instantiated: ${e instanceof Error ? e.message : String(e)}`,
       );
     }
-    const mem = this.wasm.exports[MEMORY_EXPORT] as WebAssembly.Memory;
+    if (this.wasm.exports[MEMORY_EXPORT] !== mem)
+      throw new Error('the instrumented module exports another memory');
     this.memory = new ModuleMemory(mem, 0, limit);
     call = this.call = new WasmHostCall(this.memory);
   }

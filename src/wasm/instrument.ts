@@ -10,15 +10,20 @@
  *   charging site: the host checks the interrupt flag, the deadline and the budget there, exactly
  *   as the translator's poll does for ELF code, and traps when one has run out. A guest that loops
  *   or recurses for ever is therefore stopped within a slice.
- * - Memory. The memory's maximum is set to the configured limit when the module declares none
- *   (a declared maximum above it was refused by the reader), and every `memory.grow` goes through
+ * - Memory. The module's own memory becomes an import ({@link MEMORY_IMPORT}) of the same limits,
+ *   its maximum set to the configured limit when the module declares none (a declared maximum
+ *   above it was refused by the reader): the host makes a memory of those limits for an instance,
+ *   or hands it one an earlier instance left at its initial size, zeroed, which its data segments
+ *   then fill as they would a new one (a memory is the most expensive part of an instance to make
+ *   in V8). Every `memory.grow` goes through
  *   a helper that, when the growth fails, tells the host (number {@link GROW_CALL}, the pages
  *   asked for, the site's offset): growing past the configured limit is a trap with a clear
  *   message, while a failure under it (the guest's own smaller maximum) stays the -1 the spec
  *   gives.
  *
  * Nothing is renumbered: the helpers, their types and the fuel global are appended after the
- * module's own, so every function, type and global index keeps its meaning (and the `name`
+ * module's own, and the one memory keeps index 0 as an import, so every function, type, global
+ * and memory index keeps its meaning (and the `name`
  * section stays true). The instrumented module carries the custom section {@link MAP_SECTION}
  * mapping its code offsets back to the original's, so a trap V8 reports names the guest's own
  * offset.
@@ -37,7 +42,25 @@ export const GROW_CALL = fnv1a64('berm.engine.grow');
 export const MAP_SECTION = 'berm.offset-map';
 
 /** Bumped whenever the instrumented output changes: part of the cache key. */
-export const INSTRUMENT_VERSION = 1;
+export const INSTRUMENT_VERSION = 2;
+
+/**
+ * The import the module's memory becomes: the host hands each instance a memory of the module's
+ * own limits (src/engine/wasm-slot.ts), zeroed, so a memory can be reused by the next instance.
+ */
+export const MEMORY_IMPORT = { module: 'berm', name: 'memory' } as const;
+
+/**
+ * The limits of the memory an instance of the instrumented module imports, in pages: the module's
+ * initial size, and its maximum or, when it declares none, the configured limit.
+ */
+export function memoryLimits(
+  image: WasmHarnessImage,
+  memoryLimit: number,
+): { initial: number; maximum: number } {
+  const mem = image.info.memory!;
+  return { initial: mem.min, maximum: mem.max ?? Math.floor(memoryLimit / WASM_PAGE) };
+}
 
 /** Signed LEB128 of a bigint (two's complement, 64 bits). */
 function sleb(out: number[], v: bigint): void {
@@ -331,6 +354,7 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
   }
 
   const replaced = new Map<number, Uint8Array>();
+  const dropped = new Set<number>();
   const added: { id: number; bytes: Uint8Array }[] = [];
   const byId = new Map(info.sections.filter((s) => s.id !== 0).map((s) => [s.id, s]));
   // types: (i32) -> () and (i32, i32) -> (i32)
@@ -344,12 +368,23 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
   if (fns)
     replaced.set(3, section(3, [...extendVector(bytes, fns, 2), ...vectorBody(bytes, fns), ...fnEntries]));
   else added.push({ id: 3, bytes: section(3, [2, ...fnEntries]) });
-  const mem = info.memory!;
-  const limitPages = Math.floor(memoryLimit / WASM_PAGE);
-  const memContent: number[] = [0x01, 0x01];
-  uleb(memContent, mem.min);
-  uleb(memContent, mem.max ?? limitPages);
-  replaced.set(5, section(5, memContent));
+  // the memory becomes the import MEMORY_IMPORT with the same limits (the maximum filled in)
+  const imports = byId.get(2)!; // the reader required the syscall import
+  const memImport: number[] = [];
+  for (const part of [MEMORY_IMPORT.module, MEMORY_IMPORT.name]) {
+    const b = new TextEncoder().encode(part);
+    uleb(memImport, b.length);
+    memImport.push(...b);
+  }
+  memImport.push(0x02, 0x01);
+  const limits = memoryLimits(image, memoryLimit);
+  uleb(memImport, limits.initial);
+  uleb(memImport, limits.maximum);
+  replaced.set(
+    2,
+    section(2, [...extendVector(bytes, imports, 1), ...vectorBody(bytes, imports), ...memImport]),
+  );
+  dropped.add(5);
   const fuelGlobal = [I32, 0x01, 0x41, 0x00, 0x0b];
   const globals = byId.get(6);
   if (globals)
@@ -379,7 +414,7 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
         put(p.id, p.bytes);
       }
     }
-    if (s.id === 0 && s.name === MAP_SECTION) continue;
+    if ((s.id === 0 && s.name === MAP_SECTION) || dropped.has(s.id)) continue;
     put(s.id, replaced.get(s.id) ?? bytes.subarray(s.start, s.end));
   }
   for (const p of pending) put(p.id, p.bytes);
