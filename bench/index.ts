@@ -13,9 +13,11 @@
  * The corpus is generated from a fixed seed: pseudo-words of 3-9 letters drawn with English letter
  * frequencies (a vocabulary of 30,000, picked with a Zipf-like skew), each entry a reference
  * `{registry}/org{n}/{word}-{i}:v{k}`, a 12-word usage and 1-4 tools of a 2-word name and an
- * 8-word description. The term mix: 35% one vocabulary word (skewed like the text), 20% a two-word
- * phrase taken from an entry (a hit), 15% two vocabulary words side by side (mostly misses), 10% a
- * reference fragment, 10% a random 6-letter string (a miss), 10% one or two letters.
+ * 8-word description. The term mix: 30% one vocabulary word (skewed like the text), 5% the first
+ * 3-4 letters of a word of a tool description (a prefix, as typed so far), 20% a two-word phrase
+ * taken from an entry (a hit), 15% two vocabulary words side by side (mostly misses), 10% a
+ * reference fragment, 10% a random 6-letter string (a miss), 5% one or two letters, 5% the empty
+ * term (everything, first page).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -88,8 +90,13 @@ export function corpus(n: number, seed = 42): { entries: IndexEntry[]; terms: st
   const terms: string[] = [];
   for (let q = 0; q < 400; q++) {
     const x = q % 20;
-    if (x < 7) terms.push(word());
-    else if (x < 11) {
+    if (x < 6) terms.push(word());
+    else if (x === 6) {
+      // a prefix, as typed so far: the first 3-4 letters of a word of a tool description
+      const e = entries[Math.floor(r() * n)]!;
+      const w = e.tools[0]!.description.toLowerCase().split(' ')[1]!;
+      terms.push(w.slice(0, 3 + (q % 2)));
+    } else if (x < 11) {
       const e = entries[Math.floor(r() * n)]!;
       const ws = e.tools[0]!.description.toLowerCase().replace('.', '').split(' ');
       const at = Math.floor(r() * (ws.length - 1));
@@ -97,7 +104,8 @@ export function corpus(n: number, seed = 42): { entries: IndexEntry[]; terms: st
     } else if (x < 14) terms.push(`${word()} ${word()}`);
     else if (x < 16) terms.push(`org${Math.floor(r() * 4999)}/`);
     else if (x < 18) terms.push(Array.from({ length: 6 }, () => LETTERS[Math.floor(r() * 26)]).join(''));
-    else terms.push(Array.from({ length: 1 + (q % 2) }, letter).join(''));
+    else if (x === 18) terms.push(Array.from({ length: 1 + (Math.floor(q / 20) % 2) }, letter).join(''));
+    else terms.push(''); // everything, first page
   }
   return { entries, terms };
 }

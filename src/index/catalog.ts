@@ -4,34 +4,20 @@
  * milliseconds.
  *
  * Design. Each entry keeps one lowercase "haystack" string: its searchable fields joined by NUL
- * (so a term never matches across two fields). Entries are grouped in blocks of
- * {@link BLOCK_ENTRIES} in publish order; each block has a bitset of {@link BLOCK_BITS} bits in
- * which every bigram and trigram (UTF-16 code units) of its entries' haystacks sets one hashed bit.
- * A search hashes the term's trigrams (its bigram when it is two characters long), skips every
- * block missing one of those bits (no false negatives: a block holding the term has all of them),
- * and checks the entries of the remaining blocks with `String.prototype.includes`. A one-character
- * term checks every entry (it matches most of them, so the first page fills at once). Adding an
- * entry sets its bits in the last block: a publish never rebuilds anything. Takedowns clear a
- * visibility flag.
+ * (so a term never matches across two fields). An n-gram filter (./grams.ts) narrows a search to
+ * candidate entries 32 at a time (a word of bits, ANDed with the visible entries' bits), and each
+ * candidate is checked with `String.prototype.includes` on its haystack, so the result is exactly
+ * the substring rule's. Adding an entry sets its bits in the last segment of the filter: a publish
+ * never rebuilds anything. Takedowns clear a visibility bit.
  *
  * Order: entries stay in the order they were added (a directory is loaded key by key in sorted
  * order, each key's versions in the order they were published; later publishes after). A page's
  * cursor is the position after its last entry, which stays valid while entries are added.
  */
 import { entryKey, entryMatches, type IndexEntry } from './entry.js';
+import { GramFilter, termGrams } from './grams.js';
 
-/** Entries per block of the n-gram filter. */
-export const BLOCK_ENTRIES = 32;
-/** Bits of one block's filter (a power of two). */
-export const BLOCK_BITS = 1 << 15;
-const WORDS = BLOCK_BITS >>> 5;
-const SHIFT = 32 - 15;
 const SEP = '\u0000';
-
-/** The hashed filter bit of the trigram (a, b, c); `a` = -1 hashes the bigram (b, c). */
-function gram(a: number, b: number, c: number): number {
-  return Math.imul(Math.imul(a, 0x01000193) ^ Math.imul(b, 0x9e3779b1) ^ c, 0xc2b2ae35) >>> SHIFT;
-}
 
 /** The lowercase searchable text of an entry (fields joined by NUL). */
 export function haystackOf(e: IndexEntry): string {
@@ -64,8 +50,9 @@ export class CursorError extends Error {
 export class Catalog {
   private readonly entries: IndexEntry[] = [];
   private readonly hay: string[] = [];
-  private visible = new Uint8Array(1024);
-  private bits = new Int32Array(0);
+  /** bit i: entry i is visible (not taken down) */
+  private visible = new Int32Array(64);
+  private readonly filter = new GramFilter();
   private readonly byKey = new Map<string, number[]>();
   /** positions by `digest` + ' ' + `reference` */
   private readonly byVersion = new Map<string, number>();
@@ -93,33 +80,13 @@ export class Catalog {
     this.entries.push(e);
     const h = haystackOf(e);
     this.hay.push(h);
-    if (i >= this.visible.length) {
-      const v = new Uint8Array(this.visible.length * 2);
+    if (i >>> 5 >= this.visible.length) {
+      const v = new Int32Array(this.visible.length * 2);
       v.set(this.visible);
       this.visible = v;
     }
-    this.visible[i] = 1;
-    const block = (i / BLOCK_ENTRIES) | 0;
-    if ((block + 1) * WORDS > this.bits.length) {
-      const b = new Int32Array(Math.max(WORDS, this.bits.length * 2));
-      b.set(this.bits);
-      this.bits = b;
-    }
-    const bits = this.bits;
-    const base = block * WORDS;
-    let a = -1;
-    let b = h.length > 0 ? h.charCodeAt(0) : 0;
-    for (let j = 1; j < h.length; j++) {
-      const c = h.charCodeAt(j);
-      const bi = gram(-1, b, c);
-      bits[base + (bi >>> 5)]! |= 1 << (bi & 31);
-      if (a >= 0) {
-        const tri = gram(a, b, c);
-        bits[base + (tri >>> 5)]! |= 1 << (tri & 31);
-      }
-      a = b;
-      b = c;
-    }
+    this.visible[i >>> 5]! |= 1 << (i & 31);
+    this.filter.add(i, h);
     const list = this.byKey.get(key);
     if (list) list.push(i);
     else this.byKey.set(key, [i]);
@@ -133,8 +100,8 @@ export class Catalog {
    */
   hide(reference: string, digest: string): boolean {
     const i = this.byVersion.get(`${digest} ${reference}`);
-    if (i === undefined || this.visible[i] === 0) return false;
-    this.visible[i] = 0;
+    if (i === undefined || !this.isVisible(i)) return false;
+    this.visible[i >>> 5]! &= ~(1 << (i & 31));
     return true;
   }
 
@@ -142,8 +109,8 @@ export class Catalog {
   hideDigest(digest: string): number {
     let n = 0;
     for (const [version, i] of this.byVersion) {
-      if (version.startsWith(digest + ' ') && this.visible[i] === 1) {
-        this.visible[i] = 0;
+      if (version.startsWith(digest + ' ') && this.isVisible(i)) {
+        this.visible[i >>> 5]! &= ~(1 << (i & 31));
         n++;
       }
     }
@@ -152,7 +119,7 @@ export class Catalog {
 
   /** The visible versions of one harness (key = reference without tag), in publish order; [] when none. */
   versions(key: string): IndexEntry[] {
-    return (this.byKey.get(key) ?? []).filter((i) => this.visible[i] === 1).map((i) => this.entries[i]!);
+    return (this.byKey.get(key) ?? []).filter((i) => this.isVisible(i)).map((i) => this.entries[i]!);
   }
 
   /** The visible version of exactly `reference` published last, if any. */
@@ -160,7 +127,7 @@ export class Catalog {
     const list = this.byKey.get(entryKey(reference)) ?? [];
     for (let k = list.length - 1; k >= 0; k--) {
       const i = list[k]!;
-      if (this.visible[i] === 1 && this.entries[i]!.reference === reference) return this.entries[i];
+      if (this.isVisible(i) && this.entries[i]!.reference === reference) return this.entries[i];
     }
     return undefined;
   }
@@ -182,45 +149,29 @@ export class Catalog {
       start = Number(opts.cursor);
     }
     const out: IndexEntry[] = [];
-    const grams = this.gramsOf(t);
+    const grams = termGrams(t);
     const n = this.entries.length;
-    const bits = this.bits;
     const fieldsCheck = t.includes(SEP);
-    let i = start;
-    while (i < n) {
-      const block = (i / BLOCK_ENTRIES) | 0;
-      const end = Math.min(n, (block + 1) * BLOCK_ENTRIES);
-      const base = block * WORDS;
-      let candidate = true;
-      for (let k = 0; k < grams.length; k++) {
-        const g = grams[k]!;
-        if ((bits[base + (g >>> 5)]! & (1 << (g & 31))) === 0) {
-          candidate = false;
-          break;
+    const words = (n + 31) >>> 5;
+    for (let w = start >>> 5; w < words; w++) {
+      let bits = this.visible[w]! & this.filter.candidates(grams, w);
+      if (w === start >>> 5) bits &= -1 << (start & 31);
+      while (bits !== 0) {
+        const low = bits & -bits;
+        bits ^= low;
+        const i = (w << 5) + 31 - Math.clz32(low);
+        if (fieldsCheck ? this.fieldMatch(i, t) : this.hay[i]!.includes(t)) {
+          if (out.length === limit) return { entries: out, next: String(i) };
+          out.push(this.entries[i]!);
         }
       }
-      if (candidate) {
-        for (; i < end; i++) {
-          if (this.visible[i] === 0) continue;
-          if (fieldsCheck ? this.fieldMatch(i, t) : this.hay[i]!.includes(t)) {
-            if (out.length === limit) return { entries: out, next: String(i) };
-            out.push(this.entries[i]!);
-          }
-        }
-      }
-      i = end;
     }
     return { entries: out };
   }
 
-  /** The filter bits a term needs: its trigrams, its bigram when it is two long, none when shorter. */
-  private gramsOf(t: string): number[] {
-    if (t.length < 2) return [];
-    if (t.length === 2) return [gram(-1, t.charCodeAt(0), t.charCodeAt(1))];
-    const out = new Set<number>();
-    for (let j = 2; j < t.length; j++)
-      out.add(gram(t.charCodeAt(j - 2), t.charCodeAt(j - 1), t.charCodeAt(j)));
-    return [...out];
+  /** Whether entry `i` is visible. */
+  private isVisible(i: number): boolean {
+    return ((this.visible[i >>> 5]! >>> (i & 31)) & 1) === 1;
   }
 
   /** The exact field-by-field check, for a term holding the field separator. */
