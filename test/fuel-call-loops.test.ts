@@ -1,6 +1,6 @@
 // A back edge to a block that calls a guest function charges its fuel without the poll; the call
 // site's charge, one straight-line block later, polls (src/translate/emit.ts pollsOnBackEdge,
-// docs/architecture.md "Interrupts and fuel"). Both tiers follow the rule, so for every budget a
+// docs/engine.md "Interrupts and fuel"). Both tiers follow the rule, so for every budget a
 // run of test/data/callloop.s ends as the documented fuel model says: the same result, or
 // OutOfFuel at the same pc, which is now always the call site and never the loop's branch. A loop
 // of calls that never ends is still stopped by a deadline and by its budget.

@@ -129,7 +129,7 @@ t.test('host memory helpers take Numbers from arg() and bigints alike', async (t
 
 t.test("the ecall argument area past the guest memory is out of a host function's reach", async (t) => {
   // a0..a5 wait in the page after the guest's last byte (abi.ts ECALL_ARGS); the host's memory
-  // view is bounded by the guest memory (docs/architecture.md, Guest memory), so reading there
+  // view is bounded by the guest memory (docs/engine.md, Guest memory), so reading there
   // faults at the first byte past the end while the arguments still arrive exactly
   const mod = await engine.compile(elf);
   const end = BigInt(mod.layout.base + mod.layout.size);

@@ -2,7 +2,7 @@
 // engine's 'auto' tier); the optimised tier, compiled in the background, must then reach every
 // worker of the queue, not only the engine that compiled it: the workers instantiate the module
 // the deploy broadcast, and before the upgrade was broadcast too they ran the baseline tier until
-// the process restarted (docs/architecture.md, translation tiers).
+// the process restarted (docs/engine.md, translation tiers).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';

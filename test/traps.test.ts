@@ -94,7 +94,7 @@ t.test('the host survives: a well-behaved guest still runs after every trap', as
 
 t.test('sp outside the stack at a function entry: StackOverflow names the bound it crossed', async (t) => {
   // test/data/poke.c sp_call: calls seven() with sp = addr; the entry check requires
-  // stack limit <= sp <= end of memory (docs/architecture.md, frame accesses)
+  // stack limit <= sp <= end of memory (docs/engine.md, frame accesses)
   const mod = await engine.compile(join(ROOT, 'test', 'data', 'poke.elf'));
   const { stackLimit, base, size } = mod.layout;
   const end = base + size;

@@ -130,7 +130,7 @@ export class StackOverflow extends Trap {
 
 /**
  * The trap of a function entry's check, which requires stackLimit <= sp <= end (docs/
- * architecture.md, frame accesses): the message names the bound `sp` crossed and its value.
+ * engine.md, frame accesses): the message names the bound `sp` crossed and its value.
  * (A function, not a static method: a class that refers to itself in a static member is renamed
  * by esbuild, and a trap's name is its class name.)
  * @param sp the guest's sp at the entry, as the trap import reports it (any bigint; read as u64)
