@@ -6,22 +6,27 @@
  *
  * Harnesses with the same {@link imageIdentity} (same ELF bytes, same grants and arguments) share
  * one in-memory {@link Harness}: a rename is not an event. (Sharing goes further: grants are
- * linked per call, so every declaration of the same ELF bytes shares the compiled Harness.) `berm.call` is resolved by name on each
- * call and runs the callee in its own fresh instance with its own grants, one chain level deeper;
- * the call capability refuses chains past the depth limit, and whatever the callee does (fail,
- * trap, name an unknown tool) reaches the caller as a reply, never as a trap of the caller.
+ * linked per call, so every declaration of the same ELF bytes shares the compiled Harness.)
+ *
+ * A call runs on the queue's {@link Executor} (executor.ts), with its chain rules: `berm.call` is
+ * resolved by name on each call and runs the callee in its own fresh instance with its own grants,
+ * one chain level deeper; the call capability refuses chains past the depth limit; the chain
+ * shares one deadline and one fuel budget; a callee that fails, names an unknown tool or traps
+ * reaches the caller as a reply, except Interrupted and OutOfFuel, which end the whole chain (the
+ * caller stops with the same trap). There is no due-set here: the schedule capability and the
+ * queue's services answer an error.
  */
-import { Trap } from '../engine/traps.js';
+import { randomUUID } from 'node:crypto';
 import type { Engine } from '../engine/engine.js';
 import { Harness, type InvokeOptions, type ToolResult } from '../harness/harness.js';
-import { DEFAULT_LIMITS, ok, type CapabilityLimits, type CapabilityReply } from '../capabilities/types.js';
+import { DEFAULT_LIMITS, type CapabilityLimits } from '../capabilities/types.js';
 import {
   DeclarationError,
   imageIdentity,
-  linkerEntries,
   type Declarations,
   type HarnessDeclaration,
 } from '../config/declarations.js';
+import { Executor } from './executor.js';
 
 /** A call the runtime cannot make: unknown harness, a harness refused by its declaration, or too deep. */
 export class RuntimeError extends Error {
@@ -33,10 +38,12 @@ export interface RuntimeOptions {
   /** capability limits (overrides of DEFAULT_LIMITS), including maxCallDepth */
   limits?: Partial<CapabilityLimits>;
   /**
-   * Invoke options applied to every tool call, chained calls included (fuel, timeoutMs, onLog,
-   * call limits). Capabilities are never taken from here: only the declaration grants.
+   * Options of every call: `fuel` is the budget of the whole chain (the call and every berm.call
+   * it makes draw on it; default unlimited), `timeoutMs` its deadline from the call's start
+   * (default none), `onLog` gets the berm.log lines of the chain as they happen. Capabilities are
+   * never taken from here: only the declaration grants.
    */
-  invoke?: Omit<InvokeOptions, 'capabilities' | 'hostFunctions'>;
+  invoke?: Pick<InvokeOptions, 'fuel' | 'timeoutMs' | 'onLog'>;
   /**
    * Compile only these harnesses and, transitively, the callees their declarations name (default:
    * every declared harness). A call to a harness left out throws / is answered with an error.
@@ -63,6 +70,7 @@ export class Runtime {
     /** the declaration file: accepted entries and refused ones (each with file:line and the fix) */
     readonly declarations: Declarations,
     private readonly options: RuntimeOptions,
+    private readonly executor: Executor,
   ) {}
 
   /**
@@ -94,6 +102,11 @@ export class Runtime {
     }
     const byElf = new Map<string, Promise<Harness>>();
     const loaded = new Map<string, LoadedHarness>();
+    const executor = new Executor(engine, options.limits ?? {}, {}, null, (name) =>
+      declared.has(name)
+        ? new RuntimeError(`harness ${name} was not compiled by this runtime (see RuntimeOptions.only)`)
+        : Runtime.notDeclared(decls, name),
+    );
     for (const name of wanted) {
       const d = declared.get(name)!;
       if (!d.elf) {
@@ -112,9 +125,11 @@ export class Runtime {
         h = Harness.load(engine, d.elf);
         byElf.set(d.sha256, h);
       }
-      loaded.set(name, { declaration: d, identity, harness: await h });
+      const harness = await h;
+      loaded.set(name, { declaration: d, identity, harness });
+      executor.add(name, harness, d.capabilities, d.grant);
     }
-    return new Runtime(engine, loaded, declared, decls, options);
+    return new Runtime(engine, loaded, declared, decls, options, executor);
   }
 
   /** The error for a name that is not among the accepted harnesses: its refusal, or "not declared". */
@@ -142,55 +157,33 @@ export class Runtime {
 
   /**
    * Invoke `tool` of the harness declared as `harnessName` in a fresh instance, linking only the
-   * capabilities its declaration grants. berm.call from inside runs {@link callTool} at depth + 1.
+   * capabilities its declaration grants, as the top of a new chain (see the module's comment).
    * @param argsJson the arguments as JSON text (checked against the tool's schema), or raw bytes
    *   handed over unchecked
    * @param depth berm.call chain depth of this call (0 from outside)
    * @returns ok or failed
-   * @throws a Trap when the guest traps (UnknownHostCall for an ungranted capability);
-   *   HarnessError for an unknown tool or bad arguments; DeclarationError / RuntimeError for a
-   *   harness that is not declared, was refused or was not compiled, or a depth past the limit.
+   * @throws a Trap when the guest traps (UnknownHostCall for an ungranted capability; a callee's
+   *   Interrupted or OutOfFuel); HarnessError for an unknown tool or bad arguments;
+   *   DeclarationError / RuntimeError for a harness that is not declared, was refused or was not
+   *   compiled, or a depth past the limit.
    */
   call(harnessName: string, tool: string, argsJson: string | Uint8Array, depth = 0): ToolResult {
     if (!Number.isInteger(depth) || depth < 0 || depth > this.maxCallDepth) {
       throw new RuntimeError(`call chain depth ${depth} is outside 0..${this.maxCallDepth}`);
     }
-    const h = this.loaded.get(harnessName);
-    if (!h) {
-      if (this.declared.has(harnessName)) {
-        throw new RuntimeError(
-          `harness ${harnessName} was not compiled by this runtime (see RuntimeOptions.only)`,
-        );
-      }
-      throw Runtime.notDeclared(this.declarations, harnessName);
-    }
-    const capabilities = linkerEntries(h.declaration, {
-      depth,
-      ...(this.options.limits ? { limits: this.options.limits } : {}),
-      callTool: (callee, calleeTool, calleeArgs, calleeDepth) =>
-        this.callTool(callee, calleeTool, calleeArgs, calleeDepth),
-    });
-    return h.harness.invoke(tool, argsJson, { ...this.options.invoke, capabilities });
-  }
-
-  /**
-   * berm.call's way in: run `tool` of `harnessName` at `depth` (already one deeper than the
-   * caller) and turn every outcome into a reply for the calling guest. Never throws.
-   * @returns ok with one field (the result); error with the callee's failure message, its trap,
-   *   or why it could not run; refused when `depth` is past the limit.
-   */
-  callTool(harnessName: string, tool: string, argsJson: string, depth: number): CapabilityReply {
-    const where = `${harnessName}.${tool}`;
-    if (depth > this.maxCallDepth) {
-      return { refused: `berm.call: call chain depth ${depth} exceeds the limit of ${this.maxCallDepth}` };
-    }
-    try {
-      const r = this.call(harnessName, tool, argsJson, depth);
-      return r.status === 'ok' ? ok(r.result) : { error: r.message };
-    } catch (e) {
-      if (e instanceof Trap) return { error: `${where} trapped: ${e.name}: ${e.message} at ${e.where()}` };
-      const err = e instanceof Error ? e : new Error(String(e));
-      return { error: `${where}: ${err.name}: ${err.message}` };
-    }
+    const { fuel, timeoutMs, onLog } = this.options.invoke ?? {};
+    const chain = Executor.chain(
+      {
+        id: randomUUID(),
+        depth,
+        deadline: timeoutMs !== undefined ? Date.now() + timeoutMs : Infinity,
+        fuelLeft: fuel ?? Infinity,
+        fuelBudget: fuel ?? 0,
+        invocationsLeft: Infinity,
+        maxDepth: this.maxCallDepth,
+      },
+      new SharedArrayBuffer(4),
+    );
+    return this.executor.call(chain, harnessName, tool, argsJson, onLog);
   }
 }

@@ -75,17 +75,25 @@ export class Executor {
    * @param engine the thread's engine (its options must match the compiling engine's)
    * @param capabilityLimits overrides of the capabilities' limits (maxCallDepth included)
    * @param bridge the due-set and the queue's services as seen by `harness` in `chain` (the
-   *   worker's synchronous path to the queue's thread)
+   *   worker's synchronous path to the queue's thread); without one, the schedule capability and
+   *   the services answer an error (a run outside the queue: `berm call --config`)
    * @param defaultDatabase the storage capability's database for grants that name none
+   * @param unknownHarness the error for a harness that is not deployed here (default
+   *   UnknownHarness "no harness named X is deployed")
    */
   constructor(
     readonly engine: Engine,
     private readonly capabilityLimits: Partial<CapabilityLimits>,
     private readonly bridge: {
-      scheduleFor: (harness: string, chain: ChainState) => ScheduleHost;
-      serviceFor: (harness: string, chain: ChainState) => (name: string, request: unknown) => CapabilityReply;
+      scheduleFor?: (harness: string, chain: ChainState) => ScheduleHost;
+      serviceFor?: (
+        harness: string,
+        chain: ChainState,
+      ) => (name: string, request: unknown) => CapabilityReply;
     },
     private readonly defaultDatabase: string | null,
+    private readonly unknownHarness: (name: string) => Error = (name) =>
+      new UnknownHarness(`no harness named ${name} is deployed`),
   ) {}
 
   /**
@@ -110,11 +118,19 @@ export class Executor {
     const harness = Harness.fromModule(gm);
     // one instance slot made now (memory + Wasm instance), so the first invocation does not pay it
     gm.releaseSlot(gm.takeSlot());
+    this.add(name, harness, capabilities, grant);
+    return harness;
+  }
+
+  /**
+   * Deploy an already compiled harness as `name` with `capabilities` and their `grant` (several
+   * names may share one Harness: grants are linked per invocation).
+   */
+  add(name: string, harness: Harness, capabilities: readonly string[], grant: Grant): void {
     const g: Grant = { ...grant };
     if (capabilities.includes('storage') && g.database === undefined && this.defaultDatabase !== null)
       g.database = this.defaultDatabase;
     this.harnesses.set(name, { harness, decl: { name, capabilities: [...capabilities], grant: g } });
-    return harness;
   }
 
   undeploy(name: string): void {
@@ -195,6 +211,30 @@ export class Executor {
   }
 
   /**
+   * Run the tool `tool` of `harness` as the top-level invocation of `chain`, at the chain's depth,
+   * and throw what ends it (the caller of a run outside the queue reports traps itself).
+   * @returns ok or failed
+   * @throws the Trap that ended the chain (a callee's Interrupted, OutOfFuel or OutOfGas ends its
+   *   caller too); HarnessError for an unknown tool or bad arguments; the unknown-harness error
+   */
+  call(
+    chain: ChainState,
+    harness: string,
+    tool: string,
+    args: string | Uint8Array,
+    onLog?: (line: string) => void,
+  ): ToolResult {
+    try {
+      const r = this.invoke(chain, harness, 'tool', tool, args, chain.spec.depth, onLog, Date.now());
+      if (chain.abort) throw chain.abort;
+      return r;
+    } catch (e) {
+      if (e instanceof Trap && chain.abort) throw chain.abort;
+      throw e;
+    }
+  }
+
+  /**
    * One invocation of a chain at `depth`; `seen` (when given) gets each of its log lines as it is
    * written. @throws Trap, HarnessError, UnknownHarness.
    */
@@ -210,7 +250,7 @@ export class Executor {
     seen?: string[],
   ): ToolResult {
     const d = this.harnesses.get(name);
-    if (!d) throw new UnknownHarness(`no harness named ${name} is deployed`);
+    if (!d) throw this.unknownHarness(name);
     if (chain.invocationsLeft <= 0) {
       chain.abort ??= new OutOfGas(chain.started);
       throw chain.abort;
@@ -224,9 +264,9 @@ export class Executor {
       limits: { ...this.capabilityLimits, [CALL_DEADLINE]: chain.spec.deadline },
       callTool: (callee, tool, argsJson, calleeDepth) =>
         this.callTool(chain, callee, tool, argsJson, calleeDepth, onLog),
-      schedule: this.bridge.scheduleFor(name, here),
+      ...(this.bridge.scheduleFor ? { schedule: this.bridge.scheduleFor(name, here) } : {}),
       now,
-      service: this.bridge.serviceFor(name, here),
+      ...(this.bridge.serviceFor ? { service: this.bridge.serviceFor(name, here) } : {}),
       ...(chain.spec.authority ? { authority: chain.spec.authority } : {}),
     });
     const hostFunctions = new Map<string, HostFunction>();

@@ -4,7 +4,6 @@
  * declaration grants. berm.call from the harness reaches the other
  * declared harnesses named in its `callees`. Declaration problems exit 2 with file:line and the fix.
  */
-import type { CapabilityLimits } from '../../capabilities/index.js';
 import { CliError, describeCompile, engineFor, processIo, type Io } from '../context.js';
 import type { CallExtension } from './call.js';
 
@@ -24,7 +23,6 @@ export function configCallExtension(io: Io = processIo()): CallExtension {
       const file = opts.config;
       if (typeof file !== 'string') return undefined;
       // loaded here, not with the CLI: a plain `call` needs neither TOML, ajv nor the capabilities
-      const { CALL_DEADLINE } = await import('../../capabilities/index.js');
       // registers the protocol door's `protocol:*` capabilities, so a declaration may grant them
       // (the agent daemon is reached through $BERM_AGENT_DAEMON; docs/protocol-door.md)
       await import('../../protocol/index.js');
@@ -32,12 +30,10 @@ export function configCallExtension(io: Io = processIo()): CallExtension {
       const { Runtime, RuntimeError } = await import('../../runtime/declared.js');
       try {
         const decls = loadDeclarations(file);
-        // The whole call, host calls included, ends by one deadline: capabilities clamp their own
-        // timeouts to it (CALL_DEADLINE). The runtime hands this object to every call it links,
-        // so the deadline is set just before the call, after the harnesses were compiled.
-        const limits: Partial<CapabilityLimits> = {};
+        // The whole call, its berm.call chain and host calls included, runs on the queue's
+        // executor: one deadline (counted from the call's start, after the harnesses were
+        // compiled; capabilities clamp their own timeouts to it) and one fuel budget
         const runtime = await Runtime.create(engineFor(opts), decls, {
-          limits,
           only: [name],
           invoke: {
             ...(invoke.fuel !== undefined ? { fuel: invoke.fuel } : {}),
@@ -51,7 +47,6 @@ export function configCallExtension(io: Io = processIo()): CallExtension {
             io.err(`berm: ${n}: ${describeCompile(runtime.get(n)!.harness.module.info)}\n`);
           }
         }
-        if (invoke.timeoutMs !== undefined) limits[CALL_DEADLINE] = Date.now() + invoke.timeoutMs;
         return runtime.call(name, tool, args);
       } catch (e) {
         if (e instanceof DeclarationError || e instanceof RuntimeError) throw new CliError(e.message);
