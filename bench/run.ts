@@ -39,6 +39,7 @@ import {
 } from './lib/figures.js';
 import { benchQueue } from './queue.js';
 import { benchIndex } from './index.js';
+import { benchFailover } from './failover.js';
 import { benchWs } from './ws.js';
 import { benchWasm } from './wasm.js';
 import { buildDrivers, runDriver, type SpeedProgram } from './lib/native.js';
@@ -808,6 +809,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   wasm: () => benchWasm(fig, progress, QUICK),
   workbench: () => benchWorkbench(fig, progress),
   index: () => benchIndex(fig, progress),
+  failover: () => benchFailover(fig, progress),
 };
 
 async function main(): Promise<void> {

@@ -121,7 +121,7 @@ t.test('a schema-1 database is migrated in place; its pending wakes have no auth
   t.teardown(() => store.close());
   const v = await pool.query<{ version: number }>('SELECT version FROM berm_schema');
   t.same(v.rows, [{ version: sql.SCHEMA_VERSION }], 'migrated to the current schema');
-  t.equal(sql.SCHEMA_VERSION, 3);
+  t.equal(sql.SCHEMA_VERSION, 4);
   const old = store.dues.get('old')!;
   t.same([old.payload, old.authority], ['p', null], 'the old wake is kept, with no authority');
   const fresh = store.dues.arm({

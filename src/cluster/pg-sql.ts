@@ -32,7 +32,7 @@ import type { Authority } from '../contract/index.js';
 import type { WakeRecord } from '../runtime/store.js';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** Channel of due-set changes. */
 export const WAKES_CHANNEL = 'berm_wakes';
@@ -121,6 +121,13 @@ const MIGRATIONS: string[] = [
   // index range rather than a scan of the due-set
   `
   CREATE INDEX IF NOT EXISTS berm_wakes_armed_by ON berm_wakes (armed_by);
+  `,
+  // 3 -> 4: a claim's owner holds a session advisory lock while it lives, and the other daemons
+  // take back the claims of an owner without one at once (pg-liveness.ts). A berm before it
+  // takes no lock, so its claims would be taken from it: it must not share the database.
+  `
+  COMMENT ON TABLE berm_claims IS
+    'owner holds session advisory lock (0x6265726f, hashtext(owner)) while it lives';
   `,
 ];
 

@@ -32,6 +32,7 @@ import pg from 'pg';
 import { runSync } from '../capabilities/common/sync.js';
 import type { KvJob } from '../capabilities/storage/pg-kv.js';
 import * as sql from './pg-sql.js';
+import { LIVENESS_INTERVAL_MS, holdOwnerLock, takeBackFromGone } from './pg-liveness.js';
 import type { PgJob } from './pg-job.js';
 import type {
   DeploymentRecord,
@@ -130,6 +131,8 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   private readonly timeoutMs: number;
   private listener: pg.Client | null = null;
   private leaseTimer: NodeJS.Timeout | null = null;
+  private livenessTimer: NodeJS.Timeout | null = null;
+  private livenessBusy = false;
   /** when the next expiry (and look for overdue wakes) is due, ms (Date.now clock) */
   private expireAt = 0;
   /** claims this process holds in memory, "id\0seq" -> [id, seq]: the only leases it renews */
@@ -198,6 +201,8 @@ export class PgStore extends EventEmitter implements RuntimeStore {
     // was due runs on the next tick (expiry is never starved by renewals)
     store.leaseTimer = setInterval(() => void store.leaseWork(), Math.max(100, store.leaseMs / 3));
     store.leaseTimer.unref();
+    store.livenessTimer = setInterval(() => void store.livenessWork(), LIVENESS_INTERVAL_MS);
+    store.livenessTimer.unref();
     await store.leaseWork();
     return store;
   }
@@ -351,14 +356,37 @@ export class PgStore extends EventEmitter implements RuntimeStore {
         }
       }
     });
-    await c.connect();
-    await c.query(`LISTEN ${sql.WAKES_CHANNEL}; LISTEN ${sql.DEPLOYMENTS_CHANNEL}`);
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${sql.WAKES_CHANNEL}; LISTEN ${sql.DEPLOYMENTS_CHANNEL}`);
+      // this process's liveness for the others (pg-liveness.ts): held for as long as the session
+      // lives; nothing is claimed before it is held
+      if (!(await holdOwnerLock(c, this.owner)))
+        this.log(`owner lock of ${this.owner} is held by another session: its claims rely on their lease`);
+    } catch (e) {
+      drop();
+      throw e;
+    }
     // idle listening never keeps the process alive (unref only now: an unref'd socket under an
     // await would let the event loop end mid-query)
     (c as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
     this.listener = c;
     // notifications may have been missed while not listening: look for new armings
     this.emit('wakes');
+  }
+
+  /** Put back the claims of daemons that died (their session lock is gone); see pg-liveness.ts. */
+  private async livenessWork(): Promise<void> {
+    if (this.closed || this.livenessBusy || this.down !== null || !this.listener) return;
+    this.livenessBusy = true;
+    try {
+      const r = await takeBackFromGone(this.pool);
+      if (r.moved > 0) this.log(`took back ${r.moved} wake(s) of ${r.owners.join(', ')}, gone (redelivered)`);
+    } catch {
+      // the lease work notices an outage and says so
+    } finally {
+      this.livenessBusy = false;
+    }
   }
 
   /**
@@ -464,6 +492,9 @@ export class PgStore extends EventEmitter implements RuntimeStore {
         }
       },
       claim: (seq: number) => {
+        // nothing is claimed while this process's owner lock is not held (its listener is down):
+        // the others would take the claim back at once
+        if (!this.listener) return null;
         try {
           const w = this.call<WakeRecord | null>(
             'claim',
@@ -485,6 +516,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
         }
       },
       claimDue: (now: number, limit: number, harnesses: readonly string[], from?: [number, number]) => {
+        if (!this.listener) return [];
         try {
           const ws = this.call<WakeRecord[]>(
             'claimDue',
@@ -633,6 +665,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
     }
     this.closed = true;
     if (this.leaseTimer) clearInterval(this.leaseTimer);
+    if (this.livenessTimer) clearInterval(this.livenessTimer);
     void this.listener?.end().catch(() => {});
     this.listener = null;
     void this.pool.end().catch(() => {});

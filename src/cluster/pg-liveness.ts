@@ -1,0 +1,85 @@
+/**
+ * Liveness of the daemons sharing one PostgreSQL due-set: a daemon that dies loses its claims at
+ * once, not after its lease.
+ *
+ * Each daemon holds a session-level advisory lock, key (OWNER_LOCK_CLASS, hashtext(owner)), on
+ * its LISTEN connection, taken before it claims anything. PostgreSQL releases a session lock when
+ * the session ends, which it sees at once when the daemon's process dies (SIGKILL, a crash: the
+ * kernel closes the socket) and after the TCP keepalive when its host vanishes. Every
+ * {@link LIVENESS_INTERVAL_MS} each daemon looks for claims whose owner holds no such lock and puts
+ * them back into the pending set as redeliveries (attempt kept; the next delivery counts attempt +
+ * 1), notifying the others in the same statement, exactly as lease expiry does. A daemon that hangs
+ * without dying keeps its session, and so its lock: its claims come back through lease expiry, the
+ * lease renewal being its heartbeat (renewed every third of the lease by its event loop).
+ *
+ * A daemon that loses its LISTEN connection while it lives (the database restarted, the network
+ * cut) loses the lock too, so its running claims are redelivered elsewhere at once: at-least-once,
+ * each repeat journaled with its attempt number, as when its lease expires during an outage. It
+ * claims nothing until it holds the lock again.
+ *
+ * Two owners whose names hash alike share a key: the dead one's claims then wait for their lease
+ * (the safe direction: never taken from a live daemon).
+ */
+import type pg from 'pg';
+import { WAKES_CHANNEL, type Queryable } from './pg-sql.js';
+
+/** First key of the owners' session locks ("bero" in ASCII; the second key is hashtext(owner)). */
+export const OWNER_LOCK_CLASS = 0x6265726f;
+
+/** How often a daemon looks for claims of dead owners, ms. */
+export const LIVENESS_INTERVAL_MS = 200;
+
+/** Key of the advisory lock that serialises seq assignment (pg-sql.ts's, "berm" in ASCII). */
+const SEQ_LOCK = 0x6265726d;
+
+/** Columns of a wake row (pg-sql.ts's COLS). */
+const COLS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority';
+
+/** The claims of owners that hold no session lock in this database, as a WHERE condition on `c`. */
+const OWNER_GONE = `NOT EXISTS (
+  SELECT 1 FROM pg_locks k
+  WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 2
+    AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND k.classid = ${OWNER_LOCK_CLASS}::oid AND k.objid = hashtext(c.owner)::oid)`;
+
+/**
+ * Take `owner`'s session lock on `client` (a connection kept open for the process's life).
+ * @returns false when another session holds the same key (an owner whose name hashes alike, or
+ *   this owner's previous session not yet ended): this daemon's claims then rely on their lease
+ * @throws pg errors when the query fails
+ */
+export async function holdOwnerLock(client: pg.Client, owner: string): Promise<boolean> {
+  const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [
+    OWNER_LOCK_CLASS,
+    owner,
+  ]);
+  return r.rows[0]?.ok === true;
+}
+
+/**
+ * Put every claim whose owner holds no session lock back into the pending set as a redelivery
+ * with a fresh seq (attempt kept) and notify, in one statement; a cheap read first, so the
+ * seq lock is taken only when there is something to move. At most 10,000 per call.
+ * @returns how many claims were put back, and the owners they came from
+ */
+export async function takeBackFromGone(db: Queryable): Promise<{ moved: number; owners: string[] }> {
+  const gone = await db.query<{ owner: string }>(
+    `SELECT DISTINCT c.owner FROM berm_claims c WHERE ${OWNER_GONE}`,
+  );
+  if (gone.rows.length === 0) return { moved: 0, owners: [] };
+  const moved = await db.query<{ n: string }>(
+    `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x),
+     dead AS (
+       DELETE FROM berm_claims WHERE (id, seq) IN (
+         SELECT c.id, c.seq FROM berm_claims c, l WHERE ${OWNER_GONE}
+         ORDER BY c.when_ms LIMIT 10000 FOR UPDATE OF c SKIP LOCKED)
+       RETURNING *),
+     back AS (
+       INSERT INTO berm_wakes (${COLS}, redelivery, attempt)
+         SELECT ${COLS}, true, attempt FROM dead ORDER BY when_ms
+       RETURNING seq)
+     SELECT count(*) AS n FROM back,
+       (SELECT pg_notify('${WAKES_CHANNEL}', max(seq)::text) FROM back HAVING count(*) > 0) x`,
+  );
+  return { moved: Number(moved.rows[0]?.n ?? 0), owners: gone.rows.map((r) => r.owner) };
+}
