@@ -17,6 +17,11 @@
  * each repeat journaled with its attempt number, as when its lease expires during an outage. It
  * claims nothing until it holds the lock again.
  *
+ * A daemon that dies in the middle of its claim statement leaves no claim: the rows it had locked
+ * roll back to pending, but the others skipped them (SKIP LOCKED) and dropped them from their due
+ * heaps. So when an owner's lock disappears, each daemon adopts the overdue wakes of its harnesses
+ * into its heap at once rather than at its next look for orphans (once per lease period).
+ *
  * Two owners whose names hash alike share a key: the dead one's claims then wait for their lease
  * (the safe direction: never taken from a live daemon).
  */
@@ -60,13 +65,24 @@ export async function holdOwnerLock(client: pg.Client, owner: string): Promise<b
  * Put every claim whose owner holds no session lock back into the pending set as a redelivery
  * with a fresh seq (attempt kept) and notify, in one statement; a cheap read first, so the
  * seq lock is taken only when there is something to move. At most 10,000 per call.
- * @returns how many claims were put back, and the owners they came from
+ * @returns how many claims were put back, the owners they came from, and the owner lock keys
+ *   held now (second keys, as unsigned 32-bit numbers): a key that was held at the previous call
+ *   and is not now is a daemon gone, whose claim statement may have died holding row locks the
+ *   others skipped
  */
-export async function takeBackFromGone(db: Queryable): Promise<{ moved: number; owners: string[] }> {
-  const gone = await db.query<{ owner: string }>(
-    `SELECT DISTINCT c.owner FROM berm_claims c WHERE ${OWNER_GONE}`,
+export async function takeBackFromGone(
+  db: Queryable,
+): Promise<{ moved: number; owners: string[]; held: Set<number> }> {
+  const r = await db.query<{ gone: string[] | null; held: string[] | null }>(
+    `SELECT (SELECT array_agg(DISTINCT c.owner) FROM berm_claims c WHERE ${OWNER_GONE}) AS gone,
+            (SELECT array_agg(k.objid::int8) FROM pg_locks k
+              WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 2
+                AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND k.classid = ${OWNER_LOCK_CLASS}::oid) AS held`,
   );
-  if (gone.rows.length === 0) return { moved: 0, owners: [] };
+  const owners = r.rows[0]?.gone ?? [];
+  const held = new Set((r.rows[0]?.held ?? []).map(Number));
+  if (owners.length === 0) return { moved: 0, owners, held };
   const moved = await db.query<{ n: string }>(
     `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x),
      dead AS (
@@ -81,5 +97,5 @@ export async function takeBackFromGone(db: Queryable): Promise<{ moved: number; 
      SELECT count(*) AS n FROM back,
        (SELECT pg_notify('${WAKES_CHANNEL}', max(seq)::text) FROM back HAVING count(*) > 0) x`,
   );
-  return { moved: Number(moved.rows[0]?.n ?? 0), owners: gone.rows.map((r) => r.owner) };
+  return { moved: Number(moved.rows[0]?.n ?? 0), owners, held };
 }

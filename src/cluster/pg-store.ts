@@ -133,6 +133,8 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   private leaseTimer: NodeJS.Timeout | null = null;
   private livenessTimer: NodeJS.Timeout | null = null;
   private livenessBusy = false;
+  /** owner lock keys held at the last liveness look (null before the first) */
+  private ownerLocks: Set<number> | null = null;
   /** when the next expiry (and look for overdue wakes) is due, ms (Date.now clock) */
   private expireAt = 0;
   /** claims this process holds in memory, "id\0seq" -> [id, seq]: the only leases it renews */
@@ -382,6 +384,20 @@ export class PgStore extends EventEmitter implements RuntimeStore {
     try {
       const r = await takeBackFromGone(this.pool);
       if (r.moved > 0) this.log(`took back ${r.moved} wake(s) of ${r.owners.join(', ')}, gone (redelivered)`);
+      const before = this.ownerLocks;
+      this.ownerLocks = r.held;
+      const f = this.follower;
+      if (f !== null && before !== null && [...before].some((k) => !r.held.has(k))) {
+        // a daemon is gone: rows its last claim statement had locked are pending again, and
+        // dropped from every heap that skipped them
+        const o = await sql.overdue(
+          this.pool,
+          Date.now(),
+          1000,
+          f.harnesses().map((h) => h.name),
+        );
+        if (o.seq.length > 0) f.adopt(o.when, o.seq);
+      }
     } catch {
       // the lease work notices an outage and says so
     } finally {
