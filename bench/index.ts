@@ -5,8 +5,9 @@
  *   workbench and `GET /harnesses?limit=50` ask), over a fixed mix of 400 terms; baseline in the
  *   same run: the reference implementation's way, a scan of every entry with the same substring
  *   rule (src/index/entry.ts entryMatches), same terms, same page;
- * - berm-indexd start-up on 100,000 entries: load the directory (JSON Lines files), build the
- *   search structures, listen; in-process and as the real bin (spawn to its "serving" line);
+ * - berm-indexd start-up on 100,000 entries: the first start (no snapshot: read every JSON Lines
+ *   file, build the search structures, listen), then starts through the snapshot (every file
+ *   checked against it), in-process and as the real bin (spawn to the answer of its first search);
  * - publishes/s against a local docker-registry: sequential POST /harnesses of distinct tags, each
  *   an anonymous manifest + config pull and an fsynced append.
  *
@@ -193,51 +194,77 @@ function writeDirectory(dir: string, entries: IndexEntry[]): void {
   }
 }
 
+/** Spawn the bin on `dir` and time it from spawn to the answer of its first search. */
+async function binFirstAnswer(dir: string, snapshot: string): Promise<number> {
+  const t0 = performance.now();
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bin', 'berm-indexd.js'), '--index', dir, '--addr', '127.0.0.1:0', '--snapshot', snapshot],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      let log = '';
+      child.stderr!.on('data', (b: Buffer) => {
+        log += b.toString();
+        const m = / on (http:\/\/\S+)/.exec(log);
+        if (m) resolve(m[1]!);
+      });
+      child.once('exit', (code) => reject(new Error(`berm-indexd exited ${code}: ${log}`)));
+    });
+    const r = await fetch(`${url}/harnesses?q=tool&limit=50`);
+    if (r.status !== 200 || ((await r.json()) as unknown[]).length === 0)
+      throw new Error(`the first search answered ${r.status}`);
+    return performance.now() - t0;
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
 async function benchStartup(fig: Fig, progress: (m: string) => void): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'berm-bench-index-'));
   try {
     const dir = join(work, 'index');
+    const snapshot = join(work, 'index.snapshot');
     writeDirectory(dir, corpus(100_000).entries);
+    // the first start reads every file and writes the snapshot; the next ones read the snapshot
+    // and check every file's size and modification time against it
     const times: number[] = [];
-    for (let k = 0; k < (QUICK ? 1 : 3); k++) {
+    for (let k = 0; k < (QUICK ? 2 : 4); k++) {
       const t0 = performance.now();
-      const svc = await startIndexService({ root: dir, addr: '127.0.0.1:0' });
+      const svc = await startIndexService({ root: dir, addr: '127.0.0.1:0', snapshot });
       times.push(performance.now() - t0);
       if (svc.catalog.size !== 100_000) throw new Error(`loaded ${svc.catalog.size} entries, not 100000`);
+      await new Promise((r) => setImmediate(r)); // the snapshot is written after the socket listens
       await svc.close();
     }
-    const inProc = Math.min(...times);
+    const cold = times[0]!;
+    const inProc = Math.min(...times.slice(1));
+    fig(
+      'index.startup_100k_cold_ms',
+      cold,
+      'ms',
+      'berm-indexd: first start on 100,000 entries, no snapshot: read every file, index, listen',
+    );
     fig(
       'index.startup_100k_ms',
       inProc,
       'ms',
-      'berm-indexd: load 100,000 entries, index them and listen, in-process (target ≤ 1000)',
+      'berm-indexd: start on 100,000 entries through the snapshot, files checked, listen, in-process (target ≤ 1000)',
     );
-    // the real bin, from spawn to its "serving" line (Node's own start and the module loading included)
-    const t0 = performance.now();
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn(
-        process.execPath,
-        [join(ROOT, 'bin', 'berm-indexd.js'), '--index', dir, '--addr', '127.0.0.1:0'],
-        {
-          stdio: ['ignore', 'ignore', 'pipe'],
-        },
-      );
-      let log = '';
-      child.stderr.on('data', (b: Buffer) => {
-        log += b.toString();
-        if (/serving /.test(log)) {
-          child.kill('SIGTERM');
-          resolve();
-        }
-      });
-      child.once('exit', (code) =>
-        /serving /.test(log) ? undefined : reject(new Error(`berm-indexd exited ${code}: ${log}`)),
-      );
-    });
-    const bin = performance.now() - t0;
-    fig('index.startup_100k_bin_ms', bin, 'ms', 'berm-indexd bin: spawn to serving, 100,000 entries');
-    progress(`index start-up 100k: ${inProc.toFixed(0)} ms in-process, ${bin.toFixed(0)} ms as the bin`);
+    // the real bin (Node's own start and the module loading included), best of 3
+    const bins: number[] = [];
+    for (let k = 0; k < (QUICK ? 1 : 3); k++) bins.push(await binFirstAnswer(dir, snapshot));
+    const bin = Math.min(...bins);
+    fig(
+      'index.startup_100k_bin_ms',
+      bin,
+      'ms',
+      'berm-indexd bin on 100,000 entries: spawn to the answer of its first search (target ≤ 1000)',
+    );
+    progress(
+      `index start-up 100k: ${cold.toFixed(0)} ms cold, ${inProc.toFixed(0)} ms through the snapshot, ${bin.toFixed(0)} ms bin spawn to first answer`,
+    );
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -14,7 +14,7 @@
  * order, each key's versions in the order they were published; later publishes after). A page's
  * cursor is the position after its last entry, which stays valid while entries are added.
  */
-import { entryKey, entryMatches, type IndexEntry } from './entry.js';
+import { entryKey, entryMatches, formatEntryLine, parseIndexLine, type IndexEntry } from './entry.js';
 import { GramFilter, termGrams } from './grams.js';
 
 const SEP = '\u0000';
@@ -46,52 +46,154 @@ export class CursorError extends Error {
   override name = 'CursorError';
 }
 
+/**
+ * A catalog's state as plain arrays, for a snapshot (./snapshot.ts): entry i's line as read (an
+ * entry line of the format), its haystack, its key and its version id (`digest reference`), the
+ * visible bits, and the n-gram filter's segments.
+ */
+export interface CatalogParts {
+  /** how many entries */
+  entries: number;
+  /** entry i's line (decoded on first need) */
+  lines: string[] | ((i: number) => string);
+  hay: string[];
+  /** the keys and version ids, or a function giving them (called on first need) */
+  ids: { keys: string[]; versions: string[] } | (() => { keys: string[]; versions: string[] });
+  keyCount: number;
+  visible: Int32Array;
+  tri: Int32Array[];
+  short: Int32Array[];
+}
+
 /** Every published version in memory, searchable (see the module comment). */
 export class Catalog {
-  private readonly entries: IndexEntry[] = [];
+  /** entry i, parsed from lines[i] on first need when it came from a snapshot */
+  private readonly entries: (IndexEntry | undefined)[] = [];
+  /** entry i's line as read, when it was read from a file (undefined for a publish) */
+  private readonly lines: (string | undefined)[] = [];
   private readonly hay: string[] = [];
   /** bit i: entry i is visible (not taken down) */
-  private visible = new Int32Array(64);
-  private readonly filter = new GramFilter();
+  private visible: Int32Array = new Int32Array(64);
+  private readonly filter: GramFilter;
+  /** the line of a snapshot's entry i (not held in `lines`) */
+  private lineAt: ((i: number) => string) | null = null;
+  /** the keys and version ids of a snapshot, until the maps below are built from them */
+  private pendingIds: (() => { keys: string[]; versions: string[] }) | null = null;
+  private keyCount = 0;
+  private readonly keyOf: string[] = [];
+  private readonly versionOf: string[] = [];
   private readonly byKey = new Map<string, number[]>();
   /** positions by `digest` + ' ' + `reference` */
   private readonly byVersion = new Map<string, number>();
 
+  constructor(parts?: CatalogParts) {
+    if (parts === undefined) {
+      this.filter = new GramFilter();
+      return;
+    }
+    this.filter = new GramFilter(parts.tri, parts.short);
+    const lines = parts.lines;
+    if (typeof lines === 'function') this.lineAt = lines;
+    else this.lines.push(...lines);
+    this.lines.length = parts.entries;
+    this.entries.length = parts.entries;
+    this.hay.push(...parts.hay);
+    this.visible = parts.visible;
+    this.keyCount = parts.keyCount;
+    const ids = parts.ids;
+    this.pendingIds = typeof ids === 'function' ? ids : () => ids;
+  }
+
   /** How many versions are held (taken-down ones included). */
   get size(): number {
-    return this.entries.length;
+    return this.hay.length;
   }
 
   /** How many distinct harnesses (keys) are held. */
   get keys(): number {
-    return this.byKey.size;
+    return this.pendingIds !== null ? this.keyCount : this.byKey.size;
+  }
+
+  /** The plain arrays of this catalog (see {@link CatalogParts}); lines of publishes formatted. */
+  parts(): CatalogParts {
+    this.ensureIds();
+    const f = this.filter.segments();
+    return {
+      entries: this.size,
+      lines: Array.from(this.hay, (_, i) => this.lineOf(i)),
+      hay: this.hay,
+      ids: { keys: this.keyOf, versions: this.versionOf },
+      keyCount: this.byKey.size,
+      visible: this.visible.slice(0, (this.size + 31) >>> 5),
+      tri: f.tri,
+      short: f.short,
+    };
   }
 
   /**
    * Add a version (in publish order).
    * @param key its harness key when the caller knows it (the file it was read from), else derived
    *   from the reference
+   * @param line the line it was read from, when it was read from a file
    * @returns false when exactly this reference at this digest is already held (nothing added)
    */
-  add(e: IndexEntry, key: string = entryKey(e.reference)): boolean {
+  add(e: IndexEntry, key: string = entryKey(e.reference), line?: string): boolean {
+    this.ensureIds();
     const version = `${e.digest} ${e.reference}`;
     if (this.byVersion.has(version)) return false;
-    const i = this.entries.length;
+    const i = this.hay.length;
     this.entries.push(e);
+    this.lines.push(line);
     const h = haystackOf(e);
     this.hay.push(h);
     if (i >>> 5 >= this.visible.length) {
-      const v = new Int32Array(this.visible.length * 2);
+      const v = new Int32Array(Math.max(64, this.visible.length * 2));
       v.set(this.visible);
       this.visible = v;
     }
     this.visible[i >>> 5]! |= 1 << (i & 31);
     this.filter.add(i, h);
+    this.index(i, key, version);
+    return true;
+  }
+
+  /** Record entry i under its key and version id. */
+  private index(i: number, key: string, version: string): void {
+    this.keyOf[i] = key;
+    this.versionOf[i] = version;
     const list = this.byKey.get(key);
     if (list) list.push(i);
     else this.byKey.set(key, [i]);
     this.byVersion.set(version, i);
-    return true;
+  }
+
+  /** Build the key and version maps of a snapshot's entries, once. */
+  private ensureIds(): void {
+    if (this.pendingIds === null) return;
+    const { keys, versions } = this.pendingIds();
+    this.pendingIds = null;
+    for (let i = 0; i < keys.length; i++) this.index(i, keys[i]!, versions[i]!);
+  }
+
+  /** Entry i's line: as read, or formatted for a publish. */
+  private lineOf(i: number): string {
+    const l = this.lines[i];
+    if (l !== undefined) return l;
+    const e = this.entries[i];
+    if (e !== undefined) return formatEntryLine(e);
+    return this.lineAt!(i);
+  }
+
+  /** Entry i (parsed from its line on first need). */
+  private entry(i: number): IndexEntry {
+    let e = this.entries[i];
+    if (e === undefined) {
+      const parsed = parseIndexLine(this.lineOf(i));
+      if (parsed === null || parsed.kind !== 'entry')
+        throw new Error(`entry ${i} of the catalog is not an entry line`);
+      e = this.entries[i] = parsed.entry;
+    }
+    return e;
   }
 
   /**
@@ -99,6 +201,7 @@ export class Catalog {
    * @returns whether it was held and visible
    */
   hide(reference: string, digest: string): boolean {
+    this.ensureIds();
     const i = this.byVersion.get(`${digest} ${reference}`);
     if (i === undefined || !this.isVisible(i)) return false;
     this.visible[i >>> 5]! &= ~(1 << (i & 31));
@@ -107,6 +210,7 @@ export class Catalog {
 
   /** Hide every version at `digest` (a takedown line names a digest); @returns how many. */
   hideDigest(digest: string): number {
+    this.ensureIds();
     let n = 0;
     for (const [version, i] of this.byVersion) {
       if (version.startsWith(digest + ' ') && this.isVisible(i)) {
@@ -119,15 +223,20 @@ export class Catalog {
 
   /** The visible versions of one harness (key = reference without tag), in publish order; [] when none. */
   versions(key: string): IndexEntry[] {
-    return (this.byKey.get(key) ?? []).filter((i) => this.isVisible(i)).map((i) => this.entries[i]!);
+    this.ensureIds();
+    return (this.byKey.get(key) ?? []).filter((i) => this.isVisible(i)).map((i) => this.entry(i));
   }
 
   /** The visible version of exactly `reference` published last, if any. */
   latest(reference: string): IndexEntry | undefined {
+    this.ensureIds();
     const list = this.byKey.get(entryKey(reference)) ?? [];
     for (let k = list.length - 1; k >= 0; k--) {
       const i = list[k]!;
-      if (this.isVisible(i) && this.entries[i]!.reference === reference) return this.entries[i];
+      if (this.isVisible(i) && this.versionOf[i]!.endsWith(' ' + reference)) {
+        const e = this.entry(i);
+        if (e.reference === reference) return e;
+      }
     }
     return undefined;
   }
@@ -142,7 +251,7 @@ export class Catalog {
     const limit = opts.limit ?? Infinity;
     let start = 0;
     if (opts.cursor !== undefined) {
-      if (!/^\d{1,10}$/.test(opts.cursor) || Number(opts.cursor) > this.entries.length)
+      if (!/^\d{1,10}$/.test(opts.cursor) || Number(opts.cursor) > this.hay.length)
         throw new CursorError(
           `cursor ${JSON.stringify(opts.cursor.slice(0, 40))} is not one a page returned`,
         );
@@ -150,7 +259,7 @@ export class Catalog {
     }
     const out: IndexEntry[] = [];
     const grams = termGrams(t);
-    const n = this.entries.length;
+    const n = this.hay.length;
     const fieldsCheck = t.includes(SEP);
     const words = (n + 31) >>> 5;
     for (let w = start >>> 5; w < words; w++) {
@@ -162,7 +271,7 @@ export class Catalog {
         const i = (w << 5) + 31 - Math.clz32(low);
         if (fieldsCheck ? this.fieldMatch(i, t) : this.hay[i]!.includes(t)) {
           if (out.length === limit) return { entries: out, next: String(i) };
-          out.push(this.entries[i]!);
+          out.push(this.entry(i));
         }
       }
     }
@@ -176,6 +285,6 @@ export class Catalog {
 
   /** The exact field-by-field check, for a term holding the field separator. */
   private fieldMatch(i: number, t: string): boolean {
-    return entryMatches(this.entries[i]!, t);
+    return entryMatches(this.entry(i), t);
   }
 }

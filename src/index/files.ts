@@ -7,6 +7,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import { ensureDirectory } from '../util/dirs.js';
 import { Catalog } from './catalog.js';
 import {
@@ -17,6 +18,18 @@ import {
   type IndexEntry,
   type Takedown,
 } from './entry.js';
+
+/** The state of each file a catalog was read from (sorted by path), as a snapshot records it. */
+export interface FileTable {
+  /** paths relative to the index root, `/`-separated, in {@link indexFiles} order */
+  paths: string[];
+  /** bytes read */
+  size: number[];
+  /** modification time, ms */
+  mtime: number[];
+  /** CRC-32 of the bytes read */
+  crc: number[];
+}
 
 /** What {@link loadIndexDirectory} read. */
 export interface LoadedIndex {
@@ -29,6 +42,8 @@ export interface LoadedIndex {
   skippedAt: string[];
   /** takedown lines applied */
   takedowns: number;
+  /** the files as read */
+  table: FileTable;
 }
 
 /** Thrown when the index directory (or a file in it) cannot be read: the service answers 500. */
@@ -59,6 +74,89 @@ export function indexFiles(root: string): string[] {
   return out.sort();
 }
 
+/** One index file's bytes and modification time. @throws IndexReadError */
+export function readIndexFile(file: string): { bytes: Buffer; mtime: number } {
+  try {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const st = fs.fstatSync(fd);
+      let bytes = Buffer.allocUnsafe(st.size);
+      let got = 0;
+      for (;;) {
+        if (got === bytes.length) {
+          const more = Buffer.allocUnsafe(Math.max(4096, bytes.length));
+          const n = fs.readSync(fd, more, 0, more.length, got);
+          if (n === 0) break;
+          bytes = Buffer.concat([bytes, more.subarray(0, n)]);
+          got += n;
+          continue;
+        }
+        const n = fs.readSync(fd, bytes, got, bytes.length - got, got);
+        if (n === 0) break;
+        got += n;
+      }
+      return { bytes: bytes.subarray(0, got), mtime: st.mtimeMs };
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (e) {
+    throw new IndexReadError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? e}`);
+  }
+}
+
+/** Counts of {@link readLines}, added to as lines are read. */
+export interface LineCounts {
+  skipped: number;
+  skippedAt: string[];
+  takedowns: number;
+}
+
+/**
+ * Add the lines of `text` (an index file's content from a line start) to `catalog`: entries in
+ * order, takedown lines hiding the versions at their digest, anything else skipped and counted.
+ * @param rel the file's path relative to the root, `/`-separated (names the key and the log)
+ * @param firstLine the number of the first line of `text` in the file
+ */
+export function readLines(
+  catalog: Catalog,
+  text: string,
+  rel: string,
+  firstLine: number,
+  counts: LineCounts,
+): void {
+  // the file names the key: `{root}/{key}.json`
+  const fileKey = rel.slice(0, -'.json'.length);
+  let lineNo = firstLine - 1;
+  let at = 0;
+  while (at < text.length) {
+    let nl = text.indexOf('\n', at);
+    if (nl < 0) nl = text.length;
+    const line = text.slice(at, nl);
+    at = nl + 1;
+    lineNo++;
+    if (line.trim() === '') continue;
+    const parsed = parseIndexLine(line);
+    if (parsed === null) {
+      counts.skipped++;
+      if (counts.skippedAt.length < 10) counts.skippedAt.push(`${rel}:${lineNo}`);
+    } else if (parsed.kind === 'entry') {
+      // an entry filed under another key (a hand edit) is grouped by its own reference
+      const ref = parsed.entry.reference;
+      const c = ref.charAt(fileKey.length);
+      const filed = ref.startsWith(fileKey) && (c === ':' || c === '@') && !ref.includes('/', fileKey.length);
+      catalog.add(parsed.entry, filed ? fileKey : undefined, line);
+    } else {
+      catalog.hideDigest(parsed.takedown.takedown);
+      counts.takedowns++;
+    }
+  }
+}
+
+/** The `/`-separated path of `file` relative to `root`. */
+export function relativeName(root: string, file: string): string {
+  return path.relative(root, file).split(path.sep).join('/');
+}
+
 /**
  * Load an index directory into a {@link Catalog}: files in sorted path order (so keys in sorted
  * order), each file's lines in order; a takedown line hides the versions at its digest.
@@ -67,45 +165,18 @@ export function indexFiles(root: string): string[] {
 export function loadIndexDirectory(root: string): LoadedIndex {
   const catalog = new Catalog();
   const files = indexFiles(root);
-  let skipped = 0;
-  let takedowns = 0;
-  const skippedAt: string[] = [];
+  const counts: LineCounts = { skipped: 0, skippedAt: [], takedowns: 0 };
+  const table: FileTable = { paths: [], size: [], mtime: [], crc: [] };
   for (const file of files) {
-    let text: string;
-    try {
-      text = fs.readFileSync(file, 'utf8');
-    } catch (e) {
-      throw new IndexReadError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? e}`);
-    }
-    // the file names the key: `{root}/{key}.json`
-    const fileKey = path.relative(root, file).slice(0, -'.json'.length).split(path.sep).join('/');
-    let lineNo = 0;
-    let at = 0;
-    while (at < text.length) {
-      let nl = text.indexOf('\n', at);
-      if (nl < 0) nl = text.length;
-      const line = text.slice(at, nl);
-      at = nl + 1;
-      lineNo++;
-      if (line.trim() === '') continue;
-      const parsed = parseIndexLine(line);
-      if (parsed === null) {
-        skipped++;
-        if (skippedAt.length < 10) skippedAt.push(`${path.relative(root, file)}:${lineNo}`);
-      } else if (parsed.kind === 'entry') {
-        // an entry filed under another key (a hand edit) is grouped by its own reference
-        const ref = parsed.entry.reference;
-        const c = ref.charAt(fileKey.length);
-        const filed =
-          ref.startsWith(fileKey) && (c === ':' || c === '@') && !ref.includes('/', fileKey.length);
-        catalog.add(parsed.entry, filed ? fileKey : undefined);
-      } else {
-        catalog.hideDigest(parsed.takedown.takedown);
-        takedowns++;
-      }
-    }
+    const { bytes, mtime } = readIndexFile(file);
+    const rel = relativeName(root, file);
+    table.paths.push(rel);
+    table.size.push(bytes.length);
+    table.mtime.push(mtime);
+    table.crc.push(zlib.crc32(bytes));
+    readLines(catalog, bytes.toString('utf8'), rel, 1, counts);
   }
-  return { catalog, files: files.length, skipped, skippedAt, takedowns };
+  return { catalog, files: files.length, ...counts, table };
 }
 
 /** The file of the harness `key` names (`{root}/{key}.json`), refusing a key that leaves `root`. */

@@ -66,6 +66,23 @@ export class GramFilter {
   /** per segment: SHORT_COLUMNS columns of SEG_BLOCK_WORDS words */
   private readonly short: Int32Array[] = [];
 
+  /** An empty filter, or one made of {@link segments} of an earlier one (kept, not copied). */
+  constructor(tri: Int32Array[] = [], short: Int32Array[] = []) {
+    if (tri.length !== short.length)
+      throw new Error('the filter needs as many short segments as trigram ones');
+    for (let k = 0; k < tri.length; k++) {
+      if (tri[k]!.length !== TRI_COLUMNS * SEG_WORDS || short[k]!.length !== SHORT_COLUMNS * SEG_BLOCK_WORDS)
+        throw new Error(`segment ${k} of the filter has the wrong size`);
+      this.tri.push(tri[k]!);
+      this.short.push(short[k]!);
+    }
+  }
+
+  /** The segments (the arrays themselves, for a snapshot). */
+  segments(): { tri: Int32Array[]; short: Int32Array[] } {
+    return { tri: this.tri, short: this.short };
+  }
+
   /** Set the bits of entry `i` (entries are added in order, each once) with text `h`. */
   add(i: number, h: string): void {
     const seg = (i / SEGMENT_ENTRIES) | 0;

@@ -6,7 +6,9 @@
  */
 import { Command } from 'commander';
 import { packageVersion } from '../util/package-version.js';
+import { defaultCacheDir } from '../cache/cache.js';
 import { startIndexService } from './service.js';
+import { defaultSnapshotFile } from './snapshot.js';
 import { loadTokens, type Publisher } from './tokens.js';
 
 const program = new Command('berm-indexd')
@@ -20,6 +22,11 @@ const program = new Command('berm-indexd')
   )
   .option('--open', 'serve an open index (no --tokens) on a non-loopback address')
   .option('--publish-rate <n>', 'publishes per minute per client (default 30)')
+  .option(
+    '--snapshot <file>',
+    'where to keep the start-up snapshot of the index (default: under the cache directory, one per --index)',
+  )
+  .option('--no-snapshot', 'read every index file at each start, keep no snapshot')
   .allowExcessArguments(false)
   .exitOverride((e) => process.exit(e.exitCode === 0 ? 0 : 2));
 program.parse(process.argv);
@@ -29,6 +36,7 @@ const o = program.opts<{
   tokens?: string;
   open?: boolean;
   publishRate?: string;
+  snapshot: string | boolean;
 }>();
 const log = (line: string): void => void process.stderr.write(`berm-indexd: ${line}\n`);
 
@@ -53,6 +61,12 @@ try {
     open: o.open === true,
     publishesPerMinute: rate,
     log,
+    snapshot:
+      o.snapshot === false
+        ? undefined
+        : typeof o.snapshot === 'string'
+          ? o.snapshot
+          : defaultSnapshotFile(defaultCacheDir(), o.index),
   });
   const stop = (sig: string): void => {
     log(`${sig} received`);

@@ -27,6 +27,7 @@ import { describeArtifact, PublishError } from './describe.js';
 import type { IndexEntry, Takedown } from './entry.js';
 import { appendEntry, appendTakedown, IndexReadError, loadIndexDirectory } from './files.js';
 import { commitFiles, isWorkTree } from './git.js';
+import { loadWithSnapshot, writeSnapshot, type SnapshotLoad } from './snapshot.js';
 import { publisherOf, type Publisher } from './tokens.js';
 import type { RegistryOptions } from '../oci/index.js';
 
@@ -46,6 +47,11 @@ export interface IndexServiceOptions {
   registry?: RegistryOptions;
   /** one line per notable event */
   log?: (line: string) => void;
+  /**
+   * a snapshot file (./snapshot.ts): read at start when it matches the files, written after a
+   * start that read lines it lacked; absent: every start reads every file
+   */
+  snapshot?: string;
 }
 
 /** A running index service. */
@@ -177,11 +183,19 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
   }
   ensureDirectory(o.root);
   const t0 = performance.now();
-  const loaded = loadIndexDirectory(o.root);
+  const loaded: SnapshotLoad =
+    o.snapshot !== undefined
+      ? loadWithSnapshot(o.root, o.snapshot, loadIndexDirectory)
+      : { ...loadIndexDirectory(o.root), how: 'reloaded', stale: false };
   const loadMs = performance.now() - t0;
   const catalog = loaded.catalog;
   log(
     `loaded ${catalog.size} versions of ${catalog.keys} harnesses from ${loaded.files} files in ${loadMs.toFixed(0)} ms` +
+      (o.snapshot === undefined
+        ? ''
+        : loaded.how === 'used'
+          ? ' (snapshot)'
+          : ` (read from the files: ${loaded.why ?? 'no snapshot'})`) +
       (loaded.skipped > 0
         ? `; skipped ${loaded.skipped} unreadable lines (${loaded.skippedAt.join(', ')})`
         : ''),
@@ -358,6 +372,19 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
       resolve();
     });
   });
+  if (o.snapshot !== undefined && loaded.stale) {
+    // after the socket listens: requests wait for it, but no longer than the start did
+    const file = o.snapshot;
+    setImmediate(() => {
+      const t1 = performance.now();
+      try {
+        writeSnapshot(file, o.root, loaded);
+        log(`wrote the snapshot ${file} in ${(performance.now() - t1).toFixed(0)} ms`);
+      } catch (e) {
+        log(`cannot write the snapshot ${file}: ${(e as Error).message}`);
+      }
+    });
+  }
   const a = server.address() as AddressInfo;
   const url = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
   log(
@@ -371,7 +398,10 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
     loadMs,
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        server.close(() => {
+          loaded.release?.();
+          resolve();
+        });
         server.closeAllConnections();
       }),
   };
