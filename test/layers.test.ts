@@ -30,6 +30,8 @@ const LAYER: Record<string, number> = {
   protocol: 10,
   // the PostgreSQL store of the runtime (scale-out): beside the protocol, above the runtime
   cluster: 10,
+  // assembleRuntime: the store, the queue and the protocol door, one way for bermd and berm worker
+  assembly: 10.5,
   cli: 11,
   // the library entry (`import ... from 'berm'`): re-exports the engine and harness layers
   'index.ts': 15,

@@ -7,10 +7,8 @@
 import {
   BermRuntime,
   LIST_WAKES_MAX_BYTES,
-  type LimitSource,
   type Outcome,
   type RuntimeLimits,
-  type RuntimeStore,
   type WakeRecord,
 } from '../runtime/index.js';
 import type {
@@ -71,35 +69,6 @@ export class QueueBackend implements Backend {
   /** Run `f` when the backend closes, before the runtime does (attached services). */
   onClose(f: () => Promise<void>): void {
     this.closers.push(f);
-  }
-
-  /**
-   * Create the runtime with its state (due-set, journal, storage keys) directly under `root`.
-   * @param limits the queue limits with their sources (flag, env, file)
-   */
-  static async create(options: {
-    root: string;
-    cacheDir: string;
-    workers: number;
-    limits: Partial<RuntimeLimits>;
-    limitSources: Partial<Record<keyof RuntimeLimits, LimitSource>>;
-    log: (line: string) => void;
-    /** a storage backend shared with other daemons (default: SQLite under root) */
-    store?: RuntimeStore;
-    /** modules every worker imports first (capability registrations, e.g. the protocol door) */
-    workerModules?: (string | URL)[];
-  }): Promise<QueueBackend> {
-    const runtime = await BermRuntime.create({
-      state: options.root,
-      ...(options.store ? { store: options.store } : {}),
-      cacheDir: options.cacheDir,
-      poolSize: options.workers,
-      limits: options.limits,
-      limitSources: options.limitSources,
-      log: options.log,
-      ...(options.workerModules ? { workerModules: options.workerModules } : {}),
-    });
-    return new QueueBackend(runtime);
   }
 
   async deploy(name: string, elf: Uint8Array, grant: DeployGrant): Promise<void> {

@@ -9,9 +9,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Command } from 'commander';
 import { DeclarationError, loadDeclarations } from '../../config/declarations.js';
-import { isPostgresStore, PgStore } from '../../cluster/pg-store.js';
+import { AssemblyError, assembleRuntime, type AssembledRuntime } from '../../assembly/assemble.js';
 import {
-  BermRuntime,
   StateLock,
   StateLockError,
   type JournalRecord,
@@ -143,39 +142,27 @@ export function registerWorker(program: Command, ctx: CliContext): void {
             throw e;
           }
           try {
-            let rt: BermRuntime;
-            let shared: PgStore | null = null;
-            if (opts.store !== undefined) {
-              fs.mkdirSync(opts.state, { recursive: true });
-              if (!isPostgresStore(opts.store))
-                throw new CliError(
-                  `--store ${opts.store}: give a postgres:// URL (or leave it out for SQLite under --state)`,
-                );
-              try {
-                shared = await PgStore.open(opts.store, {
-                  ...(opts.lease !== undefined ? { leaseMs: opts.lease } : {}),
-                  log: (line) => io.out(`berm worker: ${line}\n`),
-                });
-              } catch (e) {
-                throw new CliError((e as Error).message);
-              }
-            }
+            if (opts.store !== undefined) fs.mkdirSync(opts.state, { recursive: true });
+            // the runtime as bermd assembles it: the same store, limits, workers and protocol door
+            let assembled: AssembledRuntime;
             try {
-              rt = await BermRuntime.create({
+              assembled = await assembleRuntime({
+                who: 'berm worker',
                 state: opts.state,
-                ...(shared ? { store: shared } : {}),
-                ...(opts.workers !== undefined ? { poolSize: opts.workers } : {}),
+                store: opts.store ?? null,
+                ...(opts.lease !== undefined ? { leaseMs: opts.lease } : {}),
+                cacheDir: cacheDirOf(g),
+                ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
                 limits: layers.limits,
                 limitSources: layers.sources,
-                cacheDir: cacheDirOf(g),
                 ...(g.memory !== undefined ? { memorySize: g.memory } : {}),
                 log: (line) => io.out(`berm worker: ${line}\n`),
               });
             } catch (e) {
-              shared?.close();
-              if (e instanceof RangeError) throw new CliError(e.message);
+              if (e instanceof AssemblyError) throw new CliError(e.message);
               throw e;
             }
+            const { runtime: rt, shared } = assembled;
             // deployments stay per process (the declaration file); wakes are shared
             shared?.attach(rt, { deployments: false });
             const poolSource = opts.workers !== undefined ? 'flag' : 'default';
@@ -198,7 +185,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
                 );
               }
             } catch (e) {
-              await rt.close(0);
+              await assembled.close(0);
               throw new CliError(`cannot deploy the declared harnesses: ${(e as Error).message}`);
             }
             const summaries: HarnessSummary[] = rt.harnesses().map((d) => ({
@@ -247,7 +234,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
               process.on('SIGTERM', onTerm);
             });
             draining = true;
-            await rt.close();
+            await assembled.close();
             clearInterval(keepAlive);
             try {
               if (fs.readFileSync(pidFile, 'utf8').trim() === String(process.pid)) fs.rmSync(pidFile);
