@@ -212,6 +212,52 @@ t.test(
   },
 );
 
+t.test('fuel is charged as docs/wasm.md counts it, across calls, returns and branches out', async (t) => {
+  // Counted by hand from the rule: a function entry is charged its instructions outside loops
+  // (each \`end\` and the \`loop\` opcode itself included), each pass through a loop head the
+  // instructions directly inside it (its \`end\` included).
+  //   $inc: local.get, i32.const, i32.add, return, end                              = 5 per call
+  //   loop body: local.get, call, local.set, local.get, i32.const, i32.lt_u, br_if, end = 8 per pass
+  //   run outside loops: loop; i64.const, i32.const, i32.const, call, drop; block, br, end; end = 10
+  // 100 passes, 100 calls: 10 + 100 * 8 + 100 * 5 = 1310
+  const h = await load(
+    await wat(
+      guest(`
+      (func $inc (param i32) (result i32)
+        local.get 0
+        i32.const 1
+        i32.add
+        return)
+      (func (export "berm_tool_run") (local $i i32)
+        loop $l
+          local.get $i
+          call $inc
+          local.set $i
+          local.get $i
+          i32.const 100
+          i32.lt_u
+          br_if $l
+        end
+        i64.const ${num('berm.done')}
+        i32.const 0
+        i32.const 0
+        call $sys
+        drop
+        block
+          br 1
+        end)`),
+      manifestOf('run'),
+    ),
+  );
+  t.same(
+    h.invoke('run', '{}', { fuel: 1310 }),
+    { status: 'ok', result: '', logs: [] },
+    'a budget of 1310 is enough',
+  );
+  t.throws(() => h.invoke('run', '{}', { fuel: 1309 }), OutOfFuel, 'a budget of 1309 is not');
+  t.throws(() => h.invoke('run', '{}', { fuel: 1000 }), OutOfFuel, 'nor one of 1000');
+});
+
 t.test('2,000 mutated Wasm images are refused or run, never crash the host', async (t) => {
   const base = await wat(
     guest(`${ECHO}

@@ -287,9 +287,11 @@ export function ms(n: number): string {
 
 /** One human line describing how a module was obtained, for --verbose and `compile`. */
 export function describeCompile(info: CompileInfo): string {
-  const how = info.cached ? 'cache hit' : 'translated';
+  const wasm = info.format === 'wasm';
+  const how = info.cached ? 'cache hit' : wasm ? 'instrumented' : 'translated';
   const parts = [`${how}, ${info.wasmBytes} bytes of Wasm, total ${ms(info.totalMs)}`];
-  if (info.translate) {
+  if (info.translate && wasm) parts.push(`instrument ${ms(info.translate.build)}`);
+  else if (info.translate) {
     const t = info.translate;
     parts.push(`build ${ms(t.build)}, optimize ${ms(t.optimize)}, emit ${ms(t.emit)}`);
   }

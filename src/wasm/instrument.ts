@@ -2,14 +2,20 @@
  * Instrumentation of a Wasm harness image before it is compiled: the limits a translated ELF
  * obeys, added to a module written for the harness ABI (src/wasm/reader.ts).
  *
- * - Fuel and interrupts. A mutable i32 global (the fuel counter) is charged at the entry of every
- *   function with the number of the function's instructions outside any loop, and at the head of
- *   every loop with the number of instructions directly inside that loop (a nested loop charges
- *   its own). When the counter goes negative, a helper function asks the host for the next slice
- *   through `berm.syscall` with the number {@link POLL_CALL} and the original offset of the
- *   charging site: the host checks the interrupt flag, the deadline and the budget there, exactly
- *   as the translator's poll does for ELF code, and traps when one has run out. A guest that loops
- *   or recurses for ever is therefore stopped within a slice.
+ * - Fuel and interrupts. Fuel is charged at the entry of every function with the number of the
+ *   function's instructions outside any loop, and at the head of every loop with the number of
+ *   instructions directly inside that loop (a nested loop charges its own). Between functions the
+ *   count lives in a mutable i32 global; inside one it lives in a local of its own (a register to
+ *   V8): loaded from the global at entry, stored back before every call of guest code (the callee
+ *   charges the global) and loaded again after it, and stored back before the function is left
+ *   (`return`, a branch to the body's own label, a tail call, the final `end`). Calls of
+ *   `berm.syscall` do not touch it. When the counter goes negative, a helper asks the host for
+ *   the next slice through `berm.syscall` with the number {@link POLL_CALL} and the original
+ *   offset of the charging site, and returns the counter plus the slice: the host checks the
+ *   interrupt flag, the deadline and the budget there, exactly as the translator's poll does for
+ *   ELF code, and traps when one has run out. A guest that loops or recurses for ever is
+ *   therefore stopped within a slice. Each charge's `if` is hinted unlikely (the branch hinting
+ *   section {@link BRANCH_HINT_SECTION}), so V8 puts the helper call out of the loop's way.
  * - Memory. The module's own memory becomes an import ({@link MEMORY_IMPORT}) of the same limits,
  *   its maximum set to the configured limit when the module declares none (a declared maximum
  *   above it was refused by the reader): the host makes a memory of those limits for an instance,
@@ -21,8 +27,8 @@
  *   message, while a failure under it (the guest's own smaller maximum) stays the -1 the spec
  *   gives.
  *
- * Nothing is renumbered: the helpers, their types and the fuel global are appended after the
- * module's own, and the one memory keeps index 0 as an import, so every function, type, global
+ * Nothing is renumbered: the helpers, their types, the fuel global and each function's counter
+ * local are appended after the module's own, and the one memory keeps index 0 as an import, so every function, type, global
  * and memory index keeps its meaning (and the `name`
  * section stays true). The instrumented module carries the custom section {@link MAP_SECTION}
  * mapping its code offsets back to the original's, so a trap V8 reports names the guest's own
@@ -38,11 +44,14 @@ export const POLL_CALL = fnv1a64('berm.engine.poll');
 /** The host-call number the grow helper reports a failed `memory.grow` with. */
 export const GROW_CALL = fnv1a64('berm.engine.grow');
 
+/** The custom section of branch hints (the branch hinting proposal's binary format). */
+export const BRANCH_HINT_SECTION = 'metadata.code.branch_hint';
+
 /** The custom section holding the code offset map of an instrumented module. */
 export const MAP_SECTION = 'berm.offset-map';
 
 /** Bumped whenever the instrumented output changes: part of the cache key. */
-export const INSTRUMENT_VERSION = 2;
+export const INSTRUMENT_VERSION = 3;
 
 /**
  * The import the module's memory becomes: the host hands each instance a memory of the module's
@@ -164,20 +173,34 @@ function decodeBody(c: Cursor): Instr[] {
   return out;
 }
 
-/** The charge sequence: fuel -= cost; if fuel < 0, refuel(site). */
-function charge(out: number[], fuel: number, refuel: number, cost: number, site: number): void {
-  out.push(0x23);
-  uleb(out, fuel);
+/**
+ * The charge sequence on the function's counter (a local): counter -= cost; if counter < 0,
+ * counter = refuel(counter, site). The offset of its `if` in the body is added to `cold`.
+ */
+function charge(
+  out: number[],
+  counter: number,
+  refuel: number,
+  cost: number,
+  site: number,
+  cold: number[],
+): void {
+  out.push(0x20);
+  uleb(out, counter);
   out.push(0x41);
   sleb(out, BigInt(cost));
-  out.push(0x6b, 0x24);
-  uleb(out, fuel);
-  out.push(0x23);
-  uleb(out, fuel);
-  out.push(0x41, 0x00, 0x48, 0x04, 0x40, 0x41);
+  out.push(0x6b, 0x22);
+  uleb(out, counter);
+  out.push(0x41, 0x00, 0x48);
+  cold.push(out.length);
+  out.push(0x04, 0x40, 0x20);
+  uleb(out, counter);
+  out.push(0x41);
   sleb(out, BigInt(site));
   out.push(0x10);
   uleb(out, refuel);
+  out.push(0x21);
+  uleb(out, counter);
   out.push(0x0b);
 }
 
@@ -259,12 +282,16 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
   const code: number[] = [];
   uleb(code, info.bodies.length + 2);
   const runs: { out: number; orig: number }[] = [];
+  // per function with a cold `if`: its index and the offsets of those `if`s (branch hints)
+  const hints: { index: number; offsets: number[] }[] = [];
   for (const body of info.bodies) {
     const c = new Cursor(bytes, body.bodyStart, body.end);
-    const localStart = c.pos;
     const groups = c.u32('local declarations');
+    const declsStart = c.pos;
+    const type = info.types[info.functionTypes[body.index - info.importedFunctions]!]!;
+    let locals = type.params.length;
     for (let i = 0; i < groups; i++) {
-      c.u32('local count');
+      locals += c.u32('local count');
       c.u8('local type');
     }
     const localsEnd = c.pos;
@@ -282,24 +309,45 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
       if (op >= 0x02 && op <= 0x04) inner.push(op === 0x03 ? i : loop);
       else if (op === 0x0b) inner.pop();
     }
+    // the function's fuel counter: one more i32 local, after the module's own
+    const counter = locals;
     const out: number[] = [];
-    out.push(...bytes.subarray(localStart, localsEnd));
+    uleb(out, groups + 1);
+    out.push(...bytes.subarray(declsStart, localsEnd), 0x01, I32);
+    const cold: number[] = [];
     const fnRuns: { out: number; orig: number }[] = [];
-    charge(out, fuel, refuel, Math.max(1, entryCost), body.bodyStart);
+    const load = () => {
+      out.push(0x23);
+      uleb(out, fuel);
+      out.push(0x21);
+      uleb(out, counter);
+    };
+    const spill = () => {
+      out.push(0x20);
+      uleb(out, counter);
+      out.push(0x24);
+      uleb(out, fuel);
+    };
+    load();
+    charge(out, counter, refuel, Math.max(1, entryCost), body.bodyStart, cold);
     let runStart = instrs.length > 0 ? instrs[0]!.start : c.pos;
     const flush = (upTo: number) => {
       if (upTo > runStart) {
         fnRuns.push({ out: out.length, orig: runStart });
         for (let p = runStart; p < upTo; p++) out.push(bytes[p]!);
       }
+      runStart = upTo;
     };
+    // open blocks: a branch to label `depth` leaves the function (the body's own block)
+    let depth = 0;
     for (let i = 0; i < instrs.length; i++) {
       const ins = instrs[i]!;
-      if (ins.op === 0x03) {
+      const op = ins.op;
+      if (op >= 0x02 && op <= 0x04) depth++;
+      if (op === 0x03) {
         flush(ins.end);
-        charge(out, fuel, refuel, Math.max(1, cost.get(i) ?? 0), ins.start);
-        runStart = ins.end;
-      } else if (ins.op === 0x40) {
+        charge(out, counter, refuel, Math.max(1, cost.get(i) ?? 0), ins.start, cold);
+      } else if (op === 0x40) {
         flush(ins.start);
         // the pages asked for are on the stack: the helper takes them and the site
         out.push(0x41);
@@ -307,25 +355,46 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
         out.push(0x10);
         uleb(out, grow);
         runStart = ins.end;
+      } else if (op === 0x10 || op === 0x11) {
+        // a call of guest code: the callee charges the global, so the counter is handed over
+        // and taken back (the one import, berm.syscall, never touches fuel)
+        const callee = op === 0x10 ? new Cursor(bytes, ins.start + 1, ins.end).u32('index') : -1;
+        if (callee < 0 || callee >= info.importedFunctions) {
+          flush(ins.start);
+          spill();
+          flush(ins.end);
+          load();
+        }
+      } else if (op === 0x12 || op === 0x13 || op === 0x0f || (op === 0x0b && depth === 0)) {
+        // leaving the function: a tail call, return, the body's final end
+        flush(ins.start);
+        spill();
+      } else if (op === 0x0c || op === 0x0d || op === 0x0e) {
+        const r = new Cursor(bytes, ins.start + 1, ins.end);
+        const labels = op === 0x0e ? r.u32('branch table length') + 1 : 1;
+        let leaves = false;
+        for (let k = 0; k < labels; k++) if (r.u32('label') === depth) leaves = true;
+        if (leaves) {
+          flush(ins.start);
+          spill();
+        }
       }
+      if (op === 0x0b) depth--;
     }
     flush(body.end);
     const sizeBytes: number[] = [];
     uleb(sizeBytes, out.length);
     const bodyOut = code.length + sizeBytes.length;
     for (const r of fnRuns) runs.push({ out: bodyOut + r.out, orig: r.orig });
+    if (cold.length > 0) hints.push({ index: body.index, offsets: cold });
     code.push(...sizeBytes, ...out);
   }
-  // refuel(site: i32): fuel += i32(berm.syscall(POLL_CALL, site, 0))
-  const refuelBody: number[] = [0x00, 0x42];
+  // refuel(fuel: i32, site: i32) -> i32: fuel + i32(berm.syscall(POLL_CALL, site, 0))
+  const refuelBody: number[] = [0x00, 0x20, 0x00, 0x42];
   sleb(refuelBody, BigInt.asIntN(64, POLL_CALL));
-  refuelBody.push(0x20, 0x00, 0x41, 0x00, 0x10);
+  refuelBody.push(0x20, 0x01, 0x41, 0x00, 0x10);
   uleb(refuelBody, syscall);
-  refuelBody.push(0xa7, 0x23);
-  uleb(refuelBody, fuel);
-  refuelBody.push(0x6a, 0x24);
-  uleb(refuelBody, fuel);
-  refuelBody.push(0x0b);
+  refuelBody.push(0xa7, 0x6a, 0x0b);
   // grow(pages: i32, site: i32) -> i32: memory.grow, and on failure tell the host (which may trap)
   const growBody: number[] = [
     0x01,
@@ -357,8 +426,8 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
   const dropped = new Set<number>();
   const added: { id: number; bytes: Uint8Array }[] = [];
   const byId = new Map(info.sections.filter((s) => s.id !== 0).map((s) => [s.id, s]));
-  // types: (i32) -> () and (i32, i32) -> (i32)
-  const newTypes = [0x60, 0x01, I32, 0x00, 0x60, 0x02, I32, I32, 0x01, I32];
+  // types of the helpers: both (i32, i32) -> (i32)
+  const newTypes = [0x60, 0x02, I32, I32, 0x01, I32, 0x60, 0x02, I32, I32, 0x01, I32];
   const types = byId.get(1)!;
   replaced.set(1, section(1, [...extendVector(bytes, types, 2), ...vectorBody(bytes, types), ...newTypes]));
   const fns = byId.get(3);
@@ -397,6 +466,26 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
   if (byId.has(10)) replaced.set(10, codeSection);
   else added.push({ id: 10, bytes: codeSection });
 
+  // the charges' `if`s are unlikely (branch hinting, "metadata.code.branch_hint"): V8 places the
+  // refuel call out of line; custom sections of this kind precede the code section
+  let hintSection: Uint8Array | null = null;
+  if (hints.length > 0) {
+    const content: number[] = [];
+    const name = new TextEncoder().encode(BRANCH_HINT_SECTION);
+    uleb(content, name.length);
+    content.push(...name);
+    uleb(content, hints.length);
+    for (const f of hints) {
+      uleb(content, f.index);
+      uleb(content, f.offsets.length);
+      for (const o of f.offsets) {
+        uleb(content, o);
+        content.push(1, 0); // one byte (the `if`), unlikely
+      }
+    }
+    hintSection = section(0, content);
+  }
+
   // assemble: originals in order (replaced where rebuilt), missing sections at their place
   const parts: Uint8Array[] = [bytes.subarray(0, 8)];
   let size = 8;
@@ -414,7 +503,9 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
         put(p.id, p.bytes);
       }
     }
-    if ((s.id === 0 && s.name === MAP_SECTION) || dropped.has(s.id)) continue;
+    if ((s.id === 0 && (s.name === MAP_SECTION || s.name === BRANCH_HINT_SECTION)) || dropped.has(s.id))
+      continue;
+    if (s.id === 10 && hintSection !== null) put(0, hintSection);
     put(s.id, replaced.get(s.id) ?? bytes.subarray(s.start, s.end));
   }
   for (const p of pending) put(p.id, p.bytes);

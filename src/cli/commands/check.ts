@@ -6,9 +6,10 @@
  */
 import type { Command } from 'commander';
 import { loadDeclarations, type HarnessDeclaration } from '../../config/declarations.js';
-import { readImage } from '../../engine/image.js';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { imageKind, readImage } from '../../engine/image.js';
 import { parseManifest } from '../../harness/manifest.js';
-import { CliError, ExitCode } from '../context.js';
+import { CliError, ExitCode, readInputFile, type ExitCodeValue } from '../context.js';
 import type { CliContext } from '../program.js';
 
 /** One harness as `check` reports it (the --json shape). */
@@ -47,6 +48,48 @@ export function checkHarness(d: HarnessDeclaration): CheckedHarness {
   };
 }
 
+/** The first four bytes of `file`, or null when it cannot be read (the declaration path reports why). */
+function readHead(file: string): Uint8Array | null {
+  try {
+    const fd = openSync(file, 'r');
+    try {
+      const b = new Uint8Array(4);
+      return readSync(fd, b, 0, 4, 0) === 4 ? b : null;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `berm check IMAGE`: a harness image alone (picked by its magic bytes), read as a deploy reads it
+ * (the image, its manifest) without translating or instrumenting it. Prints its tools; a problem
+ * is printed as `file: problem` and exits 2.
+ */
+function checkImage(ctx: CliContext, file: string, json: boolean): ExitCodeValue {
+  const bytes = readInputFile(file);
+  let tools: string[] | null = null;
+  let problem: string | null = null;
+  let format: string | null = null;
+  try {
+    format = imageKind(bytes);
+    const image = readImage(bytes);
+    tools = parseManifest(image.manifest).tools.map((t) => t.name);
+  } catch (e) {
+    problem = `${file}: ${(e as Error).message}`;
+  }
+  if (json) {
+    ctx.io.out(JSON.stringify({ file, format, tools, problems: problem ? [problem] : [] }, null, 2) + '\n');
+  } else {
+    ctx.io.out(`${file}  (${format === 'wasm' ? 'WebAssembly module' : 'ELF'})\n`);
+    ctx.io.out(`  tools: ${tools ? tools.join(', ') || 'none' : 'unreadable'}\n`);
+    if (problem) ctx.io.err(`berm: ${problem}\n`);
+  }
+  return problem ? ExitCode.BadInput : ExitCode.Ok;
+}
+
 const grantText = (g: Record<string, unknown>): string =>
   Object.entries(g)
     .map(([k, v]) => `${k} = ${JSON.stringify(v)}`)
@@ -59,10 +102,12 @@ export function registerCheck(program: Command, ctx: CliContext): void {
     .description(
       'validate a declaration file (harnesses.toml): list each harness, its tools and grants, and every problem with file:line and the fix',
     )
-    .argument('<file>', 'declaration file')
+    .argument('<file>', 'declaration file, or a harness image (an ELF or a WebAssembly module) alone')
     .action((file: string, _opts: unknown, cmd: Command) =>
       ctx.run(cmd, () => {
         const g = ctx.globals(cmd);
+        const head = readHead(file);
+        if (head !== null && imageKind(head) !== null) return checkImage(ctx, file, g.json === true);
         let decls;
         try {
           decls = loadDeclarations(file);

@@ -107,7 +107,8 @@ export function registerCompile(program: Command, ctx: CliContext): void {
                 else if (g.verbose) deferred.push(line);
               }
               if (notHarness !== undefined) {
-                const warn = `berm: ${file}: translated, but not a harness bermd deploys: ${notHarness}\n`;
+                const how = m.info.format === 'wasm' ? 'instrumented' : 'translated';
+                const warn = `berm: ${file}: ${how}, but not a harness bermd deploys: ${notHarness}\n`;
                 if (bar === null) io.err(warn);
                 else deferred.push(warn);
               }
@@ -140,7 +141,7 @@ export function registerCompile(program: Command, ctx: CliContext): void {
         if (g.json) io.out(JSON.stringify(report, null, 2) + '\n');
         else {
           io.err(
-            `berm: ${report.compiled} translated, ${report.cached} already cached, ${report.failed} failed` +
+            `berm: ${report.compiled} compiled (translated or instrumented), ${report.cached} already cached, ${report.failed} failed` +
               ` in ${(report.totalMs / 1000).toFixed(1)} s${report.cacheDir ? ` (cache ${report.cacheDir})` : ' (no cache)'}\n`,
           );
         }

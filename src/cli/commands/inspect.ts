@@ -139,12 +139,15 @@ export function inspectText(r: InspectReport, listFunctions: boolean): string {
     row('manifest', r.manifestError ? `invalid: ${r.manifestError}` : 'none (no .berm.abi section)');
   }
   row('functions', `${r.functionCount} (${r.globalFunctionCount} global)`);
-  row('relocations', String(r.relocationCount));
-  const it = r.indirectTargets;
-  row(
-    'indirect targets',
-    `${it.codeAddresses} code addresses named by relocations: ${it.functionEntries} function entries, ${it.other} other`,
-  );
+  if (r.format === 'elf') {
+    // relocations and the code addresses they name are an ELF's (a module's calls are typed)
+    row('relocations', String(r.relocationCount));
+    const it = r.indirectTargets;
+    row(
+      'indirect targets',
+      `${it.codeAddresses} code addresses named by relocations: ${it.functionEntries} function entries, ${it.other} other`,
+    );
+  }
   if (listFunctions) {
     out.push('');
     for (const f of r.functions) {
