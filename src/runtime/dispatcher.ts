@@ -17,8 +17,11 @@ import type { JournalRecord, RuntimeStore } from './store.js';
 export interface DispatchHooks {
   /** start due wakes while there is room (called after the queue had its turn) */
   drainDue(): void;
-  /** a wake's worker was lost before the guest started: deliver it again */
-  unstarted(j: Job, why: string): void;
+  /**
+   * a wake's worker was lost before the guest started, or after it started with attempts left:
+   * deliver it again, after `delayMs`
+   */
+  unstarted(j: Job, why: string, delayMs: number): void;
   /** a wake's run ended and was journaled: its schedule may run its deferred occurrence */
   finished(j: Job): void;
   /** emit a runtime event */
@@ -194,8 +197,11 @@ export class Dispatcher {
       .then((r) => {
         this.running.delete(interrupt);
         this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 1) - 1);
-        if (r.lost && !r.started && j.wake) {
-          this.hooks.unstarted(j, r.message);
+        // a lost worker is a host fault: the wake is delivered again, at once when nothing of it
+        // ran, else after a backoff while it has attempts left (the last is journaled worker-lost)
+        if (r.lost && j.wake && (!r.started || j.wake.attempt < this.limits.wakeAttempts)) {
+          const delayMs = r.started ? this.limits.wakeRetryMs * 2 ** (j.wake.attempt - 1) : 0;
+          this.hooks.unstarted(j, r.started ? `${r.message}; the guest had started` : r.message, delayMs);
           this.pending--;
           this.hooks.emit('idle-check');
           this.dispatch();

@@ -53,6 +53,14 @@ export interface RuntimeLimits {
   journalRotateBytes: number;
   /** rotated journal files kept (default 4) */
   journalKeep: number;
+  /**
+   * deliveries of a wake whose guest started and whose worker was then lost (a host fault: the
+   * worker crashed or was replaced, stuck in a host call) before the last one is journaled
+   * `worker-lost` (default 3); a guest's own failure is never retried
+   */
+  wakeAttempts: number;
+  /** wait before the second such delivery, doubled for each later one (default 1,000) */
+  wakeRetryMs: number;
   /** how long close() waits for in-flight work before interrupting it (default 10,000) */
   drainMs: number;
   /** ws: largest WebSocket frame, either direction (default 1 MiB; src/capabilities/ws) */
@@ -88,6 +96,8 @@ export function defaultLimits(poolSize: number): RuntimeLimits {
     maxDelayMs: 10 * 365 * 24 * 3600 * 1000,
     journalRotateBytes: 64 * 1024 * 1024,
     journalKeep: 4,
+    wakeAttempts: 3,
+    wakeRetryMs: 1000,
     drainMs: 10_000,
     ...WS_DEFAULT_LIMITS,
   };
@@ -109,6 +119,7 @@ export function checkLimits(l: RuntimeLimits): void {
     'harnessPendingWakes',
     'journalRotateBytes',
     'journalKeep',
+    'wakeAttempts',
     'wsMaxFrameBytes',
     'wsHarnessConnections',
     'wsConnections',
@@ -121,7 +132,15 @@ export function checkLimits(l: RuntimeLimits): void {
   }
   if (!Number.isSafeInteger(l.chainDepth) || l.chainDepth < 0)
     throw new RangeError(`limit chainDepth must be an integer >= 0, got ${l.chainDepth}`);
-  for (const k of ['harnessRate', 'timeoutMs', 'graceMs', 'drainMs', 'maxDelayMs', 'fuel'] as const) {
+  for (const k of [
+    'harnessRate',
+    'timeoutMs',
+    'graceMs',
+    'drainMs',
+    'maxDelayMs',
+    'fuel',
+    'wakeRetryMs',
+  ] as const) {
     const v = l[k];
     if (typeof v !== 'number' || Number.isNaN(v) || v <= 0)
       throw new RangeError(`limit ${k} must be > 0, got ${v}`);

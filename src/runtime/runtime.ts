@@ -139,7 +139,7 @@ export class BermRuntime extends EventEmitter {
     this.registry = new HarnessRegistry(this.pool, store, this.counters, emit);
     this.dispatcher = new Dispatcher(this.limits, this.pool, store, this.counters, {
       drainDue: () => this.scheduler.drainDue(),
-      unstarted: (j, why) => this.scheduler.unstarted(j, why),
+      unstarted: (j, why, delayMs) => this.scheduler.unstarted(j, why, delayMs),
       finished: (j) => this.scheduler.finished(j),
       emit,
       log,

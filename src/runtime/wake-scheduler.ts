@@ -168,23 +168,32 @@ export class WakeScheduler {
   }
 
   /**
-   * A wake's worker was lost before the guest started (the worker crashed or was replaced while
-   * the run waited in its messages): nothing of it ran, so it is not an outcome of the guest and
-   * nothing is journaled. Its claim stays, and it is delivered again with attempt + 1 (counted in
-   * `redeliveries`), as after a crash of the process; while shutting down, the claim is left for
-   * the next start.
+   * A wake's worker was lost: before the guest started (the worker crashed or was replaced while
+   * the run waited in its messages; `delayMs` 0), or after it started with attempts left (the
+   * dispatcher's backoff, `delayMs` > 0). Either way it is a host fault, not an outcome of the
+   * guest, and nothing is journaled. Its claim stays, and it is delivered again with attempt + 1
+   * (counted in `redeliveries`) after `delayMs`, as after a crash of the process; while shutting
+   * down, the claim is left for the next start.
    */
-  unstarted(j: Job, why: string): void {
+  unstarted(j: Job, why: string, delayMs = 0): void {
     const w = j.wake!;
     this.d.log(
-      `wake ${w.id} of ${j.harness} (attempt ${w.attempt}) is delivered again: its worker was lost before the guest started (${why})`,
+      delayMs > 0
+        ? `wake ${w.id} of ${j.harness} (attempt ${w.attempt}) is delivered again in ${delayMs} ms: its worker was lost (${why})`
+        : `wake ${w.id} of ${j.harness} (attempt ${w.attempt}) is delivered again: its worker was lost before the guest started (${why})`,
     );
     const deferred = j.scheduleKey !== undefined ? this.schedules.get(j.scheduleKey)?.deferred : undefined;
     if (j.scheduleKey !== undefined) this.schedules.delete(j.scheduleKey);
     if (this.closed) return;
-    this.redeliver.push(w);
-    if (deferred) this.redeliver.push(deferred);
-    this.armTimer();
+    const again = () => {
+      // while shutting down the claim is left for the next start
+      if (this.closed) return;
+      this.redeliver.push(w);
+      if (deferred) this.redeliver.push(deferred);
+      this.armTimer();
+    };
+    if (delayMs > 0) setTimeout(again, delayMs).unref();
+    else again();
   }
 
   /** A wake's run ended: its schedule's deferred occurrence, if any, is delivered next. */
