@@ -8,122 +8,27 @@
  * Expressions are numbers indexing a node table; a node is a byte sequence in which values >= 256
  * stand for child nodes (`256 + ref`) and negative values for the LEB128 index of a function named
  * in `fnNames` (`-1 - k`), resolved when the module is written (calls may precede the callee).
+ * The format's primitives (type codes, opcodes, LEB128, names) are in wasm-encoding.ts.
  */
-import { uleb, type ByteSink } from '../util/leb.js';
+import { uleb } from '../util/leb.js';
+import {
+  Bytes,
+  localDeclarations,
+  name,
+  Op,
+  sleb32,
+  sleb64,
+  T_F64,
+  T_I32,
+  T_I64,
+  T_NONE,
+  T_UNREACHABLE,
+  TUPLE_BASE,
+  type Sink,
+} from './wasm-encoding.js';
 import type { ExprBuilder, Ref, Ty, Types } from './builder.js';
 
-/** Value and block types. Tuples get indices >= TUPLE_BASE into the tuple table. */
-const T_NONE = 0x40;
-const T_UNREACHABLE = 1;
-const T_I32 = 0x7f;
-const T_I64 = 0x7e;
-const T_F64 = 0x7c;
-const TUPLE_BASE = 0x1000;
-
-/** Opcodes (core spec 5.4). */
-export const Op = {
-  unreachable: 0x00,
-  nop: 0x01,
-  block: 0x02,
-  loop: 0x03,
-  if: 0x04,
-  else: 0x05,
-  end: 0x0b,
-  br: 0x0c,
-  br_if: 0x0d,
-  br_table: 0x0e,
-  return: 0x0f,
-  call: 0x10,
-  return_call: 0x12,
-  drop: 0x1a,
-  select: 0x1b,
-  local_get: 0x20,
-  local_set: 0x21,
-  local_tee: 0x22,
-  global_get: 0x23,
-  global_set: 0x24,
-  i32_const: 0x41,
-  i64_const: 0x42,
-} as const;
-
-/** Where encoders append bytes: a number[] or a {@link Bytes}. */
-type Sink = ByteSink;
-
-/** A growable byte buffer. */
-class Bytes implements Sink {
-  buf = new Uint8Array(1 << 16);
-  length = 0;
-  push(b: number): void {
-    if (this.length === this.buf.length) this.ensure(1);
-    this.buf[this.length++] = b;
-  }
-  ensure(n: number): void {
-    if (this.length + n <= this.buf.length) return;
-    const b = new Uint8Array(Math.max(this.buf.length * 2, this.length + n));
-    b.set(this.buf.subarray(0, this.length));
-    this.buf = b;
-  }
-  append(src: Uint8Array | readonly number[]): void {
-    this.ensure(src.length);
-    if (src instanceof Uint8Array) this.buf.set(src, this.length);
-    else for (let i = 0; i < src.length; i++) this.buf[this.length + i] = src[i];
-    this.length += src.length;
-  }
-  bytes(): Uint8Array {
-    return this.buf.subarray(0, this.length);
-  }
-}
-
-/** Signed LEB128 of a 32-bit integer. */
-function sleb32(out: Sink, v: number): void {
-  v |= 0;
-  for (;;) {
-    const b = v & 0x7f;
-    v >>= 7;
-    if ((v === 0 && (b & 0x40) === 0) || (v === -1 && (b & 0x40) !== 0)) {
-      out.push(b);
-      return;
-    }
-    out.push(b | 0x80);
-  }
-}
-
-/** Signed LEB128 of a 64-bit integer. */
-function sleb64(out: Sink, v: bigint): void {
-  v = BigInt.asIntN(64, v);
-  if (v >= -0x80000000n && v <= 0x7fffffffn) return sleb32(out, Number(v));
-  for (;;) {
-    const b = Number(v & 0x7fn);
-    v >>= 7n;
-    if ((v === 0n && (b & 0x40) === 0) || (v === -1n && (b & 0x40) !== 0)) {
-      out.push(b);
-      return;
-    }
-    out.push(b | 0x80);
-  }
-}
-
-const utf8 = new TextEncoder();
-/** A name (spec 5.2.4): its UTF-8 length, then its bytes. */
-function name(out: Sink, s: string): void {
-  const n = s.length;
-  let ascii = true;
-  for (let i = 0; i < n; i++) {
-    if (s.charCodeAt(i) > 0x7f) {
-      ascii = false;
-      break;
-    }
-  }
-  // the names berm writes (f_<hex>, entry stubs, imports) are ASCII: a byte per character
-  if (ascii) {
-    uleb(out, n);
-    for (let i = 0; i < n; i++) out.push(s.charCodeAt(i));
-    return;
-  }
-  const b = utf8.encode(s);
-  uleb(out, b.length);
-  for (const x of b) out.push(x);
-}
+export { Op };
 
 interface FuncDef {
   name: string;
@@ -674,20 +579,9 @@ export class ByteModule implements ExprBuilder {
     const key = vars.join(',');
     let decl = this.localDecls.get(key);
     if (decl === undefined) {
-      const runs: [number, number][] = [];
-      for (const v of vars) {
-        for (const l of this.valTypes(v)) {
-          if (runs.length > 0 && runs[runs.length - 1][1] === l) runs[runs.length - 1][0]++;
-          else runs.push([1, l]);
-        }
-      }
-      const out: number[] = [];
-      uleb(out, runs.length);
-      for (const [n, t] of runs) {
-        uleb(out, n);
-        out.push(t);
-      }
-      decl = Uint8Array.from(out);
+      const types: number[] = [];
+      for (const v of vars) for (const l of this.valTypes(v)) types.push(l);
+      decl = localDeclarations(types);
       this.localDecls.set(key, decl);
     }
     return decl;
