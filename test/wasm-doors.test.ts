@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { defaultPullOutput } from '../src/cli/commands/push-pull.js';
 import { runBerm } from './helpers/berm-cli.js';
 import { ROOT } from './helpers/fixtures.js';
 import { startRegistry } from './helpers/oci-registry.js';
@@ -128,6 +129,12 @@ t.test('push, pull, publish, install, serve', async (t) => {
   r = await berm(['pull', ref, '-o', out]);
   t.equal(r.code, 0, r.stderr);
   t.ok(readFileSync(out).equals(BYTES), 'pulled byte for byte');
+  // without -o, pull names the file by the image's kind
+  t.equal(defaultPullOutput('berm/wecho', BYTES), 'wecho.wasm');
+  t.equal(
+    defaultPullOutput('berm/echo', readFileSync(join(ROOT, 'fixtures', 'build', 'echo-gcc-O2.elf'))),
+    'echo.elf',
+  );
 
   const svc = await startBin(
     'berm-indexd.js',

@@ -7,6 +7,7 @@
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
+import { imageKind } from '../../engine/image.js';
 import { parseReference, pushHarness } from '../../oci/index.js';
 import { CliError, ExitCode, readInputFile } from '../context.js';
 import { stdout } from '../output.js';
@@ -26,9 +27,12 @@ function writeAtomic(path: string, bytes: Uint8Array): void {
   }
 }
 
-/** The default output of `pull`: the repository's last path component plus `.elf`. */
-export function defaultPullOutput(repository: string): string {
-  return `${basename(repository)}.elf`;
+/**
+ * The default output of `pull`: the repository's last path component plus `.wasm` for a
+ * WebAssembly module (by its magic bytes), `.elf` otherwise.
+ */
+export function defaultPullOutput(repository: string, image: Uint8Array): string {
+  return `${basename(repository)}.${imageKind(image) === 'wasm' ? 'wasm' : 'elf'}`;
 }
 
 /** Register `push` and `pull`. */
@@ -67,7 +71,7 @@ export function registerPushPull(program: Command, ctx: CliContext): void {
   program
     .command('pull')
     .description(
-      "fetch a harness from an OCI registry, verified by sha256 (default output: <name>.elf; '-o -' for stdout)",
+      "fetch a harness from an OCI registry, verified by sha256 (default output: <name>.elf, or <name>.wasm for a WebAssembly module; '-o -' for stdout)",
     )
     .argument('<ref>', 'registry reference, e.g. ghcr.io/org/name:v1 or host/name@sha256:...')
     .option('-o, --output <file>', "where to write the ELF ('-' for stdout)")
@@ -75,8 +79,8 @@ export function registerPushPull(program: Command, ctx: CliContext): void {
       ctx.run(cmd, async () => {
         const g = ctx.globals(cmd);
         const ref = await registryCall(async () => parseReference(refText));
-        const out = opts.output ?? defaultPullOutput(ref.repository);
         const r = await pullChecked(refText);
+        const out = opts.output ?? defaultPullOutput(ref.repository, r.elf);
         if (out === '-') {
           // the ELF's bytes as they are, through the same synchronous stdout as the CLI's text
           stdout.write(r.elf);
