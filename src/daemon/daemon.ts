@@ -19,15 +19,31 @@ import { packageVersion } from '../util/package-version.js';
 import { narrowFolder, privateDir } from '../util/private-files.js';
 import { isLoopback, loadToken } from './auth.js';
 import type { Backend } from './backend.js';
+import { describeDefaultBudget } from './budget.js';
 import { Deployments } from './deployments.js';
 import { clampConnections, openFileLimit } from './fd-limit.js';
 import { Grants } from './grants.js';
 import { importReferenceRoot, REFERENCE_IMAGES_DIR } from './reference-root.js';
-import { DaemonServer } from './server.js';
+import { DaemonServer, KEEP_ALIVE_MS, OVER_CAP_GRACE_MS } from './server.js';
+import { MAX_ENCODED_RESULT_BYTES } from './reply-size.js';
+import { MAX_MCP_SESSIONS } from './mcp.js';
+import { MAX_AUTHORITY_CHARS } from '../contract/index.js';
+import { DEFAULT_CALL_LIMITS } from '../harness/harness.js';
 import type { Settings } from './settings.js';
 import { DeploymentStore } from './store.js';
 import { openIndex, type IndexSource } from '../index/source.js';
 import { deployInstalled } from './installed.js';
+
+/** The limits that are not settings, for the boot log (docs/daemon.md has the reasons). */
+const FIXED_LIMITS: [string, string][] = [
+  ['keep-alive-ms', String(KEEP_ALIVE_MS)],
+  ['over-cap-grace-ms', String(OVER_CAP_GRACE_MS)],
+  ['result-bytes', `${MAX_ENCODED_RESULT_BYTES} (raw and JSON-encoded)`],
+  ['args-bytes', String(DEFAULT_CALL_LIMITS.maxArgsBytes)],
+  ['log-lines', `${DEFAULT_CALL_LIMITS.maxLogLines} of ${DEFAULT_CALL_LIMITS.maxLogLineBytes} bytes`],
+  ['authority-chars', String(MAX_AUTHORITY_CHARS)],
+  ['mcp-sessions', String(MAX_MCP_SESSIONS)],
+];
 
 /** A reason bermd will not start; the message says what to change. */
 export class BootError extends Error {
@@ -189,6 +205,8 @@ export async function startDaemon(
     const cacheDir = settings.cacheDir.value ?? path.join(root, 'cache');
     show('cache-dir', settings.cacheDir, cacheDir);
     privateDir(cacheDir);
+    if (store.removedAtOpen.length > 0)
+      log(`  removed ${store.removedAtOpen.length} stored images no deployment uses (deployments/images)`);
     show('config', settings.config, settings.config.value ?? 'none: every harness runs without capabilities');
     log(
       `  ${'token'.padEnd(16)} ${token.token === null ? 'none (loopback only)' : 'required'}  (${token.source})`,
@@ -215,6 +233,25 @@ export async function startDaemon(
         : `${conns.value} (asked ${settings.maxConnections.value}; open-file limit ${fdLimit})`,
     );
     if (conns.warning !== null) log(`  warning: ${conns.warning}`);
+    const perAddress = Math.min(conns.value, settings.maxConnectionsPerAddress.value);
+    show(
+      'max-connections-per-address',
+      settings.maxConnectionsPerAddress,
+      perAddress === settings.maxConnectionsPerAddress.value
+        ? String(perAddress)
+        : `${perAddress} (asked ${settings.maxConnectionsPerAddress.value}; at most max-connections)`,
+    );
+    show('max-buffered-bytes', {
+      value: settings.maxBufferedBytes.value,
+      source:
+        settings.maxBufferedBytes.source === 'default'
+          ? describeDefaultBudget()
+          : settings.maxBufferedBytes.source,
+    });
+    if (settings.maxBufferedBytes.value < settings.maxImageBytes.value)
+      log(
+        `  warning: max-buffered-bytes ${settings.maxBufferedBytes.value} is below max-image-bytes ${settings.maxImageBytes.value}: the largest uploads will be refused 503`,
+      );
     show('workers', settings.workers);
     show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
     show(
@@ -250,6 +287,7 @@ export async function startDaemon(
       log,
     });
     for (const [k, v, source] of backend.limits?.() ?? []) log(`  ${k.padEnd(16)} ${v}  (${source})`);
+    for (const [k, v] of FIXED_LIMITS) log(`  ${k.padEnd(16)} ${v}  (fixed)`);
     const deployments = new Deployments(store, backend, grants, {
       maxCodeBytes: settings.maxCodeBytes.value,
       maxSymbols: settings.maxSymbols.value,
@@ -265,6 +303,8 @@ export async function startDaemon(
         bodyTimeoutMs: settings.bodyTimeoutMs.value,
         writeTimeoutMs: settings.writeTimeoutMs.value,
         maxConnections: conns.value,
+        maxConnectionsPerAddress: perAddress,
+        maxBufferedBytes: settings.maxBufferedBytes.value,
       },
       version: packageVersion(),
       log,

@@ -223,11 +223,16 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
             `the image does not compile: ${(e as Error).name}: ${(e as Error).message}`,
           );
         }
+        const superseded = this.store.get(name)?.digest;
         try {
           entry = this.store.setDeployment(name, digest);
         } finally {
           release();
         }
+        // the index no longer names the old image: its file goes unless another name (or a deploy
+        // in progress) uses it. Calls run the compiled module in memory, never the file, so calls
+        // of the old image still in flight finish unaffected
+        if (superseded !== undefined && superseded !== digest) this.store.dropIfUnused(superseded, this.busy);
       } catch (e) {
         if (e instanceof HttpError) throw e;
         // not recorded, so not acknowledged: put back what the runtime served before

@@ -5,6 +5,7 @@
  * body slowly cannot hold a connection and a buffer forever.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BufferBudget } from './budget.js';
 
 /** A refusal with its HTTP status; the message becomes the `{"error": ...}` body. */
 export class HttpError extends Error {
@@ -87,6 +88,11 @@ export interface BodyLimits {
   maxBytes: number;
   /** the whole body must arrive within this many ms of the request's start; else 408 */
   timeoutMs: number;
+  /**
+   * the daemon's byte budget (./budget.ts): the body's bytes are held in it until the request is
+   * done, and a body that would take it over is refused 503 before it is read
+   */
+  budget?: BufferBudget;
 }
 
 /**
@@ -94,7 +100,8 @@ export interface BodyLimits {
  * @returns the body bytes (empty for none)
  * @throws HttpError 413 when Content-Length or the bytes received exceed `maxBytes` (the rest is
  *   not read: the connection is closed after the reply), 408 when the body has not arrived within
- *   `timeoutMs`, 400 when the client aborts.
+ *   `timeoutMs`, 400 when the client aborts, 503 when the body would take the byte budget over
+ *   its maximum (not read either).
  */
 export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -102,6 +109,13 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buff
     if (declared !== undefined && Number(declared) > limits.maxBytes) {
       req.resume();
       reject(tooLarge(limits.maxBytes, Number(declared)));
+      return;
+    }
+    const budget = limits.budget;
+    // a declared length is held whole before a byte is read; a chunked body chunk by chunk
+    const counted = declared !== undefined;
+    if (budget !== undefined && counted && !budget.holdBody(req, Number(declared))) {
+      reject(budget.spent());
       return;
     }
     const chunks: Buffer[] = [];
@@ -124,6 +138,7 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buff
     const onData = (c: Buffer): void => {
       size += c.length;
       if (size > limits.maxBytes) finish(tooLarge(limits.maxBytes, size));
+      else if (budget !== undefined && !counted && !budget.holdBody(req, c.length)) finish(budget.spent());
       else chunks.push(c);
     };
     const onEnd = (): void => finish(null);

@@ -48,6 +48,14 @@ const program = new Command('bermd')
     'client connections served at once; one more is answered 503 and closed (default 1024; env BERMD_MAX_CONNECTIONS)',
   )
   .option(
+    '--max-connections-per-address <n>',
+    'client connections from one address served at once (default 256, at most --max-connections; env BERMD_MAX_CONNECTIONS_PER_ADDRESS)',
+  )
+  .option(
+    '--max-buffered-bytes <size>',
+    'bytes of request bodies and unread replies held at once; over it, 503 with Retry-After (default: an eighth of the memory, 128M..1G; env BERMD_MAX_BUFFERED_BYTES)',
+  )
+  .option(
     '--limit <key=value>',
     "a queue limit, repeatable (e.g. --limit timeoutMs=5000; drainMs bounds the shutdown); also [limits] in --config and env BERMD_LIMITS='k=v,k=v'",
     (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
@@ -103,6 +111,8 @@ const flags: Flags = {
   bodyTimeoutMs: o.bodyTimeout,
   writeTimeoutMs: o.writeTimeout,
   maxConnections: o.maxConnections,
+  maxConnectionsPerAddress: o.maxConnectionsPerAddress,
+  maxBufferedBytes: o.maxBufferedBytes,
   workers: o.workers,
   protocolEndpoint: o.protocolEndpoint,
   store: o.store,

@@ -48,6 +48,7 @@ import type { Authority } from '../contract/index.js';
 import type { Backend } from './backend.js';
 import type { Deployments } from './deployments.js';
 import { HttpError, sendJson } from './http.js';
+import { boundEncodedResult } from './reply-size.js';
 
 interface Session {
   server: Server;
@@ -290,7 +291,7 @@ export class McpEndpoint {
       if (agent !== undefined) authority.agent = agent;
       if (session !== undefined) authority.session = session;
       if (sender !== undefined) authority.sender = sender;
-      const out = await this.backend.invoke(harness, tool, args, { authority });
+      const out = boundEncodedResult(await this.backend.invoke(harness, tool, args, { authority }));
       switch (out.status) {
         case 'ok':
           return { content: [{ type: 'text', text: out.result }] };

@@ -6,7 +6,9 @@
  * Names: berm_queue_depth, berm_in_flight, berm_wakes_pending, berm_deployments (gauges);
  * berm_spills_total, berm_translations_total (counters mirrored from the runtime);
  * berm_invocations_total{trigger,outcome} (counter); berm_invocation_seconds{trigger}
- * (histogram); berm_http_requests_total{route,status} (counter).
+ * (histogram); berm_http_requests_total{route,status} (counter); berm_http_write_timeouts_total,
+ * berm_http_timeouts_total{kind} (headers, body, idle) and berm_http_connections_shed_total{reason}
+ * (evicted, over-capacity, per-address) (counters).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Backend } from './backend.js';
@@ -16,6 +18,8 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly http: Counter<'route' | 'status'>;
   private readonly writeTimeouts: Counter;
+  private readonly timeouts: Counter<'kind'>;
+  private readonly shedConns: Counter<'reason'>;
 
   /**
    * @param backend the runtime whose stats and invocation events are exported
@@ -91,6 +95,34 @@ export class Metrics {
       help: 'connections closed because their reply bytes waited unread longer than --write-timeout',
       registers: [r],
     });
+    this.timeouts = new Counter({
+      name: 'berm_http_timeouts_total',
+      help: 'connections timed out by kind: headers (408), body (408), idle (kept-alive, closed)',
+      labelNames: ['kind'] as const,
+      registers: [r],
+    });
+    this.shedConns = new Counter({
+      name: 'berm_http_connections_shed_total',
+      help: 'connections closed or turned away at a connection cap: evicted (no headers yet), over-capacity, per-address',
+      labelNames: ['reason'] as const,
+      registers: [r],
+    });
+    for (const kind of ['headers', 'body', 'idle']) this.timeouts.inc({ kind }, 0);
+    for (const reason of ['evicted', 'over-capacity', 'per-address']) this.shedConns.inc({ reason }, 0);
+  }
+
+  /**
+   * Count one connection timed out: `headers` (its request's headers did not arrive within the
+   * headers timeout: 408), `body` (its request body did not arrive within --body-timeout: 408) or
+   * `idle` (a kept-alive connection without a request for the keep-alive timeout: closed).
+   */
+  timeout(kind: 'headers' | 'body' | 'idle'): void {
+    this.timeouts.inc({ kind });
+  }
+
+  /** Count one connection closed or turned away at a connection cap (src/daemon/connections.ts). */
+  shed(reason: string): void {
+    this.shedConns.inc({ reason });
   }
 
   /** Count one connection closed by the write timeout. */

@@ -19,13 +19,21 @@
  * Every refusal is `{"error": "..."}` (plus detail fields for traps). The serving thread parses,
  * validates and routes; guests and translations run behind the Backend.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  STATUS_CODES,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Backend } from './backend.js';
 import { BearerAuth, refuseBrowsers } from './auth.js';
 import { CodeListings } from './code-routes.js';
+import { ConnectionGate, type ShedReason } from './connections.js';
 import { describe, type Deployments } from './deployments.js';
 import { EventHub, feedEvents } from './events.js';
+import { BufferBudget } from './budget.js';
 import { HttpError, sendError, sendJson } from './http.js';
 import type { IndexSource } from '../index/source.js';
 import { McpEndpoint } from './mcp.js';
@@ -56,12 +64,23 @@ export interface HttpLimits {
    */
   writeTimeoutMs: number;
   /**
-   * most client connections served at once (≥ 1). A connection beyond it is answered 503 with a
-   * JSON error and `connection: close` on its first request, and closed after
-   * {@link OVER_CAP_GRACE_MS} if it sends none; the served connections are unaffected.
+   * most client connections served at once (≥ 1). At the cap the oldest connection that has not
+   * finished its first request's headers is closed in favour of a new one (./connections.ts); when
+   * there is none, the new one is answered 503 with a JSON error and `connection: close` on its
+   * first request, and closed after {@link OVER_CAP_GRACE_MS} if it sends none.
    */
   maxConnections: number;
+  /** most client connections from one remote address served at once (≥ 1), the same way */
+  maxConnectionsPerAddress: number;
+  /**
+   * bytes of request bodies and unread replies held at once (./budget.ts); over it, requests other
+   * than /health and /metrics are answered 503 with Retry-After
+   */
+  maxBufferedBytes: number;
 }
+
+/** How long a kept-alive connection may wait for its next request before it is closed, ms. */
+export const KEEP_ALIVE_MS = 5000;
 
 /** How long a connection over the cap may take to send the request its 503 answers, ms. */
 export const OVER_CAP_GRACE_MS = 2000;
@@ -98,10 +117,12 @@ export class DaemonServer {
   private readonly router: Router;
   /** every open connection (served or over the cap), destroyed at close */
   private readonly sockets = new Set<Socket>();
-  /** open connections within the cap */
-  private served = 0;
-  /** connections over the cap: their requests are answered 503 */
-  private readonly overCap = new WeakSet<Socket>();
+  /** the connection caps (./connections.ts) */
+  private readonly gate: ConnectionGate;
+  /** bytes held for clients (./budget.ts) */
+  readonly budget: BufferBudget;
+  /** connections turned away at a cap, and why: their requests are answered 503 */
+  private readonly overCap = new WeakMap<Socket, ShedReason>();
   private active = 0;
   private closing = false;
   private idle: (() => void) | null = null;
@@ -114,6 +135,12 @@ export class DaemonServer {
   constructor(private readonly o: DaemonServerOptions) {
     this.auth = new BearerAuth(o.token);
     this.metrics = new Metrics(o.backend, () => o.deployments.list().length);
+    this.budget = new BufferBudget(o.limits.maxBufferedBytes);
+    this.gate = new ConnectionGate(
+      o.limits.maxConnections,
+      Math.min(o.limits.maxConnections, o.limits.maxConnectionsPerAddress),
+      (reason) => this.metrics.shed(reason),
+    );
     this.mcp = new McpEndpoint(o.deployments, o.backend, o.version);
     this.workbench = new Workbench(this.auth, o.workbenchAssets);
     this.code = new CodeListings(o.deployments);
@@ -130,8 +157,13 @@ export class DaemonServer {
       backend: o.backend,
       deployments: o.deployments,
       log: o.log,
-      body: (maxBytes = o.limits.maxBodyBytes) => ({ maxBytes, timeoutMs: o.limits.bodyTimeoutMs }),
+      body: (maxBytes = o.limits.maxBodyBytes) => ({
+        maxBytes,
+        timeoutMs: o.limits.bodyTimeoutMs,
+        budget: this.budget,
+      }),
       maxImageBytes: o.limits.maxImageBytes,
+      budget: this.budget,
       closing: () => this.closing,
     };
     const restoring = (): string | null => (this.booting === null ? null : this.booting());
@@ -149,9 +181,14 @@ export class DaemonServer {
         // a workbench page or session request is answered here, before the API's authorisation
         authenticate: async (req, res, pathname) => {
           const source = refuseBrowsers(req, this.auth.enabled);
+          // `Expect: 100-continue` (the only expectation Node lets through): the client sends its
+          // body once told to, which is after authentication; a login sends its token in the body
+          const expects = req.headers.expect !== undefined;
+          if (expects && pathname === '/session') res.writeContinue();
           const page = await this.workbench.handle(req, res, pathname, ctx.body());
           if (page !== null) return page;
           this.workbench.authorize(req, source);
+          if (expects) res.writeContinue();
           return null;
         },
         finished: (route, status) => this.metrics.request(route, status),
@@ -166,17 +203,37 @@ export class DaemonServer {
     const headersTimeout = Math.min(o.limits.bodyTimeoutMs, 60_000);
     this.http = createServer(
       {
-        keepAliveTimeout: 5000,
+        keepAliveTimeout: KEEP_ALIVE_MS,
         connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.floor(headersTimeout / 4))),
       },
       (req, res) => void this.serve(req, res),
     );
+    // a request with `Expect: 100-continue` comes here instead; the 100 is sent after authentication
+    // (the authenticate hook above), so an unauthenticated client is refused before sending a body
+    this.http.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => void this.serve(req, res));
+    // Node's own answer to a connection whose headers time out (or do not parse), counted: 408 for a
+    // timeout, 431 for headers too large, else 400, written only when nothing was written yet
+    this.http.on('clientError', (err: NodeJS.ErrnoException, s: Socket) => {
+      const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+      if (timedOut) this.metrics.timeout('headers');
+      if (s.writable && s.bytesWritten === 0) {
+        const status = timedOut ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+        s.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\n\r\n`);
+      }
+      s.destroy();
+    });
+    // a kept-alive connection without a request for keepAliveTimeout: closed, as Node does, and counted
+    this.http.on('timeout', (s: Socket) => {
+      this.metrics.timeout('idle');
+      s.destroy();
+    });
     // the body deadline is ours (a JSON 408); Node's own request timeout stays as a backstop
     this.http.requestTimeout = Math.max(o.limits.bodyTimeoutMs * 4, 60_000);
     this.http.headersTimeout = headersTimeout;
+    // the sweep also sums the bytes waiting for readers, for the byte budget: a few times a second
     this.sweeper = setInterval(
       () => this.sweepStalled(),
-      Math.min(1000, Math.max(25, Math.floor(o.limits.writeTimeoutMs / 4))),
+      Math.min(250, Math.max(25, Math.floor(o.limits.writeTimeoutMs / 4))),
     );
     this.sweeper.unref();
     this.http.on('connection', (s: Socket) => {
@@ -184,16 +241,17 @@ export class DaemonServer {
       // over the cap: answer its first request 503 (serve), or drop it if it sends none soon;
       // it holds a descriptor for at most the grace period
       let drop: NodeJS.Timeout | null = null;
-      if (this.served >= o.limits.maxConnections) {
-        this.overCap.add(s);
+      const refused = this.gate.admit(s);
+      if (refused !== null) {
+        this.overCap.set(s, refused);
         drop = setTimeout(() => s.destroy(), OVER_CAP_GRACE_MS);
         drop.unref();
-      } else this.served++;
+      }
       s.on('close', () => {
         this.sockets.delete(s);
         this.stalls.delete(s);
         if (drop !== null) clearTimeout(drop);
-        else this.served--;
+        else this.gate.closed(s);
       });
     });
   }
@@ -207,8 +265,10 @@ export class DaemonServer {
    */
   private sweepStalled(): void {
     const now = Date.now();
+    let held = 0;
     for (const s of this.sockets) {
       const waiting = s.writableLength;
+      held += waiting;
       if (waiting === 0 || s.destroyed) {
         this.stalls.delete(s);
         continue;
@@ -223,6 +283,7 @@ export class DaemonServer {
         s.destroy();
       }
     }
+    this.budget.setBuffered(held);
   }
 
   /**
@@ -276,15 +337,20 @@ export class DaemonServer {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (this.overCap.has(req.socket)) {
+    const refused = this.overCap.get(req.socket);
+    if (refused !== undefined) {
       res.on('finish', () => this.metrics.request('over-capacity', 503));
       res.setHeader('connection', 'close');
       res.setHeader('retry-after', '1');
       sendJson(res, 503, {
-        error: `bermd serves at most ${this.o.limits.maxConnections} connections at once (--max-connections); retry later`,
+        error:
+          refused === 'per-address'
+            ? `bermd serves at most ${this.gate.maxPerAddress} connections at once from one address (--max-connections-per-address); retry later`
+            : `bermd serves at most ${this.gate.max} connections at once (--max-connections); retry later`,
       });
       return;
     }
+    this.gate.request(req.socket);
     // split the raw path ourselves: URL parsing would resolve '..' and hide a bad name
     const pathname = (req.url ?? '/').split('?')[0]!;
     const parts = pathname.split('/').slice(1);
@@ -295,14 +361,26 @@ export class DaemonServer {
     try {
       setStrictHeaders(res);
       if (this.closing) res.setHeader('connection', 'close');
+      // over the byte budget no new work starts; /health and /metrics still answer
+      if (this.budget.exhausted && match.route?.duringRestore !== true) {
+        res.on('finish', () => this.metrics.request('over-budget', 503));
+        throw this.budget.spent();
+      }
       await this.router.dispatch({ req, res, method, pathname, parts }, match);
     } catch (e) {
-      if (e instanceof HttpError && (e.status === 413 || e.status === 408))
+      // a refusal before the body was read closes the connection rather than read (or drain) a body
+      // nobody will use: 413, 408, and 401/403 (an unauthenticated client must not make bermd
+      // read its upload)
+      if (e instanceof HttpError && [401, 403, 408, 413, 503].includes(e.status))
         res.setHeader('connection', 'close');
+      if (e instanceof HttpError && e.status === 503 && !res.headersSent && !res.hasHeader('retry-after'))
+        res.setHeader('retry-after', String(e.extra.retry_after ?? 1));
+      if (e instanceof HttpError && e.status === 408) this.metrics.timeout('body');
       if (e instanceof HttpError && e.status === 401)
         res.setHeader('www-authenticate', 'Bearer realm="bermd"');
       sendError(res, e);
     } finally {
+      this.budget.release(req);
       if (counted) {
         this.active--;
         if (this.active === 0) this.idle?.();

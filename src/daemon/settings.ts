@@ -5,6 +5,7 @@
  */
 import { availableParallelism, homedir } from 'node:os';
 import * as path from 'node:path';
+import { defaultBufferBudget } from './budget.js';
 import { DEFAULT_IMAGE_BOUNDS } from './image-bounds.js';
 
 /** One resolved setting. */
@@ -37,6 +38,10 @@ export interface Settings {
   writeTimeoutMs: Setting<number>;
   /** most client connections served at once; one more is answered 503 and closed */
   maxConnections: Setting<number>;
+  /** most client connections from one remote address served at once */
+  maxConnectionsPerAddress: Setting<number>;
+  /** bytes of request bodies and unread replies held at once (src/daemon/budget.ts) */
+  maxBufferedBytes: Setting<number>;
   workers: Setting<number>;
   /** berm's protocol endpoint for the agent-daemon side (`unix:/path` or `127.0.0.1:port`), or none */
   protocolEndpoint: Setting<string | null>;
@@ -68,6 +73,13 @@ interface Spec<T> {
  * Under a lower open-file limit the daemon clamps it at boot (fd-limit.ts).
  */
 export const DEFAULT_MAX_CONNECTIONS = 1024;
+
+/**
+ * Default bound on connections from one remote address: a quarter of the default global cap, so
+ * one client (or one attacker) cannot take every slot, while an agent host with many sessions and
+ * their notification streams still fits.
+ */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
 
 /**
  * Default bound on how long written reply bytes may wait for a client that does not read them
@@ -182,6 +194,18 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
       env: 'BERMD_MAX_CONNECTIONS',
       def: () => DEFAULT_MAX_CONNECTIONS,
       parse: parsePositive,
+    },
+    maxConnectionsPerAddress: {
+      flag: 'max-connections-per-address',
+      env: 'BERMD_MAX_CONNECTIONS_PER_ADDRESS',
+      def: () => DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+      parse: parsePositive,
+    },
+    maxBufferedBytes: {
+      flag: 'max-buffered-bytes',
+      env: 'BERMD_MAX_BUFFERED_BYTES',
+      def: () => defaultBufferBudget(),
+      parse: parseBytes,
     },
     protocolEndpoint: {
       flag: 'protocol-endpoint',

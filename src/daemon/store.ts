@@ -11,6 +11,10 @@
  * every acknowledged deploy is in the index and its image is complete; a half-written image only
  * ever exists under a temporary name, which {@link DeploymentStore.open} deletes. Images are
  * verified against their digest when loaded, so a damaged file is never served.
+ *
+ * An image no name in the index uses is deleted: when a redeploy supersedes it or an undeploy
+ * removes it (after the index is durable without it), and at open, for images a crash left
+ * between the index write and the deletion (or an older version never deleted).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -82,6 +86,22 @@ export class DeploymentStore {
       for (const n of fs.readdirSync(dir)) if (n.startsWith(TMP_PREFIX)) fs.rmSync(path.join(dir, n));
     }
     const file = path.join(root, INDEX);
+    s.readIndex(file);
+    const used = new Set([...s.index.values()].map((e) => e.digest));
+    for (const n of fs.readdirSync(s.imagesDir)) {
+      const m = /^([0-9a-f]{64})\.elf$/.exec(n);
+      if (m && !used.has(m[1]!)) {
+        fs.rmSync(path.join(s.imagesDir, n), { force: true });
+        s.removedAtOpen.push(m[1]!);
+      }
+    }
+    return s;
+  }
+
+  /** Digests of the unreferenced images {@link open} deleted (for the boot log). */
+  readonly removedAtOpen: string[] = [];
+
+  private readIndex(file: string): void {
     if (fs.existsSync(file)) {
       let doc: { version?: unknown; deployments?: Record<string, DeploymentEntry> };
       try {
@@ -94,11 +114,10 @@ export class DeploymentStore {
       }
       for (const [name, e] of Object.entries(doc.deployments)) {
         if (typeof e?.digest === 'string' && /^[0-9a-f]{64}$/.test(e.digest)) {
-          s.index.set(name, { digest: e.digest, deployed_at: Number(e.deployed_at) || 0 });
+          this.index.set(name, { digest: e.digest, deployed_at: Number(e.deployed_at) || 0 });
         }
       }
     }
-    return s;
   }
 
   /** The folder of the images, `<root>/images`. */

@@ -4,6 +4,7 @@
  */
 import type { Backend } from '../backend.js';
 import type { Deployments } from '../deployments.js';
+import type { BufferBudget } from '../budget.js';
 import type { BodyLimits } from '../http.js';
 
 /** The daemon as route handlers see it. */
@@ -19,6 +20,8 @@ export interface RouteContext {
   body(maxBytes?: number): BodyLimits;
   /** largest ELF accepted by `PUT /harnesses/{name}`, bytes */
   maxImageBytes: number;
+  /** the bytes held for clients (src/daemon/budget.ts) */
+  budget: BufferBudget;
   /** true once the server closes: work that would start is refused with 503 */
   closing(): boolean;
 }

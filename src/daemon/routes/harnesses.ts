@@ -19,6 +19,7 @@ import type { Authority, InvokeOutcome, InvokeReply } from '../../contract/index
 import type { CodeListings } from '../code-routes.js';
 import { describe } from '../deployments.js';
 import { HttpError, endSliced, readBody, routeHarnessName, sendJson } from '../http.js';
+import { boundEncodedResult, replyReserve } from '../reply-size.js';
 import type { RouteContext } from './context.js';
 import { segment, type Resource, type RouteRequest } from './router.js';
 
@@ -119,6 +120,11 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
     const tool = segment(r.parts[3]!);
     const { req, res } = r;
     if (ctx.closing()) throw new HttpError(503, 'bermd is shutting down');
+    const sse = (req.headers.accept ?? '').includes('text/event-stream');
+    // the reply may be as large as the result limit allows (and, streamed, its log lines too): that
+    // much of the byte budget is held from now until the reply is handed to the socket, whose
+    // buffer the budget's sweep counts from then on; none left: 503 before any work
+    ctx.budget.holdCall(res, replyReserve(sse));
     const body = await readBody(req, ctx.body());
     let text: string;
     try {
@@ -128,9 +134,8 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
     }
     const args = d.checkArgs(harness, tool, text);
     const authority = authorityFromHeaders(req);
-    const sse = (req.headers.accept ?? '').includes('text/event-stream');
     if (!sse) {
-      const out = await ctx.backend.invoke(harness, tool, args, { authority });
+      const out = boundEncodedResult(await ctx.backend.invoke(harness, tool, args, { authority }));
       if (out.chain !== undefined) res.setHeader('x-berm-chain', out.chain);
       const [status, reply] = outcomeReply(harness, tool, out);
       if (status === 503) res.setHeader('retry-after', String(STORE_RETRY_AFTER_S));
@@ -143,12 +148,14 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
       'x-accel-buffering': 'no',
     });
     res.flushHeaders();
-    const out = await ctx.backend.invoke(harness, tool, args, {
-      authority,
-      onLog: (line) => {
-        if (!res.writableEnded) res.write(sseEvent('log', line));
-      },
-    });
+    const out = boundEncodedResult(
+      await ctx.backend.invoke(harness, tool, args, {
+        authority,
+        onLog: (line) => {
+          if (!res.writableEnded) res.write(sseEvent('log', line));
+        },
+      }),
+    );
     const [status, reply] = outcomeReply(harness, tool, out);
     const chain = out.chain !== undefined ? { chain: out.chain } : {};
     endSliced(res, Buffer.from(sseEvent('result', JSON.stringify({ status, ...reply, ...chain }))));

@@ -6,7 +6,8 @@
  *   match {s}      -> returns s; its schema holds the pattern ^(a|a)*$, which a backtracking
  *                     engine takes exponential time to reject on "aaaa...b"
  *   exec {command} -> runs the command through berm.exec.run and returns the reply's JSON
- *   big {n}        -> returns n bytes of 'x' through berm.done (n may exceed the result limit)
+ *   big {n, c?}    -> returns n bytes of 'x' (or of the byte c, 1..127: c = 1 is a control byte, six
+ *                     bytes in a JSON string) through berm.done (n may exceed the result limit)
  *   badutf8 {how}  -> logs a line, then berm.done ("done") or berm.fail ("fail") with bytes that
  *                     are not valid UTF-8
  *   silent {}      -> logs a line, then returns without berm.done or berm.fail
@@ -70,14 +71,16 @@ BERM_TOOL(exec, "Run a command through berm.exec.run.",
   berm_done(r.data, r.len);
 }
 
-BERM_TOOL(big, "Return n bytes of 'x' (n may exceed the host's result limit).",
-          "{\"type\":\"object\",\"required\":[\"n\"],\"additionalProperties\":false,\"properties\":{\"n\":{\"type\":\"integer\"}}}") {
+BERM_TOOL(big, "Return n bytes of 'x', or of the byte c (n may exceed the host's result limit).",
+          "{\"type\":\"object\",\"required\":[\"n\"],\"additionalProperties\":false,\"properties\":{\"n\":{\"type\":\"integer\"},"
+          "\"c\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":127}}}") {
   const char *args = berm_args(NULL);
-  uint64_t n = 0;
+  uint64_t n = 0, c = 'x';
   if (json_uint(args, "n", &n) != 1) return berm_fail_str("n must be an integer");
+  if (json_uint(args, "c", &c) == -1) return berm_fail_str("c must be an integer");
   char *out = malloc((size_t)n);
   if (out == NULL) return berm_fail_str("out of memory");
-  memset(out, 'x', (size_t)n);
+  memset(out, (int)c, (size_t)n);
   berm_done(out, (size_t)n);
 }
 

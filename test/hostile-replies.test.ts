@@ -1,0 +1,144 @@
+// Amplification through replies, against bermd over real sockets on loopback, each scenario bounded
+// in time: the result size limit counts the JSON-encoded reply (4 MiB of a control byte is 24 MiB
+// in JSON), and 200 clients that ask for a large result and never read it are held within the
+// byte budget (--max-buffered-bytes): the others are answered 503 with Retry-After, the process's
+// RSS stays bounded and /health answers promptly throughout.
+import * as http from 'node:http';
+import { connect, type Socket } from 'node:net';
+import t from 'tap';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { elf, testDaemon } from './helpers/daemon.js';
+
+const HOSTILE = elf('test/data/hostile.elf');
+const LIMIT = 4 * 1024 * 1024;
+
+t.test('the result size limit counts the JSON-encoded reply', async (t) => {
+  const d = await testDaemon();
+  t.teardown(() => d.stop());
+  t.equal((await d.req('/harnesses/h', { method: 'PUT', body: HOSTILE })).status, 200);
+  const big = (args: object): Promise<Response> =>
+    d.req('/harnesses/h/tools/big', { method: 'POST', body: JSON.stringify(args) });
+
+  // 'x' is one byte in JSON: 4 MiB is at the limit and comes back whole
+  const x = await big({ n: LIMIT });
+  t.equal(x.status, 200);
+  const xr = (await x.json()) as { done?: string };
+  t.equal(xr.done?.length, LIMIT, '4 MiB of x: the whole result');
+  // U+0001 must be escaped in JSON (RFC 8259 section 7): six bytes, \u0001
+  const under = Math.floor(LIMIT / 6);
+  const u = await big({ n: under, c: 1 });
+  t.equal(u.status, 200);
+  t.equal(((await u.json()) as { done?: string }).done, '\u0001'.repeat(under), `${under} control bytes`);
+  const n = 1024 * 1024;
+  const over = await big({ n, c: 1 });
+  t.equal(over.status, 200, 'a failed tool call, as for a raw result over the limit');
+  t.same(await over.json(), {
+    failed: `berm refused the tool's result of ${n} bytes: it is ${n * 6} bytes JSON-encoded, over the limit of ${LIMIT} bytes`,
+  });
+  // the same over SSE and over MCP
+  const sse = await d.req('/harnesses/h/tools/big', {
+    method: 'POST',
+    body: JSON.stringify({ n, c: 1 }),
+    headers: { accept: 'text/event-stream' },
+  });
+  t.match(
+    await sse.text(),
+    /event: result\ndata: \{"status":200,"failed":"berm refused the tool's result of 1048576 bytes: it is 6291456 bytes JSON-encoded/,
+  );
+  const client = new Client({ name: 'hostile-replies', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`)));
+  t.teardown(() => client.close());
+  const r = await client.callTool({ name: 'h.big', arguments: { n, c: 1 } });
+  t.equal(r.isError, true);
+  t.match(
+    (r.content as { text: string }[])[0]!.text,
+    /it is 6291456 bytes JSON-encoded, over the limit of 4194304 bytes/,
+  );
+});
+
+/** GET /health on a connection of its own; resolves with the status once the reply is read. */
+function healthOnce(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+  });
+}
+
+/** A client that asks for `n` bytes of 'x' and reads only the first piece of the reply. */
+function nonReader(port: number, n: number): Promise<{ head: string; s: Socket }> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1');
+    const body = JSON.stringify({ n });
+    s.on('error', reject);
+    s.once('connect', () =>
+      s.write(
+        `POST /harnesses/h/tools/big HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      ),
+    );
+    s.once('data', (c: Buffer) => {
+      s.pause();
+      resolve({ head: c.subarray(0, 2000).toString('latin1'), s });
+    });
+  });
+}
+
+t.test('200 clients that never read a large result stay within the byte budget', async (t) => {
+  const budget = 64 * 1024 * 1024;
+  const d = await testDaemon({ maxBufferedBytes: '64M', workers: '2', writeTimeoutMs: '60000' });
+  t.teardown(() => d.stop());
+  t.ok(d.logs.some((l) => /max-buffered-bytes +67108864 +\(flag --max-buffered-bytes\)/.test(l)));
+  t.equal((await d.req('/harnesses/h', { method: 'PUT', body: HOSTILE })).status, 200);
+  // warm up: the worker's instance and the reply path have run once
+  for (let i = 0; i < 3; i++)
+    t.equal((await d.req('/harnesses/h/tools/big', { method: 'POST', body: `{"n":${LIMIT}}` })).status, 200);
+  global.gc?.();
+  const base = process.memoryUsage().rss;
+  let peak = base;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  t.teardown(() => clearInterval(sampler));
+
+  // /health probed every 50 ms, on a connection of its own each time
+  const probe = async (ms: number): Promise<number[]> => {
+    const out: number[] = [];
+    for (const end = performance.now() + ms; performance.now() < end;) {
+      const t0 = performance.now();
+      t.equal(await healthOnce(d.address.port), 200);
+      out.push(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return out;
+  };
+  // the burst: 200 requests arrive at once; /health waits its turn behind them (reported only)
+  const during = probe(3000);
+  const clients = await Promise.all(Array.from({ length: 200 }, () => nonReader(d.address.port, LIMIT)));
+  t.teardown(() => clients.forEach((c) => c.s.destroy()));
+  const burst = await during;
+  // then the 200 clients hold their connections and never read: /health must answer promptly
+  const health = await probe(2000);
+  clearInterval(sampler);
+
+  const ok = clients.filter((c) => /^HTTP\/1\.1 200 /.test(c.head)).length;
+  const refused = clients.filter((c) => /^HTTP\/1\.1 503 /.test(c.head));
+  t.equal(ok + refused.length, 200, `every client answered: ${ok} results, ${refused.length} 503s`);
+  t.ok(ok >= 1 && ok <= budget / LIMIT + 2, `at most the budget's worth of results is held (${ok})`);
+  t.ok(refused.length > 0, 'the rest refused');
+  t.match(refused[0]?.head, /\r\nretry-after: 1\r\n/i, '503 with Retry-After');
+  const grew = (peak - base) / 2 ** 20;
+  const sorted = [...health].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)] ?? Infinity;
+  const worst = sorted[sorted.length - 1] ?? Infinity;
+  t.comment(
+    `RSS grew ${grew.toFixed(0)} MiB (budget 64 MiB; 200 results would be 800 MiB); /health median ${median.toFixed(1)} ms, worst ${worst.toFixed(1)} ms over ${health.length} probes; during the burst worst ${Math.max(...burst).toFixed(0)} ms`,
+  );
+  // the held replies (the budget) plus their results' strings and the worker's copies; without the
+  // budget the same clients pinned 200 x 4 MiB replies and their results
+  t.ok(grew < 64 + 256, `RSS bounded (grew ${grew.toFixed(0)} MiB)`);
+  t.ok(median < 100, `/health median under 100 ms (${median.toFixed(1)} ms)`);
+  t.ok(worst < 1000, `/health never stalled (worst ${worst.toFixed(1)} ms)`);
+  const still = await fetch(`${d.url}/health`);
+  t.equal(still.status, 200);
+});
