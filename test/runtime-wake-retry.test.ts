@@ -55,13 +55,26 @@ t.test('lost once after the guest started: delivered again, attempt 2, after the
   t.equal(rt.stats().workersReplaced, 1);
 });
 
-t.test('lost on every delivery: journaled worker-lost at the last attempt', async (t) => {
-  const { rt, records } = await runtime(t, 5);
+t.test('lost on every delivery: journaled worker-lost at the last attempt, with its fuel', async (t) => {
+  // the workers die after the first three runs only: the same wake armed again then runs whole
+  const { rt, records } = await runtime(t, 3);
   rt.arm({ harness: 'late', id: 'always', payload: 'hello' });
   const r = await journaled(records, 'always');
   t.match(r, { trigger: 'wake', outcome: 'error', attempt: 3 }, 'three deliveries, the last journaled');
   t.match(r.detail, /exited with code 7/);
   t.equal(rt.stats().workersReplaced, 3);
+  const lostRec = records.length;
+  rt.arm({ harness: 'late', id: 'always', payload: 'hello' });
+  for (let i = 0; i < 600 && records.length === lostRec; i++)
+    await new Promise((res) => setTimeout(res, 100));
+  const whole = records[lostRec]!;
+  t.match(whole, { wake: 'always', outcome: 'ok', attempt: 1 });
+  // the lost guest ran the same code on the same record (one digit of attempt apart): the fuel
+  // journaled for it is what it took, as the whole run's, not 0
+  t.ok(
+    r.fuel > 0 && Math.abs(r.fuel - whole.fuel) <= whole.fuel * 0.02,
+    `fuel ${r.fuel} against ${whole.fuel}`,
+  );
 });
 
 t.test("a guest's own failure is not retried", async (t) => {

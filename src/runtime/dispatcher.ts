@@ -217,7 +217,8 @@ export class Dispatcher {
           // the guest's run, from its start in the worker; the wait for the worker is queue wait
           ms: performance.now() - t0 - r.waitMs,
           waitMs: startedAt - j.enqueuedAt + r.waitMs,
-          fuel: r.lost ? 0 : r.fuelUsed,
+          // a lost worker's guest: the fuel it had taken (to the fuel slice), not 0
+          fuel: r.fuelUsed,
         };
         const outcome: Outcome = r.lost
           ? { status: 'error', code: 'worker-lost', message: r.message, logs: [], info }

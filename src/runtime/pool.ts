@@ -57,7 +57,14 @@ export type PoolResult =
       invocations: number;
       waitMs: number;
     }
-  | { lost: true; message: string; started: boolean; waitMs: number };
+  | {
+      lost: true;
+      message: string;
+      started: boolean;
+      waitMs: number;
+      /** the fuel the guest had taken when its worker was lost (to the engine's fuel slice) */
+      fuelUsed: number;
+    };
 
 /** One run handed to the pool. */
 export interface PoolJob {
@@ -87,6 +94,8 @@ interface Slot {
     onLog?: (line: string) => void;
     timers: NodeJS.Timeout[];
     interrupt: SharedArrayBuffer;
+    /** the run's fuel so far (see ToWorker 'run' fuelUsed) */
+    fuelUsed: Float64Array;
     graceMs: number;
     /** performance.now() when the run was posted */
     posted: number;
@@ -274,6 +283,7 @@ export class WorkerPool {
       message: why,
       started: job.started !== null,
       waitMs: (job.started ?? performance.now()) - job.posted,
+      fuelUsed: job.fuelUsed[0]!,
     });
     if (!this.closed) this.opts.onIdle();
   }
@@ -323,6 +333,7 @@ export class WorkerPool {
     const slot = this.slots.find(free);
     if (!slot) throw new Error('no idle worker');
     const id = this.nextId++;
+    const fuelUsed = new SharedArrayBuffer(8);
     return new Promise((resolve) => {
       slot.job = {
         id,
@@ -330,6 +341,7 @@ export class WorkerPool {
         ...(job.onLog ? { onLog: job.onLog } : {}),
         timers: [],
         interrupt: job.interrupt,
+        fuelUsed: new Float64Array(fuelUsed),
         graceMs,
         posted: performance.now(),
         started: null,
@@ -347,6 +359,7 @@ export class WorkerPool {
         ...(job.timeoutMs !== undefined ? { timeoutMs: job.timeoutMs } : {}),
         now: job.now,
         interrupt: job.interrupt,
+        fuelUsed,
         streamLogs: job.onLog !== undefined,
       } satisfies ToWorker);
     });

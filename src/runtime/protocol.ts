@@ -95,6 +95,12 @@ export type ToWorker =
       now: number;
       /** the invocation's interrupt flag (Int32 at 0), shared by its whole chain */
       interrupt: SharedArrayBuffer;
+      /**
+       * Float64 at 0: the fuel this run has taken so far, kept by the worker as the guest takes
+       * it (to the engine's fuel slice, 16,384 instructions), so that the run of a worker that is
+       * lost is still accounted
+       */
+      fuelUsed: SharedArrayBuffer;
       /** post each berm.log line as it happens */
       streamLogs: boolean;
     };

@@ -135,6 +135,19 @@ async function handle(msg: ToWorker): Promise<void> {
       post({ type: 'started', id: msg.id, deadline: spec.deadline });
       const chain = Executor.chain(spec, msg.interrupt);
       const fuelBefore = chain.fuel.left;
+      // the fuel taken so far, where the pool can read it if this worker is lost: `left` changes
+      // once per fuel slice the guest takes and once when the run gives back what it did not use
+      const shared = new Float64Array(msg.fuelUsed);
+      let left = fuelBefore;
+      Object.defineProperty(chain.fuel, 'left', {
+        get: () => left,
+        set: (v: number) => {
+          left = v;
+          shared[0] = fuelBefore - v;
+        },
+        enumerable: true,
+        configurable: true,
+      });
       const onLog = msg.streamLogs ? (line: string) => post({ type: 'log', id: msg.id, line }) : undefined;
       const { result, logs } = executor.run(
         chain,
