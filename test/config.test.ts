@@ -219,7 +219,7 @@ t.test('syntax and top-level errors throw', async (t) => {
     line: 3,
     problem: /unknown top-level key "settings"/,
   });
-  // [limits] belongs to the runtime (src/runtime/settings.ts), which reads it from the same file
+  // [limits] belongs to the runtime (src/runtime/limit-sources.ts), which reads it from the same file
   t.same(parseDeclarations('[limits]\ntimeoutMs = 5\n', file).harnesses, []);
   t.throws(() => parseDeclarations('harnesses = 3\n', file), {
     name: 'DeclarationError',

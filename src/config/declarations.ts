@@ -190,7 +190,7 @@ export function parseDeclarations(text: string, file: string, options: ParseOpti
   }
   const lines = text.split(/\r?\n/);
   for (const k of Object.keys(doc)) {
-    // [limits] belongs to the runtime that runs the declared harnesses (src/runtime/settings.ts)
+    // [limits] belongs to the runtime that runs the declared harnesses (src/runtime/limit-sources.ts)
     if (k !== 'harnesses' && k !== 'limits') {
       throw new DeclarationError(
         file,

@@ -14,7 +14,7 @@ import * as fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { StateLock, StateLockError, type LimitSource, type RuntimeLimits } from '../runtime/index.js';
-import { LimitsError, limitsFromFile, limitsFromFlags, mergeLimits } from '../runtime/settings.js';
+import { LimitsError, limitsFromFile, limitsFromFlags, mergeLimits } from '../runtime/limit-sources.js';
 import { packageVersion } from '../util/package-version.js';
 import { narrowFolder, privateDir } from '../util/private-files.js';
 import { isLoopback, loadToken } from './auth.js';

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Authority } from '../contract/index.js';
 import { LimitError, type RuntimeLimits } from './limits.js';
 import { ON_WAKE } from './outcome.js';
-import type { ChainSpec } from './protocol.js';
+import type { ChainSpec } from './worker-messages.js';
 import type { HarnessRegistry } from './registry.js';
 import type { RuntimeStore, WakeListOptions, WakeRecord, WakeSpec } from './store.js';
 import type { WakeScheduler } from './wake-scheduler.js';

@@ -19,7 +19,7 @@ import {
 } from '../capabilities/ws/connections.js';
 import { WS_SERVICE, type WsRequest } from '../capabilities/ws/events.js';
 import type { CapabilityReply } from '../capabilities/types.js';
-import type { ChainSpec } from './protocol.js';
+import type { ChainSpec } from './worker-messages.js';
 import type { KeyStore } from './store.js';
 
 /**

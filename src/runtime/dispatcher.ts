@@ -10,7 +10,7 @@ import type { Authority } from '../contract/index.js';
 import { LimitError, TokenBucket, type RuntimeLimits } from './limits.js';
 import { fromRun, refused, type Counters, type InvocationInfo, type Job, type Outcome } from './outcome.js';
 import type { WorkerPool } from './pool.js';
-import type { ChainSpec } from './protocol.js';
+import type { ChainSpec } from './worker-messages.js';
 import type { JournalRecord, RuntimeStore } from './store.js';
 
 /** What the dispatcher asks of the wake scheduler and of the runtime around it. */

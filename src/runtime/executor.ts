@@ -24,7 +24,7 @@ import {
   type ScheduleHost,
 } from '../capabilities/types.js';
 import { linkerEntries } from '../config/declarations.js';
-import type { ChainSpec, RunResult, TrapInfo } from './protocol.js';
+import type { ChainSpec, RunResult, TrapInfo } from './worker-messages.js';
 
 /** The chain's invocation budget is spent: ends the whole chain like OutOfFuel. */
 export class OutOfGas extends Trap {

@@ -40,7 +40,7 @@ export {
   type OverrunPolicy,
   type RuntimeLimits,
 } from './limits.js';
-export type { ChainSpec, TrapInfo } from './protocol.js';
+export type { ChainSpec, TrapInfo } from './worker-messages.js';
 export type { Authority, RuntimeStats } from '../contract/index.js';
 export type {
   DeploymentRecord,

@@ -5,7 +5,7 @@
  */
 import type { Authority } from '../contract/index.js';
 import { LimitError } from './limits.js';
-import type { ChainSpec, RunResult, TrapInfo } from './protocol.js';
+import type { ChainSpec, RunResult, TrapInfo } from './worker-messages.js';
 import type { WakeRecord } from './store.js';
 
 /** Entry a wake runs. */

@@ -23,7 +23,7 @@ import type {
   RunResult,
   ToWorker,
   WorkerConfig,
-} from './protocol.js';
+} from './worker-messages.js';
 
 /**
  * The worker's entry module: worker.ts beside this file under a TypeScript loader, worker.js when

@@ -15,7 +15,7 @@
  *
  * Threads: this object lives on the accepting thread and never runs a guest or a translation;
  * workers do (pool.ts). Guest host calls that touch the due-set come back here synchronously
- * (protocol.ts), so the due-set has one writer.
+ * (worker-messages.ts), so the due-set has one writer.
  *
  * Delivery of wakes is at-least-once (docs/runtime-queue.md): a wake is claimed in the store (its
  * attempt counted) before it runs and forgotten only after its outcome is journaled, so a process
@@ -34,7 +34,7 @@ import { Dispatcher } from './dispatcher.js';
 import { checkLimits, defaultLimits, LimitError, type LimitSource, type RuntimeLimits } from './limits.js';
 import { ON_NOTIFY, errorOutcome, type Counters, type InvokeOptions, type Outcome } from './outcome.js';
 import { WorkerPool } from './pool.js';
-import type { ChainSpec, HostRequest } from './protocol.js';
+import type { ChainSpec, HostRequest } from './worker-messages.js';
 import { HarnessRegistry, type DeployedHarness } from './registry.js';
 import { SqliteStore } from './sqlite-store.js';
 import type { RuntimeStore, WakeListOptions, WakeRecord } from './store.js';

@@ -12,7 +12,7 @@ import { DueHeap } from './dueset.js';
 import type { Dispatcher } from './dispatcher.js';
 import { ON_WAKE, type Counters, type InvocationInfo, type Job, type Outcome } from './outcome.js';
 import type { WorkerPool } from './pool.js';
-import type { ChainSpec } from './protocol.js';
+import type { ChainSpec } from './worker-messages.js';
 import type { HarnessRegistry } from './registry.js';
 import type { JournalRecord, RuntimeStore, WakeRecord } from './store.js';
 

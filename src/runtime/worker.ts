@@ -1,14 +1,14 @@
 /**
  * Entry point of a queue worker thread (see pool.ts): compiles harnesses when asked, holds the
  * deployed ones, and runs one invocation at a time. Guest host calls that need the queue (the
- * schedule capability) block on the synchronous path described in protocol.ts.
+ * schedule capability) block on the synchronous path described in worker-messages.ts.
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { Engine } from '../engine/engine.js';
 import { Harness } from '../harness/harness.js';
 import type { CapabilityReply, ScheduleHost } from '../capabilities/types.js';
 import { Executor, type ChainState } from './executor.js';
-import type { FromWorker, HostReplyMessage, HostRequest, ToWorker, WorkerConfig } from './protocol.js';
+import type { FromWorker, HostReplyMessage, HostRequest, ToWorker, WorkerConfig } from './worker-messages.js';
 
 const config = workerData as WorkerConfig;
 const port = parentPort!;
@@ -25,7 +25,7 @@ function post(msg: FromWorker): void {
 let hostSeq = 0;
 
 /**
- * Ask the main thread synchronously (see protocol.ts). A reply whose seq is not this request's
+ * Ask the main thread synchronously (see worker-messages.ts). A reply whose seq is not this request's
  * answers one whose caller gave up (timed out): it is dropped, never taken as this one's answer
  * (else every later call of this worker, whatever harness it runs, would get the previous one's).
  * The wait ends at the chain's deadline too, like every other wait of a host call: past it the

@@ -22,7 +22,7 @@ import {
   type WakeRecord,
 } from '../../runtime/index.js';
 
-import { LimitsError, limitsFromFile } from '../../runtime/settings.js';
+import { LimitsError, limitsFromFile } from '../../runtime/limit-sources.js';
 import { CliError, ExitCode, parsePositiveInt, type ExitCodeValue } from '../context.js';
 import type { CliContext } from '../program.js';
 import { HARNESSES_FILE, PID_FILE, type HarnessSummary } from './worker.js';

@@ -23,7 +23,7 @@ import {
   limitsFromFile,
   limitsFromFlags,
   mergeLimits,
-} from '../../runtime/settings.js';
+} from '../../runtime/limit-sources.js';
 import { cacheDirOf, CliError, ExitCode, parsePositiveInt } from '../context.js';
 import type { CliContext } from '../program.js';
 
