@@ -26,19 +26,13 @@
  * (the safe direction: never taken from a live daemon).
  */
 import type pg from 'pg';
-import { WAKES_CHANNEL, type Queryable } from './pg-sql.js';
+import { requeueClaims, type Queryable } from './pg-sql.js';
 
 /** First key of the owners' session locks ("bero" in ASCII; the second key is hashtext(owner)). */
 export const OWNER_LOCK_CLASS = 0x6265726f;
 
 /** How often a daemon looks for claims of dead owners, ms. */
 export const LIVENESS_INTERVAL_MS = 200;
-
-/** Key of the advisory lock that serialises seq assignment (pg-sql.ts's, "berm" in ASCII). */
-const SEQ_LOCK = 0x6265726d;
-
-/** Columns of a wake row (pg-sql.ts's COLS). */
-const COLS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority';
 
 /** The claims of owners that hold no session lock in this database, as a WHERE condition on `c`. */
 const OWNER_GONE = `NOT EXISTS (
@@ -83,19 +77,5 @@ export async function takeBackFromGone(
   const owners = r.rows[0]?.gone ?? [];
   const held = new Set((r.rows[0]?.held ?? []).map(Number));
   if (owners.length === 0) return { moved: 0, owners, held };
-  const moved = await db.query<{ n: string }>(
-    `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x),
-     dead AS (
-       DELETE FROM berm_claims WHERE (id, seq) IN (
-         SELECT c.id, c.seq FROM berm_claims c, l WHERE ${OWNER_GONE}
-         ORDER BY c.when_ms LIMIT 10000 FOR UPDATE OF c SKIP LOCKED)
-       RETURNING *),
-     back AS (
-       INSERT INTO berm_wakes (${COLS}, redelivery, attempt)
-         SELECT ${COLS}, true, attempt FROM dead ORDER BY when_ms
-       RETURNING seq)
-     SELECT count(*) AS n FROM back,
-       (SELECT pg_notify('${WAKES_CHANNEL}', max(seq)::text) FROM back HAVING count(*) > 0) x`,
-  );
-  return { moved: Number(moved.rows[0]?.n ?? 0), owners, held };
+  return { moved: await requeueClaims(db, OWNER_GONE), owners, held };
 }

@@ -501,11 +501,22 @@ export async function renew(
  * @returns how many expired claims were put back
  */
 export async function expire(db: Queryable): Promise<number> {
+  return requeueClaims(db, 'c.lease_until < berm_now_ms()');
+}
+
+/**
+ * Move the claims `c` that `where` selects (an SQL condition over `berm_claims c`) back to the
+ * pending set as redeliveries, as {@link expire} does for expired ones: fresh seq, attempt kept,
+ * one notification at commit, at most 10,000 per call, earliest due first. The liveness check
+ * (pg-liveness.ts) selects the claims of owners whose session lock is gone.
+ * @returns how many claims were put back
+ */
+export async function requeueClaims(db: Queryable, where: string): Promise<number> {
   const moved = await db.query<{ n: string }>(
     `WITH l AS (SELECT pg_advisory_xact_lock(${SEQ_LOCK}) AS x),
      dead AS (
        DELETE FROM berm_claims WHERE (id, seq) IN (
-         SELECT c.id, c.seq FROM berm_claims c, l WHERE c.lease_until < berm_now_ms()
+         SELECT c.id, c.seq FROM berm_claims c, l WHERE ${where}
          ORDER BY c.when_ms LIMIT 10000 FOR UPDATE OF c SKIP LOCKED)
        RETURNING *),
      back AS (

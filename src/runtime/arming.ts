@@ -17,6 +17,20 @@ export class ArmError extends Error {
   override name = 'ArmError';
 }
 
+/**
+ * A `berm.call.after`: `harness.tool(args)` armed by `by`, after `delayMs` or at the instant `at`
+ * (ms since the Unix epoch), in the arming chain `chain` when given.
+ */
+export interface CallAfterSpec {
+  by: string;
+  delayMs: number;
+  at?: number;
+  harness: string;
+  tool: string;
+  args: string;
+  chain?: ChainSpec;
+}
+
 /** Arms and cancels wakes in the store, telling the wake scheduler what changed. */
 export class WakeArming {
   /**
@@ -102,15 +116,7 @@ export class WakeArming {
    * harness: re-arming replaces it. Inherits the arming chain (depth + 1).
    * @throws ArmError / LimitError as {@link WakeArming.arm}; LimitError chainDepth when too deep.
    */
-  callAfter(spec: {
-    by: string;
-    delayMs: number;
-    at?: number;
-    harness: string;
-    tool: string;
-    args: string;
-    chain?: ChainSpec;
-  }): WakeRecord {
+  callAfter(spec: CallAfterSpec): WakeRecord {
     const h = this.registry.get(spec.harness);
     if (!h) throw new ArmError(`no harness named ${spec.harness} is deployed`);
     if (!h.tools.some((t) => t.name === spec.tool))

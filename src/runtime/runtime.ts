@@ -28,7 +28,7 @@ import type { CapabilityLimits, CapabilityReply, Grant } from '../capabilities/t
 import { ok } from '../capabilities/types.js';
 import type { Declarations } from '../config/declarations.js';
 import type { RuntimeStats } from '../contract/index.js';
-import { WakeArming, type ArmSpec } from './arming.js';
+import { WakeArming, type ArmSpec, type CallAfterSpec } from './arming.js';
 import { attachConnections } from './connections.js';
 import { Dispatcher } from './dispatcher.js';
 import { checkLimits, defaultLimits, LimitError, type LimitSource, type RuntimeLimits } from './limits.js';
@@ -367,15 +367,7 @@ export class BermRuntime extends EventEmitter {
    * harness: re-arming replaces it. Inherits the arming chain (depth + 1).
    * @throws ArmError / LimitError as {@link arm}; LimitError chainDepth when too deep.
    */
-  callAfter(spec: {
-    by: string;
-    delayMs: number;
-    at?: number;
-    harness: string;
-    tool: string;
-    args: string;
-    chain?: ChainSpec;
-  }): WakeRecord {
+  callAfter(spec: CallAfterSpec): WakeRecord {
     return this.arming.callAfter(spec);
   }
 

@@ -3,7 +3,7 @@
  * block type codes, the opcodes the module writer spells by name, a growable byte buffer, signed
  * LEB128 and names. The module writer (bytes.ts) builds on them.
  */
-import { uleb, type ByteSink } from '../util/leb.js';
+import { sleb64 as slebBig, uleb, type ByteSink } from '../util/leb.js';
 
 /** Value and block types. Tuples get indices >= TUPLE_BASE into the tuple table. */
 export const T_NONE = 0x40;
@@ -85,15 +85,7 @@ export function sleb32(out: Sink, v: number): void {
 export function sleb64(out: Sink, v: bigint): void {
   v = BigInt.asIntN(64, v);
   if (v >= -0x80000000n && v <= 0x7fffffffn) return sleb32(out, Number(v));
-  for (;;) {
-    const b = Number(v & 0x7fn);
-    v >>= 7n;
-    if ((v === 0n && (b & 0x40) === 0) || (v === -1n && (b & 0x40) !== 0)) {
-      out.push(b);
-      return;
-    }
-    out.push(b | 0x80);
-  }
+  slebBig(out, v);
 }
 
 const utf8 = new TextEncoder();

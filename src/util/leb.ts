@@ -2,7 +2,7 @@
  * LEB128 integers as the WebAssembly binary format writes them (WebAssembly core spec, 5.2.2
  * "Integers"): shared by the baseline tier's byte writer (src/translate/bytes.ts), the branch
  * hints section (src/translate/hints.ts) and the engine's custom section of a cached module
- * (src/engine/summary-section.ts). The one-pass writer (src/translate/direct.ts) has its own,
+ * (src/engine/summary-section.ts) and the Wasm image instrumentation (src/wasm/instrument.ts). The one-pass writer (src/translate/direct.ts) has its own,
  * writing into the module's value buffer.
  */
 
@@ -19,6 +19,20 @@ export function uleb(out: ByteSink, v: number): void {
     if (v !== 0) b |= 0x80;
     out.push(b);
   } while (v !== 0);
+}
+
+/** Signed LEB128 of a bigint read as a 64-bit two's-complement integer, appended to `out`. */
+export function sleb64(out: ByteSink, v: bigint): void {
+  v = BigInt.asIntN(64, v);
+  for (;;) {
+    const b = Number(v & 0x7fn);
+    v >>= 7n;
+    if ((v === 0n && (b & 0x40) === 0) || (v === -1n && (b & 0x40) !== 0)) {
+      out.push(b);
+      return;
+    }
+    out.push(b | 0x80);
+  }
 }
 
 /**

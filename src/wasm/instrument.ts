@@ -35,7 +35,7 @@
  * offset.
  */
 import { fnv1a64 } from '../util/fnv.js';
-import { uleb } from '../util/leb.js';
+import { sleb64, uleb } from '../util/leb.js';
 import { Cursor, WasmImageError } from './cursor.js';
 import { I32, WASM_PAGE, type WasmHarnessImage } from './reader.js';
 
@@ -69,19 +69,6 @@ export function memoryLimits(
 ): { initial: number; maximum: number } {
   const mem = image.info.memory!;
   return { initial: mem.min, maximum: mem.max ?? Math.floor(memoryLimit / WASM_PAGE) };
-}
-
-/** Signed LEB128 of a bigint (two's complement, 64 bits). */
-function sleb(out: number[], v: bigint): void {
-  for (;;) {
-    const b = Number(v & 0x7fn);
-    v >>= 7n;
-    if ((v === 0n && (b & 0x40) === 0) || (v === -1n && (b & 0x40) !== 0)) {
-      out.push(b);
-      return;
-    }
-    out.push(b | 0x80);
-  }
 }
 
 /** The single-byte block types: empty and the value types. */
@@ -188,7 +175,7 @@ function charge(
   out.push(0x20);
   uleb(out, counter);
   out.push(0x41);
-  sleb(out, BigInt(cost));
+  sleb64(out, BigInt(cost));
   out.push(0x6b, 0x22);
   uleb(out, counter);
   out.push(0x41, 0x00, 0x48);
@@ -196,7 +183,7 @@ function charge(
   out.push(0x04, 0x40, 0x20);
   uleb(out, counter);
   out.push(0x41);
-  sleb(out, BigInt(site));
+  sleb64(out, BigInt(site));
   out.push(0x10);
   uleb(out, refuel);
   out.push(0x21);
@@ -351,7 +338,7 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
         flush(ins.start);
         // the pages asked for are on the stack: the helper takes them and the site
         out.push(0x41);
-        sleb(out, BigInt(ins.start));
+        sleb64(out, BigInt(ins.start));
         out.push(0x10);
         uleb(out, grow);
         runStart = ins.end;
@@ -391,7 +378,7 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
   }
   // refuel(fuel: i32, site: i32) -> i32: fuel + i32(berm.syscall(POLL_CALL, site, 0))
   const refuelBody: number[] = [0x00, 0x20, 0x00, 0x42];
-  sleb(refuelBody, BigInt.asIntN(64, POLL_CALL));
+  sleb64(refuelBody, POLL_CALL);
   refuelBody.push(0x20, 0x01, 0x41, 0x00, 0x10);
   uleb(refuelBody, syscall);
   refuelBody.push(0xa7, 0x6a, 0x0b);
@@ -413,7 +400,7 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
     0x40,
     0x42,
   ];
-  sleb(growBody, BigInt.asIntN(64, GROW_CALL));
+  sleb64(growBody, GROW_CALL);
   growBody.push(0x20, 0x00, 0x20, 0x01, 0x10);
   uleb(growBody, syscall);
   growBody.push(0x1a, 0x0b, 0x20, 0x02, 0x0b);
