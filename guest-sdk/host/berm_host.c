@@ -170,11 +170,18 @@ static void stage(berm_host_reply *r) {
   buf_put(&H.staged, "", 0);
 }
 
-static uint64_t capability(uint64_t n, const unsigned char *req, uint64_t len) {
-  struct stub *s = NULL;
+/* The stand-in registered for call number `n`, or NULL. */
+static struct stub *stub_for(uint64_t n) {
   for (size_t i = 0; i < nstubs; i++)
-    if (stubs[i].cap == n && stubs[i].fn) s = &stubs[i];
-  const char *name = cap_name(n);
+    if (stubs[i].cap == n && stubs[i].fn) return &stubs[i];
+  return NULL;
+}
+
+static uint64_t capability(uint64_t n, const unsigned char *req, uint64_t len) {
+  struct stub *s = stub_for(n);
+  /* a number the SDK does not name is an embedder's own capability (docs/embedding.md): it
+   * reaches its stand-in like any other */
+  const char *name = cap_name(n) ? cap_name(n) : "(an embedder's capability)";
   if (!s) die("capability %s has no stand-in (register one with berm_host_stub)", name, 0);
   berm_bytes fields[64];
   size_t nf = 0, o = 0;
@@ -237,7 +244,7 @@ uint64_t berm_host_dispatch(uint64_t n, uint64_t a0, uint64_t a1, uint64_t a2, u
       H.failed = 1;
     return 0;
   default:
-    if (!cap_name(n)) die("unknown host call%s 0x%016llx", "", (unsigned long long)n);
+    if (!cap_name(n) && !stub_for(n)) die("unknown host call%s 0x%016llx", "", (unsigned long long)n);
     return capability(n, (const unsigned char *)(uintptr_t)a0, a1);
   }
 }

@@ -107,7 +107,7 @@ void berm_host_reply_refused(berm_host_reply *r, const char *msg);
 typedef void (*berm_host_cap_fn)(const berm_bytes *fields, size_t nfields, berm_host_reply *reply,
                                  void *ctx);
 /* Install (or with fn == NULL remove) the stand-in for capability number `cap`
- * (a BERM_CAP_* constant). */
+ * (a BERM_CAP_* constant, or the FNV-1a-64 number of an embedder's own capability). */
 void berm_host_stub(uint64_t cap, berm_host_cap_fn fn, void *ctx);
 
 /* Ready-made stand-ins: an in-memory store for berm.get / berm.set / berm.delete (cleared by
