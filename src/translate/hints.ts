@@ -6,11 +6,12 @@
  * the arm instead of at their definitions on every iteration of the loop around it. A V8 that
  * does not read the section ignores it (a custom section has no effect on semantics).
  */
+import { BRANCH_HINT_SECTION, unlikelyHintsContent } from '../util/branch-hints.js';
 import { readUleb32, uleb } from '../util/leb.js';
 import { IMPORT_MODULE, Imports } from './abi.js';
 
 /** Name of the custom section (branch hinting proposal). */
-export const BRANCH_HINT_SECTION = 'metadata.code.branch_hint';
+export { BRANCH_HINT_SECTION };
 
 /** A malformed module: hints are skipped (thrown inside this module only). */
 class Malformed extends Error {}
@@ -261,19 +262,7 @@ export function addBranchHints(wasm: Uint8Array): Uint8Array {
       r.p = bodyAt + size;
     }
     if (codeAt < 0 || funcs.length === 0) return wasm;
-    const content: number[] = [];
-    const name = Buffer.from(BRANCH_HINT_SECTION, 'utf8');
-    uleb(content, name.length);
-    content.push(...name);
-    uleb(content, funcs.length);
-    for (const f of funcs) {
-      uleb(content, f.index);
-      uleb(content, f.hints.length);
-      for (const h of f.hints) {
-        uleb(content, h);
-        content.push(1, 0); // hint size 1, value 0: unlikely
-      }
-    }
+    const content = unlikelyHintsContent(funcs.map((f) => ({ index: f.index, offsets: f.hints })));
     const head: number[] = [0];
     uleb(head, content.length);
     const out = new Uint8Array(wasm.length + head.length + content.length);

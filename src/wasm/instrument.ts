@@ -34,6 +34,7 @@
  * mapping its code offsets back to the original's, so a trap V8 reports names the guest's own
  * offset.
  */
+import { BRANCH_HINT_SECTION, unlikelyHintsContent } from '../util/branch-hints.js';
 import { fnv1a64 } from '../util/fnv.js';
 import { sleb64, uleb } from '../util/leb.js';
 import { Cursor, WasmImageError } from './cursor.js';
@@ -45,7 +46,7 @@ export const POLL_CALL = fnv1a64('berm.engine.poll');
 export const GROW_CALL = fnv1a64('berm.engine.grow');
 
 /** The custom section of branch hints (the branch hinting proposal's binary format). */
-export const BRANCH_HINT_SECTION = 'metadata.code.branch_hint';
+export { BRANCH_HINT_SECTION };
 
 /** The custom section holding the code offset map of an instrumented module. */
 export const MAP_SECTION = 'berm.offset-map';
@@ -457,19 +458,7 @@ export function instrument(bytes: Uint8Array, image: WasmHarnessImage, memoryLim
   // refuel call out of line; custom sections of this kind precede the code section
   let hintSection: Uint8Array | null = null;
   if (hints.length > 0) {
-    const content: number[] = [];
-    const name = new TextEncoder().encode(BRANCH_HINT_SECTION);
-    uleb(content, name.length);
-    content.push(...name);
-    uleb(content, hints.length);
-    for (const f of hints) {
-      uleb(content, f.index);
-      uleb(content, f.offsets.length);
-      for (const o of f.offsets) {
-        uleb(content, o);
-        content.push(1, 0); // one byte (the `if`), unlikely
-      }
-    }
+    const content = unlikelyHintsContent(hints);
     hintSection = section(0, content);
   }
 
