@@ -5,7 +5,7 @@
  *   the time until another daemon holds the claim (attempt 2) is one sample
  *   (test/helpers/failover.ts; the claim table polled every 2 ms). ROUNDS samples (default 12;
  *   BENCH_QUICK=1: 5), the killed daemon restarted between rounds. Default lease (10 s): without
- *   the owners' session locks (src/cluster/pg-liveness.ts) a sample would be 10-20 s.
+ *   the owners' session locks (src/store/pg-liveness.ts) a sample would be 10-20 s.
  * - wakes/s during a failover: WAKES wakes (default 600; quick: 300) due at one instant; one daemon
  *   SIGKILLed 200 ms after it; the figure is WAKES / (the last wake journaled − the due instant, or
  *   the end of the arming when that came later),

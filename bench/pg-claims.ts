@@ -17,7 +17,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import * as sql from '../src/cluster/pg-sql.js';
+import * as sql from '../src/store/pg-sql.js';
 
 const base = process.env.BERM_TEST_PG_URL;
 if (!base) {

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
 import { CAPABILITIES, type CapabilityReply } from '../src/capabilities/index.js';
-import { shutdownBridge } from '../src/capabilities/common/sync.js';
+import { shutdownBridge } from '../src/sync/bridge.js';
 import { openVerified } from '../src/capabilities/common/confine.js';
 import { closeStores } from '../src/capabilities/storage/index.js';
 import { F, ctx, dec, okText, scratch, startServer } from './helpers/cap-util.js';

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import t from 'tap';
 import { CAPABILITIES, CAPABILITY_NAMES, stageReply } from '../src/capabilities/index.js';
-import { runSync, shutdownBridge } from '../src/capabilities/common/sync.js';
+import { runSync, shutdownBridge } from '../src/sync/bridge.js';
 import { closeStores } from '../src/capabilities/storage/index.js';
 import { CALL_DEADLINE } from '../src/capabilities/types.js';
 import { hostAllowed } from '../src/capabilities/common/hosts.js';

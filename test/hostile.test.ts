@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import t from 'tap';
 import { runBerm, type CliRun } from './helpers/berm-cli.js';
 import { CAPABILITIES } from '../src/capabilities/index.js';
-import { shutdownBridge } from '../src/capabilities/common/sync.js';
+import { shutdownBridge } from '../src/sync/bridge.js';
 import { compileGlob } from '../src/capabilities/fs/glob.js';
 import { Engine } from '../src/engine/engine.js';
 import { Harness, HarnessError, firstBadUtf8 } from '../src/harness/harness.js';

@@ -13,6 +13,8 @@ const LAYER: Record<string, number> = {
   workbench: 0,
   // the types that cross layers (HTTP shapes, wake info, stats, authority, outcomes)
   contract: 0,
+  // the synchronous bridge: a thread that must block runs asynchronous work in a worker
+  sync: 0,
   elf: 1,
   riscv: 1,
   wasm: 1,
@@ -24,12 +26,12 @@ const LAYER: Record<string, number> = {
   harness: 6,
   // the index of published harnesses: entries, JSON Lines files, search, sources, the service
   index: 6.5,
+  // the runtime's persistence: the store interface, SQLite and PostgreSQL backends, the journal
+  store: 6.8,
   capabilities: 7,
   config: 8,
   runtime: 9,
   protocol: 10,
-  // the PostgreSQL store of the runtime (scale-out): beside the protocol, above the runtime
-  cluster: 10,
   // assembleRuntime: the store, the queue and the protocol door, one way for bermd and berm worker
   assembly: 10.5,
   cli: 11,

@@ -1,5 +1,5 @@
 // Failover on PostgreSQL: a bermd that dies loses its claims at once (its session advisory lock is
-// released by PostgreSQL when its connection drops, src/cluster/pg-liveness.ts), not after its
+// released by PostgreSQL when its connection drops, src/store/pg-liveness.ts), not after its
 // lease; one that hangs without dying (SIGSTOP) keeps them until its lease runs out. Three real
 // bermd, SIGKILL, real PostgreSQL (BERM_TEST_PG_URL). The lease is 30 s here, so a wake claimed
 // again within 10 s of the kill shows the lock at work (by lease it would take 30-40 s).

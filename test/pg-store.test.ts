@@ -6,10 +6,10 @@ import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import pg from 'pg';
-import { shutdownBridge } from '../src/capabilities/common/sync.js';
-import { PgStore, PgStoreError } from '../src/cluster/pg-store.js';
-import * as sql from '../src/cluster/pg-sql.js';
-import type { WakeSpec } from '../src/runtime/store.js';
+import { shutdownBridge } from '../src/sync/bridge.js';
+import { PgStore, PgStoreError } from '../src/store/pg-store.js';
+import * as sql from '../src/store/pg-sql.js';
+import type { WakeSpec } from '../src/store/store.js';
 import { dec } from './helpers/cap-util.js';
 import { freshDatabase } from './helpers/pg.js';
 

@@ -26,7 +26,7 @@ import {
   type Plain,
 } from '../src/protocol/index.js';
 import { DOUBLE_AGENT_IDS, DOUBLE_SECRET } from './helpers/agent-daemon-double.js';
-import { shutdownBridge } from '../src/capabilities/common/sync.js';
+import { shutdownBridge } from '../src/sync/bridge.js';
 import { startDoubleThread } from './helpers/double-thread.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 

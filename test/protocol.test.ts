@@ -38,7 +38,7 @@ import {
   type Plain,
 } from '../src/protocol/index.js';
 import { DOUBLE_AGENT_IDS, DOUBLE_SECRET } from './helpers/agent-daemon-double.js';
-import { shutdownBridge } from '../src/capabilities/common/sync.js';
+import { shutdownBridge } from '../src/sync/bridge.js';
 import { CALL_DEADLINE, type CapabilityContext } from '../src/capabilities/types.js';
 import { DEFAULT_PROTOCOL_TIMEOUT_MS } from '../src/protocol/capability.js';
 import { startDoubleThread } from './helpers/double-thread.js';

@@ -20,7 +20,7 @@ import {
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
 import { startServer } from './helpers/cap-util.js';
 import { until } from './helpers/wait.js';
-import { BRIDGE_GRACE_MS, BRIDGE_STARTUP_MS } from '../src/capabilities/common/sync.js';
+import { BRIDGE_GRACE_MS, BRIDGE_STARTUP_MS } from '../src/sync/bridge.js';
 
 const QG = new Uint8Array(fs.readFileSync(path.join(ROOT, 'test/data/queue-guest.elf')));
 const ECHO = new Uint8Array(fs.readFileSync(path.join(ROOT, 'fixtures/build/echo-gcc-O2.elf')));
@@ -467,7 +467,7 @@ t.test('a host call that never returns costs one worker, which is replaced', asy
 t.test('host calls are bounded by the chain deadline', async (t) => {
   const server = await startServer();
   t.teardown(server.stop);
-  // The bridge that runs the fetch (src/capabilities/common/sync.ts) is bounded by the chain's
+  // The bridge that runs the fetch (src/sync/bridge.ts) is bounded by the chain's
   // deadline, its worker's start-up included (that start-up took 20 s at a load average of 28 on
   // 2 cores, and BRIDGE_STARTUP_MS is 30 s): the fetch ends by the deadline, or BRIDGE_GRACE_MS
   // after it for a job that had started. The queue's grace covers BRIDGE_STARTUP_MS all the same:

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import * as sql from '../src/cluster/pg-sql.js';
+import * as sql from '../src/store/pg-sql.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 import { freshDatabase } from './helpers/pg.js';
 

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import pg from 'pg';
 import { STORAGE_PG_TIMEOUT_MS, storageCapability } from '../src/capabilities/storage/index.js';
 import { CALL_DEADLINE } from '../src/capabilities/types.js';
-import { shutdownBridge } from '../src/capabilities/common/sync.js';
+import { shutdownBridge } from '../src/sync/bridge.js';
 import { ctx, F, okText } from './helpers/cap-util.js';
 import { freshDatabase } from './helpers/pg.js';
 

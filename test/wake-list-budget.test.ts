@@ -5,11 +5,11 @@ import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { shutdownBridge } from '../src/capabilities/common/sync.js';
-import { PgStore } from '../src/cluster/pg-store.js';
+import { shutdownBridge } from '../src/sync/bridge.js';
+import { PgStore } from '../src/store/pg-store.js';
 import { listPage } from '../src/protocol/attach.js';
-import { SqliteStore } from '../src/runtime/sqlite-store.js';
-import { LIST_WAKES_MAX_BYTES, type DueStore, type WakeSpec } from '../src/runtime/store.js';
+import { SqliteStore } from '../src/store/sqlite-store.js';
+import { LIST_WAKES_MAX_BYTES, type DueStore, type WakeSpec } from '../src/store/store.js';
 import { freshDatabase } from './helpers/pg.js';
 
 t.teardown(() => shutdownBridge());

@@ -9,7 +9,7 @@
  * only wakes), deploying harnesses, and starting the queue.
  */
 import * as path from 'node:path';
-import { PgStore, isPostgresStore } from '../cluster/pg-store.js';
+import { PgStore, isPostgresStore } from '../store/pg-store.js';
 import { attachProtocol, type AttachedProtocol } from '../protocol/attach.js';
 import { PROTOCOL_SERVICE } from '../protocol/groups.js';
 import { PROTOCOL_MODULE } from '../protocol/index.js';

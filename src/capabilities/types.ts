@@ -287,7 +287,7 @@ export function deadlinePassed(
 /**
  * The call's deadline ({@link CALL_DEADLINE}), ms since the Unix epoch, or undefined when it has
  * none: what a capability hands the synchronous bridge so that the whole host call, the bridge's
- * worker start-up included, ends by it (common/sync.ts runSync).
+ * worker start-up included, ends by it (src/sync/bridge.ts runSync).
  */
 export function callDeadline(ctx: CapabilityContext): number | undefined {
   const deadline = ctx.limits?.[CALL_DEADLINE];

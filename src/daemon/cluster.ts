@@ -12,7 +12,7 @@
  * - At boot the database is the source of truth: what it holds and this daemon lacks (or holds
  *   with another digest) is deployed, what this daemon holds and it lacks is removed.
  */
-import type { DueFollower, PgStore } from '../cluster/pg-store.js';
+import type { DueFollower, PgStore } from '../store/pg-store.js';
 import type { InvokeOutcome } from '../contract/index.js';
 import type { Backend } from './backend.js';
 import type { Deployments } from './deployments.js';

@@ -4,7 +4,7 @@
  * attached: subscriptions in <root>/subscriptions.sqlite, deliveries as notify triggers, the
  * door's service for guests, and, with --protocol-endpoint, berm's endpoint for the agent-daemon
  * side). With --store postgres://... the state is in PostgreSQL, shared with other daemons
- * (src/cluster, src/daemon/cluster.ts, docs/scale-out.md).
+ * (src/store/pg-store.ts, src/daemon/cluster.ts, docs/scale-out.md).
  */
 import { AssemblyError, assembleRuntime, type AssembledRuntime } from '../assembly/assemble.js';
 import { clusterBackend } from './cluster.js';

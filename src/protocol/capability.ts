@@ -13,12 +13,12 @@
  * check, the scoping, the redaction, the log and the rate limit are one code path.
  *
  * Socket I/O with the agent daemon runs in the synchronous bridge's worker (a worker thread
- * plus Atomics.wait, src/capabilities/common/sync.ts) with a per-call timeout, never past the
+ * plus Atomics.wait, src/sync/bridge.ts) with a per-call timeout, never past the
  * guest's call deadline, so a daemon that never answers costs the call at most that and an error
  * reply, and the guest's thread is not wedged. The daemon's endpoint comes from {@link configureProtocol} or the environment variable
  * BERM_AGENT_DAEMON (`unix:/path`, `/path` or `host:port`), which every worker thread sees.
  */
-import { runSync } from '../capabilities/common/sync.js';
+import { runSync } from '../sync/bridge.js';
 import { textField, fieldText } from '../wire/fields.js';
 import {
   callDeadline,
@@ -106,7 +106,7 @@ function endpoint(): string | undefined {
  * The synchronous transport to the daemon at `where` through the bridge worker. Each daemon call
  * gets `timeoutMs`, cut to what is left before `deadline` (ms since the Unix epoch: the guest's
  * call deadline, CALL_DEADLINE) when one is given; the bridge's worker start-up counts against the
- * deadline too (common/sync.ts runSync). A call the deadline cut fails with `the call's deadline
+ * deadline too (src/sync/bridge.ts runSync). A call the deadline cut fails with `the call's deadline
  * passed while waiting for the agent daemon (waited N ms: ...)`.
  * @param timeoutMs the budget of one daemon call, ms
  */

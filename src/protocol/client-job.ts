@@ -1,6 +1,6 @@
 /**
  * The door's agent-daemon calls, run in the synchronous bridge's worker
- * (src/capabilities/common/sync.ts): the guest's thread blocks in Atomics.wait while this worker
+ * (src/sync/bridge.ts): the guest's thread blocks in Atomics.wait while this worker
  * does the socket I/O. One reconnecting {@link AgentClient} per endpoint lives as long as the
  * worker; if the bridge gives up on a call and terminates the worker, the next call starts a
  * fresh worker and connects afresh.

@@ -9,7 +9,7 @@ import { LimitError, type RuntimeLimits } from './limits.js';
 import { ON_WAKE } from './outcome.js';
 import type { ChainSpec } from './worker-messages.js';
 import type { HarnessRegistry } from './registry.js';
-import type { RuntimeStore, WakeListOptions, WakeRecord, WakeSpec } from './store.js';
+import type { RuntimeStore, WakeListOptions, WakeRecord, WakeSpec } from '../store/store.js';
 import type { WakeScheduler } from './wake-scheduler.js';
 
 /** A refusal to arm a wake: bad input, nothing armed. */

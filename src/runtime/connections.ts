@@ -20,7 +20,7 @@ import {
 import { WS_SERVICE, type WsRequest } from '../capabilities/ws/events.js';
 import type { CapabilityReply } from '../capabilities/types.js';
 import type { ChainSpec } from './worker-messages.js';
-import type { KeyStore } from './store.js';
+import type { KeyStore } from '../store/store.js';
 
 /**
  * The store namespace of the connection records of the process whose state directory is `state`

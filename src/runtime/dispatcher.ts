@@ -11,7 +11,7 @@ import { LimitError, TokenBucket, type RuntimeLimits } from './limits.js';
 import { fromRun, refused, type Counters, type InvocationInfo, type Job, type Outcome } from './outcome.js';
 import type { WorkerPool } from './pool.js';
 import type { ChainSpec } from './worker-messages.js';
-import type { JournalRecord, RuntimeStore } from './store.js';
+import type { JournalRecord, RuntimeStore } from '../store/store.js';
 
 /** What the dispatcher asks of the wake scheduler and of the runtime around it. */
 export interface DispatchHooks {

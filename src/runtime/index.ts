@@ -54,10 +54,10 @@ export type {
   WakeListOptions,
   WakeRecord,
   WakeSpec,
-} from './store.js';
-export { LIST_WAKES_MAX_BYTES } from './store.js';
-export { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
-export { JsonlJournal, readJournal } from './journal.js';
+} from '../store/store.js';
+export { LIST_WAKES_MAX_BYTES } from '../store/store.js';
+export { SqliteStore, type SqliteStoreOptions } from '../store/sqlite-store.js';
+export { JsonlJournal, readJournal } from '../store/journal.js';
 export { DueHeap } from './dueset.js';
 export { OutOfGas } from './executor.js';
 export { workerEntry } from './pool.js';

@@ -28,7 +28,7 @@ export interface RuntimeLimits {
   /**
    * extra time a worker stuck in a host call gets past the chain's deadline before it is replaced
    * (default 5,000: host calls end by the deadline, but the capability bridge adds its own grace
-   * of 2 s, src/capabilities/common/sync.ts)
+   * of 2 s, src/sync/bridge.ts)
    */
   graceMs: number;
   /** instruction budget of a whole chain (default Infinity: only the deadline bounds it) */

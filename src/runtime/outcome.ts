@@ -6,7 +6,7 @@
 import type { Authority } from '../contract/index.js';
 import { LimitError } from './limits.js';
 import type { ChainSpec, RunResult, TrapInfo } from './worker-messages.js';
-import type { WakeRecord } from './store.js';
+import type { WakeRecord } from '../store/store.js';
 
 /** Entry a wake runs. */
 export const ON_WAKE = 'on_wake';

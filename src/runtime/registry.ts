@@ -12,7 +12,7 @@ import type { Manifest, ToolDecl } from '../harness/manifest.js';
 import { ArmError } from './arming.js';
 import { ON_NOTIFY, ON_WAKE, errorOutcome, type Counters, type Outcome } from './outcome.js';
 import type { Compiled, WorkerPool } from './pool.js';
-import type { RuntimeStore } from './store.js';
+import type { RuntimeStore } from '../store/store.js';
 
 /** A harness in the registry. */
 export interface DeployedHarness {

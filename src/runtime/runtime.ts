@@ -36,8 +36,8 @@ import { ON_NOTIFY, errorOutcome, type Counters, type InvokeOptions, type Outcom
 import { WorkerPool } from './pool.js';
 import type { ChainSpec, HostRequest } from './worker-messages.js';
 import { HarnessRegistry, type DeployedHarness } from './registry.js';
-import { SqliteStore } from './sqlite-store.js';
-import type { RuntimeStore, WakeListOptions, WakeRecord } from './store.js';
+import { SqliteStore } from '../store/sqlite-store.js';
+import type { RuntimeStore, WakeListOptions, WakeRecord } from '../store/store.js';
 import { WakeScheduler } from './wake-scheduler.js';
 
 /** Options of {@link BermRuntime.create}. */

@@ -14,7 +14,7 @@ import { ON_WAKE, type Counters, type InvocationInfo, type Job, type Outcome } f
 import type { WorkerPool } from './pool.js';
 import type { ChainSpec } from './worker-messages.js';
 import type { HarnessRegistry } from './registry.js';
-import type { JournalRecord, RuntimeStore, WakeRecord } from './store.js';
+import type { JournalRecord, RuntimeStore, WakeRecord } from '../store/store.js';
 
 /** The largest setTimeout delay (about 24.8 days); longer waits re-arm the timer. */
 const MAX_TIMER_MS = 2 ** 31 - 1;

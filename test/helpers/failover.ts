@@ -15,7 +15,7 @@ export async function claimOf(db: pg.Client, id: string): Promise<{ owner: strin
   return r.rows[0] ?? null;
 }
 
-/** The pid in a store owner name (`host:pid:random`, src/cluster/pg-store.ts). */
+/** The pid in a store owner name (`host:pid:random`, src/store/pg-store.ts). */
 export function ownerPid(owner: string): number {
   const parts = owner.split(':');
   return Number(parts[parts.length - 2]);

@@ -1,4 +1,4 @@
-// A job module for the synchronous bridge (src/capabilities/common/sync.ts) whose first import
+// A job module for the synchronous bridge (src/sync/bridge.ts) whose first import
 // takes 6 s: it stands for a bridge worker that is slow to start (a loaded machine), for the test
 // that the call's deadline bounds the start-up too.
 await new Promise((resolve) => setTimeout(resolve, 6000));

@@ -9,7 +9,7 @@
  */
 import * as fs from 'node:fs';
 import { fieldText } from '../../wire/fields.js';
-import { runSync } from '../common/sync.js';
+import { runSync } from '../../sync/bridge.js';
 import {
   arity,
   boundedTimeout,

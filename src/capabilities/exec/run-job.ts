@@ -1,5 +1,5 @@
 /**
- * berm.exec.run's child process, run in the bridge worker (../common/sync.ts). Why not
+ * berm.exec.run's child process, run in the bridge worker (src/sync/bridge.ts). Why not
  * spawnSync: its timeout signals only the direct child, and a grandchild that keeps the output
  * pipes open then blocks spawnSync for ever. Here the shell starts in a new session (detached),
  * so it leads its own process group, and the whole group is killed with SIGKILL at the timeout,

@@ -1,5 +1,5 @@
 /**
- * berm.fs.grep's search, run in the bridge worker (../common/sync.ts) because the regular
+ * berm.fs.grep's search, run in the bridge worker (src/sync/bridge.ts) because the regular
  * expression comes from the guest: a catastrophic pattern spins inside V8 where no timer can
  * reach it, and only terminating the worker stops it.
  */

@@ -1,5 +1,5 @@
 /**
- * berm.http.fetch's request, run in the bridge worker (../common/sync.ts) because undici is
+ * berm.http.fetch's request, run in the bridge worker (src/sync/bridge.ts) because undici is
  * asynchronous. Redirects are never followed (undici's request does not follow them without a
  * redirect interceptor, and none is installed): a 3xx comes back to the guest as is.
  */

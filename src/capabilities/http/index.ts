@@ -6,7 +6,7 @@
  * and response bodies and the wall-clock time are capped.
  */
 import { fieldText, textField, intField } from '../../wire/fields.js';
-import { runSync } from '../common/sync.js';
+import { runSync } from '../../sync/bridge.js';
 import {
   arity,
   boundedTimeout,

@@ -12,7 +12,7 @@
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
-import { runSync } from '../common/sync.js';
+import { runSync } from '../../sync/bridge.js';
 import {
   arity,
   boundedTimeout,
@@ -27,7 +27,7 @@ import {
   type GrantEnv,
   type GrantProblem,
 } from '../types.js';
-import type { KvJob } from './pg-kv.js';
+import type { KvJob } from '../../store/pg-kv.js';
 
 // better-sqlite3 ships no type declarations and @types/better-sqlite3 is not a dependency, so the
 // small surface used here is typed locally.
@@ -59,7 +59,10 @@ function isPostgresUrl(database: string): boolean {
 
 // A `database` that is a postgres:// URL keeps the keys in PostgreSQL (several daemons share
 // them): each call goes through the synchronous bridge to the job module pg-kv.ts.
-const PG_JOB = new URL(`./pg-kv${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+const PG_JOB = new URL(
+  `../../store/pg-kv${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`,
+  import.meta.url,
+);
 
 /**
  * Longest wait for PostgreSQL on one call, ms, and never past the call's deadline (CALL_DEADLINE);

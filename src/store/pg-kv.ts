@@ -1,6 +1,6 @@
 /**
  * The storage capability's keys in PostgreSQL (several daemons share them): a job module of the
- * synchronous bridge (../common/sync.ts), so a guest blocked in its ecall gets the answer of an
+ * synchronous bridge (src/sync/bridge.ts), so a guest blocked in its ecall gets the answer of an
  * asynchronous pg query. The bridge worker of each calling thread keeps one small pool per URL.
  * Table berm_kv has the shape of the SQLite table (harness, key, value); the quota check and the
  * write run in one transaction under an advisory lock on the harness, so two daemons cannot both

@@ -1,9 +1,9 @@
 /**
- * Worker side of the synchronous bridge (see sync.ts): runs one job at a time, aborts its signal
+ * Worker side of the synchronous bridge (see bridge.ts): runs one job at a time, aborts its signal
  * at the job's timeout, posts the result, then wakes the blocked caller.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { DONE, STARTED, claimJob, type JobRequest, type JobResponse } from './sync.js';
+import { DONE, STARTED, claimJob, type JobRequest, type JobResponse } from './bridge.js';
 
 const { flag, port } = workerData as { flag: Int32Array; port: MessagePort };
 

@@ -4,7 +4,7 @@
  *
  * The store interface is synchronous (the queue calls it between guest runs on its own thread);
  * PostgreSQL is not. Each call is therefore a blocking round trip through the synchronous bridge
- * of the capabilities (src/capabilities/common/sync.ts: a worker thread that runs pg-job.ts while
+ * (src/sync/bridge.ts: a worker thread that runs pg-job.ts while
  * the caller waits in Atomics.wait). Everything that need not block runs asynchronously on the
  * caller's event loop: one LISTEN connection (wakes armed and deployments changed by other
  * daemons), and the lease work: every third of the lease, renewal of the claims this process holds
@@ -29,8 +29,8 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { runSync } from '../capabilities/common/sync.js';
-import type { KvJob } from '../capabilities/storage/pg-kv.js';
+import { runSync } from '../sync/bridge.js';
+import type { KvJob } from './pg-kv.js';
 import * as sql from './pg-sql.js';
 import { LIVENESS_INTERVAL_MS, holdOwnerLock, takeBackFromGone } from './pg-liveness.js';
 import type { PgJob } from './pg-job.js';
@@ -45,11 +45,11 @@ import type {
   WakeListOptions,
   WakeRecord,
   WakeSpec,
-} from '../runtime/store.js';
+} from './store.js';
 
 const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 const JOB = new URL(`./pg-job${ext}`, import.meta.url);
-const KV_JOB = new URL(`../capabilities/storage/pg-kv${ext}`, import.meta.url);
+const KV_JOB = new URL(`./pg-kv${ext}`, import.meta.url);
 
 /** Options of {@link PgStore.open}. */
 export interface PgStoreOptions {

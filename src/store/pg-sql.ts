@@ -29,7 +29,7 @@
  */
 import pg from 'pg';
 import type { Authority } from '../contract/index.js';
-import type { WakeRecord } from '../runtime/store.js';
+import type { WakeRecord } from './store.js';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
 export const SCHEMA_VERSION = 4;
@@ -179,7 +179,7 @@ export async function migrate(pool: pg.Pool, by: string, where: string): Promise
 
 // ------------------------------------------------------------------ due-set
 
-/** A wake as stored: the runtime's WakeRecord (src/runtime/store.ts), authority included. */
+/** A wake as stored: the runtime's WakeRecord (src/store/store.ts), authority included. */
 export type PgWake = WakeRecord;
 /** A wake to arm. */
 export type PgWakeSpec = Omit<PgWake, 'seq' | 'attempt'>;

@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL backend's operations as a job module of the synchronous bridge
- * (src/capabilities/common/sync.ts): the bridge worker imports this module once and keeps one small
+ * (src/sync/bridge.ts): the bridge worker imports this module once and keeps one small
  * connection pool per database URL, so the synchronous store (pg-store.ts) blocks only for the
  * round trip of each call.
  */

@@ -1,6 +1,6 @@
 /**
- * Synchronous bridge to asynchronous host work (infrastructure shared by capabilities, not a
- * capability itself).
+ * Synchronous bridge to asynchronous host work (infrastructure shared by the capabilities,
+ * the protocol door and the PostgreSQL store).
  *
  * Why: a guest blocked in its ecall needs an answer before the handler returns, but undici and
  * child_process are asynchronous, and a regular expression supplied by the guest can spin for
@@ -68,9 +68,9 @@ let bridge: Bridge | null = null;
 let nextId = 1;
 
 function workerUrl(): URL {
-  // Under a TypeScript loader this module is sync.ts and its sibling is worker.ts; built, both are .js.
+  // Under a TypeScript loader this module is bridge.ts and its sibling is bridge-worker.ts; built, both are .js.
   const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-  return new URL(`./worker${ext}`, import.meta.url);
+  return new URL(`./bridge-worker${ext}`, import.meta.url);
 }
 
 function startBridge(): Bridge {
