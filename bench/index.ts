@@ -230,16 +230,27 @@ async function benchStartup(fig: Fig, progress: (m: string) => void): Promise<vo
     // the first start reads every file and writes the snapshot; the next ones read the snapshot
     // and check every file's size and modification time against it
     const times: number[] = [];
+    const checks: number[] = [];
     for (let k = 0; k < (QUICK ? 2 : 4); k++) {
       const t0 = performance.now();
       const svc = await startIndexService({ root: dir, addr: '127.0.0.1:0', snapshot });
       times.push(performance.now() - t0);
       if (svc.catalog.size !== 100_000) throw new Error(`loaded ${svc.catalog.size} entries, not 100000`);
-      await new Promise((r) => setImmediate(r)); // the snapshot is written after the socket listens
+      // the files are checked against the snapshot (the first start: the snapshot is written) after
+      // the socket listens
+      await svc.checked;
+      checks.push(performance.now() - t0);
       await svc.close();
     }
     const cold = times[0]!;
     const inProc = Math.min(...times.slice(1));
+    const checked = Math.min(...checks.slice(1));
+    fig(
+      'index.startup_100k_checked_ms',
+      checked,
+      'ms',
+      'berm-indexd: start through the snapshot to the end of the background check of all 100,000 files, in-process',
+    );
     fig(
       'index.startup_100k_cold_ms',
       cold,
@@ -250,7 +261,7 @@ async function benchStartup(fig: Fig, progress: (m: string) => void): Promise<vo
       'index.startup_100k_ms',
       inProc,
       'ms',
-      'berm-indexd: start on 100,000 entries through the snapshot, files checked, listen, in-process (target ≤ 1000)',
+      'berm-indexd: start on 100,000 entries through the snapshot to listening (the files checked after), in-process (target ≤ 1000)',
     );
     // the real bin (Node's own start and the module loading included), best of 3
     const bins: number[] = [];
@@ -263,7 +274,7 @@ async function benchStartup(fig: Fig, progress: (m: string) => void): Promise<vo
       'berm-indexd bin on 100,000 entries: spawn to the answer of its first search (target ≤ 1000)',
     );
     progress(
-      `index start-up 100k: ${cold.toFixed(0)} ms cold, ${inProc.toFixed(0)} ms through the snapshot, ${bin.toFixed(0)} ms bin spawn to first answer`,
+      `index start-up 100k: ${cold.toFixed(0)} ms cold, ${inProc.toFixed(0)} ms through the snapshot (files checked at ${checked.toFixed(0)} ms), ${bin.toFixed(0)} ms bin spawn to first answer`,
     );
   } finally {
     rmSync(work, { recursive: true, force: true });

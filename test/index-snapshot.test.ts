@@ -10,7 +10,9 @@ import * as path from 'node:path';
 import t from 'tap';
 import { formatEntryLine, type IndexEntry } from '../src/index/entry.js';
 import { loadIndexDirectory } from '../src/index/files.js';
-import { loadWithSnapshot, writeSnapshot, type SnapshotLoad } from '../src/index/snapshot.js';
+import { startIndexService, type RunningIndexService } from '../src/index/service.js';
+import { loadWithSnapshot, noteAppend, writeSnapshot, type SnapshotLoad } from '../src/index/snapshot.js';
+import { tokenHash, type Publisher } from '../src/index/tokens.js';
 
 function entry(repo: string, tag: string, n: number, words: string): IndexEntry {
   return {
@@ -165,4 +167,107 @@ t.test('a start through the snapshot serves what the files hold', async (t) => {
   const lo = loadWithSnapshot(other, snap, loadIndexDirectory);
   t.equal(lo.how, 'reloaded');
   t.match(lo.why, /the snapshot is of/);
+});
+
+t.test('berm-indexd listens from the snapshot and checks the files behind it', async (t) => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-snapshot-svc-'));
+  t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
+  const root = path.join(work, 'index');
+  const snap = path.join(work, 'cache', 'index.snapshot');
+  const file = (repo: string): string => path.join(root, 'r.example', `${repo}.json`);
+  fs.mkdirSync(path.join(root, 'r.example'), { recursive: true });
+  for (let i = 0; i < 300; i++)
+    fs.writeFileSync(file(`h${i}`), formatEntryLine(entry(`h${i}`, 'v1', i, `alpha${i} words`)) + '\n');
+  const logs: string[] = [];
+  const start = (tokens?: Map<string, Publisher>): Promise<RunningIndexService> =>
+    startIndexService({ root, addr: '127.0.0.1:0', snapshot: snap, tokens, log: (l) => logs.push(l) });
+  const refs = (svc: RunningIndexService, term = ''): string[] =>
+    svc.catalog
+      .search(term)
+      .entries.map((e) => `${e.reference} ${e.digest}`)
+      .sort();
+
+  let svc = await start();
+  await svc.checked;
+  await svc.close();
+  t.ok(fs.existsSync(snap), 'the first start writes the snapshot once it listens');
+
+  // changes by another writer while the service is down, and one by the service itself (noted)
+  fs.appendFileSync(file('h3'), formatEntryLine(entry('h3', 'v2', 1003, 'beta other writer')) + '\n');
+  fs.writeFileSync(file('h300'), formatEntryLine(entry('h300', 'v1', 300, 'gamma new file')) + '\n');
+  noteAppend(snap, 'r.example/h4.json');
+  fs.appendFileSync(file('h4'), formatEntryLine(entry('h4', 'v2', 1004, 'delta own publish')) + '\n');
+  logs.length = 0;
+  svc = await start();
+  t.match(logs[0], /from the snapshot \(300 files, 1 read again since it\)/, 'a start reads the snapshot');
+  t.same(
+    svc.catalog.search('delta own').entries.map((e) => e.reference),
+    ['r.example/h4:v2'],
+    "the service's own appends are served as soon as it listens",
+  );
+  await svc.checked;
+  t.same(refs(svc), plainRead(root).refs, 'after the check: what a plain read of the files lists');
+  t.ok(
+    logs.some((l) => /checked 301 files against the snapshot in \d+ ms: 1 appended to, 1 new/.test(l)),
+    'the check says what it found',
+  );
+  t.ok(
+    logs.some((l) => /wrote the snapshot/.test(l)),
+    'a snapshot is written again',
+  );
+  t.notOk(fs.existsSync(`${snap}.appended`), 'the notes end with the snapshot that covers them');
+  await svc.close();
+
+  // the next start finds nothing to read and nothing to write
+  logs.length = 0;
+  svc = await start();
+  await svc.checked;
+  t.same(refs(svc), plainRead(root).refs, 'unchanged: the same entries');
+  t.ok(logs.some((l) => /0 appended to, 0 new/.test(l)));
+  t.notOk(
+    logs.some((l) => /wrote the snapshot/.test(l)),
+    'an unchanged snapshot is not written again',
+  );
+  await svc.close();
+
+  // a takedown made by the service while its check runs is applied once, not read again
+  const op = 'operator-token-for-the-test';
+  const tokens = new Map<string, Publisher>([[tokenHash(op), { name: 'op', operator: true }]]);
+  fs.appendFileSync(file('h250'), 'garbage\n');
+  svc = await start(tokens);
+  const down = await fetch(`${svc.url}/harnesses/r.example/h7`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${op}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ digest: entry('h7', 'v1', 7, '').digest }),
+  });
+  t.equal(down.status, 200, 'a takedown while the check runs');
+  await svc.checked;
+  const plain = plainRead(root);
+  t.same(refs(svc), plain.refs, 'the takedown and the appended garbage line, as a plain read has them');
+  t.equal(plain.refs.filter((r) => r.startsWith('r.example/h7:')).length, 0);
+  await svc.close();
+
+  // a file rewritten while the service was down: the check reads every file again
+  fs.writeFileSync(file('h11'), formatEntryLine(entry('h11', 'v9', 911, 'epsilon rewritten')) + '\n');
+  logs.length = 0;
+  svc = await start();
+  await svc.checked;
+  t.ok(
+    logs.some((l) => /h11\.json was rewritten: read all 301 files again/.test(l)),
+    'rewritten: read again',
+  );
+  t.same(refs(svc), plainRead(root).refs, 'rewritten: what a plain read lists');
+  await svc.close();
+
+  // a removed file
+  fs.rmSync(file('h20'));
+  logs.length = 0;
+  svc = await start();
+  await svc.checked;
+  t.ok(
+    logs.some((l) => /h20\.json was removed: read all 300 files again/.test(l)),
+    'removed: read again',
+  );
+  t.same(refs(svc), plainRead(root).refs, 'removed: what a plain read lists');
+  await svc.close();
 });

@@ -24,10 +24,12 @@ import * as path from 'node:path';
 import { ensureDirectory } from '../util/dirs.js';
 import { CursorError, type Catalog } from './catalog.js';
 import { describeArtifact, PublishError } from './describe.js';
-import type { IndexEntry, Takedown } from './entry.js';
-import { appendEntry, appendTakedown, IndexReadError, loadIndexDirectory } from './files.js';
+import { entryKey, type IndexEntry, type Takedown } from './entry.js';
+import { appendEntry, appendTakedown, IndexReadError, relativeName } from './files.js';
 import { commitFiles, isWorkTree } from './git.js';
-import { loadWithSnapshot, writeSnapshot, type SnapshotLoad } from './snapshot.js';
+import { checkInBackground, type CheckResult } from './reconcile.js';
+import { clearAppendNotes, noteAppend, writeSnapshot } from './snapshot.js';
+import { loadForStart, loadFromFiles, type HeldIndex, type StartLoad } from './startup.js';
 import { publisherOf, type Publisher } from './tokens.js';
 import type { RegistryOptions } from '../oci/index.js';
 
@@ -48,8 +50,9 @@ export interface IndexServiceOptions {
   /** one line per notable event */
   log?: (line: string) => void;
   /**
-   * a snapshot file (./snapshot.ts): read at start when it matches the files, written after a
-   * start that read lines it lacked; absent: every start reads every file
+   * a snapshot file (./snapshot.ts): a start reads it and listens, then checks the files against it
+   * in the background (./reconcile.ts), and writes it again when they had changed; absent: every
+   * start reads every file before it listens
    */
   snapshot?: string;
 }
@@ -62,8 +65,13 @@ export interface RunningIndexService {
   catalog: Catalog;
   /** whether publishes are committed to git */
   git: boolean;
-  /** ms the directory took to load and index */
+  /** ms the start took to read the snapshot, or the files, before listening */
   loadMs: number;
+  /**
+   * settles when the files have been checked against a catalog read from the snapshot (and a
+   * stale snapshot written again); at once when every file was read at start
+   */
+  checked: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -183,21 +191,17 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
   }
   ensureDirectory(o.root);
   const t0 = performance.now();
-  const loaded: SnapshotLoad =
-    o.snapshot !== undefined
-      ? loadWithSnapshot(o.root, o.snapshot, loadIndexDirectory)
-      : { ...loadIndexDirectory(o.root), how: 'reloaded', stale: false };
+  const start = loadForStart(o.root, o.snapshot);
   const loadMs = performance.now() - t0;
-  const catalog = loaded.catalog;
+  /** the catalog served and what it matches; replaced when the directory is read again */
+  let held: HeldIndex = start;
   log(
-    `loaded ${catalog.size} versions of ${catalog.keys} harnesses from ${loaded.files} files in ${loadMs.toFixed(0)} ms` +
-      (o.snapshot === undefined
-        ? ''
-        : loaded.how === 'used'
-          ? ' (snapshot)'
-          : ` (read from the files: ${loaded.why ?? 'no snapshot'})`) +
-      (loaded.skipped > 0
-        ? `; skipped ${loaded.skipped} unreadable lines (${loaded.skippedAt.join(', ')})`
+    `loaded ${start.catalog.size} versions of ${start.catalog.keys} harnesses in ${loadMs.toFixed(0)} ms` +
+      (start.how === 'snapshot'
+        ? ` from the snapshot (${start.states.size} files, ${start.filesRead} read again since it)`
+        : ` from ${start.filesRead} files` + (start.why !== undefined ? ` (${start.why})` : '')) +
+      (start.counts.skipped > 0
+        ? `; skipped ${start.counts.skipped} unreadable lines (${start.counts.skippedAt.join(', ')})`
         : ''),
   );
   const useGit = await isWorkTree(o.root);
@@ -217,6 +221,24 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
         'www-authenticate': 'Bearer realm="berm-indexd"',
       });
     return who;
+  };
+
+  /**
+   * Run `append` (an append to the file of `key`, returning its path) with the snapshot's note made
+   * first and the file's new state recorded after, in one synchronous step with the catalog's
+   * update that follows it.
+   */
+  const appendRecorded = (append: () => string, key: string): string => {
+    if (o.snapshot !== undefined) {
+      try {
+        noteAppend(o.snapshot, `${key}.json`);
+      } catch (e) {
+        log(`cannot note the append in the snapshot's notes: ${(e as Error).message}`);
+      }
+    }
+    const file = append();
+    held.states.recordAppend(file, relativeName(o.root, file));
+    return file;
   };
 
   const publish = async (req: IncomingMessage): Promise<IndexEntry> => {
@@ -242,10 +264,10 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
     const reference = body.reference;
     const entry = await describeArtifact(reference, who?.name, o.registry);
     return serial(async () => {
-      const held = catalog.latest(entry.reference);
-      if (held !== undefined && held.digest === entry.digest) return held;
-      const file = appendEntry(o.root, entry);
-      catalog.add(entry);
+      const known = held.catalog.latest(entry.reference);
+      if (known !== undefined && known.digest === entry.digest) return known;
+      const file = appendRecorded(() => appendEntry(o.root, entry), entryKey(entry.reference));
+      held.catalog.add(entry);
       if (useGit) {
         await commitFiles(
           o.root,
@@ -271,7 +293,7 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
     }
     const body = await readJson(req);
     if (typeof body.digest !== 'string') throw new Refusal(400, 'digest is missing or not a string');
-    const versions = catalog.versions(key).filter((e) => e.digest === body.digest);
+    const versions = held.catalog.versions(key).filter((e) => e.digest === body.digest);
     if (versions.length === 0)
       throw new Refusal(404, `nothing published under ${JSON.stringify(key)} at ${body.digest}`);
     const t: Takedown = {
@@ -282,8 +304,8 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
     };
     if (typeof body.reason === 'string') t.reason = body.reason.slice(0, 1000);
     return serial(async () => {
-      const file = appendTakedown(o.root, t);
-      for (const v of versions) catalog.hide(v.reference, v.digest);
+      const file = appendRecorded(() => appendTakedown(o.root, t), entryKey(t.reference));
+      for (const v of versions) held.catalog.hide(v.reference, v.digest);
       if (useGit)
         await commitFiles(
           o.root,
@@ -321,7 +343,7 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
             throw new Refusal(400, 'limit must be a whole number from 1 to 999999');
           limit = Number(l);
         }
-        const page = catalog.search(params.get('q') ?? '', {
+        const page = held.catalog.search(params.get('q') ?? '', {
           limit,
           cursor: params.get('cursor') ?? undefined,
         });
@@ -335,7 +357,7 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
       throw new Refusal(405, `${method} is not allowed here (GET, POST)`, { allow: 'GET, POST' });
     }
     if (method === 'GET' || method === 'HEAD') {
-      const versions = catalog.versions(key);
+      const versions = held.catalog.versions(key);
       if (versions.length === 0) throw new Refusal(404, `nothing published under ${JSON.stringify(key)}`);
       send(res, 200, versions);
       return;
@@ -372,19 +394,65 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
       resolve();
     });
   });
-  if (o.snapshot !== undefined && loaded.stale) {
-    // after the socket listens: requests wait for it, but no longer than the start did
-    const file = o.snapshot;
-    setImmediate(() => {
-      const t1 = performance.now();
+  let closing = false;
+
+  /**
+   * After the socket listens: a catalog read from the snapshot is checked against the files (in
+   * slices, requests answered between them; a rewritten or removed file makes the service read
+   * every file again), then a stale snapshot is written again. Logs its failures, never throws.
+   */
+  const afterListen = async (s: StartLoad): Promise<void> => {
+    let stale = s.stale;
+    if (s.how === 'snapshot') {
       try {
-        writeSnapshot(file, o.root, loaded);
-        log(`wrote the snapshot ${file} in ${(performance.now() - t1).toFixed(0)} ms`);
+        let r: CheckResult;
+        try {
+          r = await checkInBackground(o.root, held.states, held.catalog, held.counts, {
+            stopped: () => closing,
+          });
+        } catch (e) {
+          // a file that cannot be read, or a damaged file table in the snapshot
+          r = { files: 0, appended: 0, added: 0, touched: 0, ms: 0, rewritten: (e as Error).message };
+        }
+        if (r.stopped) return;
+        if (r.rewritten !== undefined) {
+          const t1 = performance.now();
+          const l = loadFromFiles(o.root);
+          const old = held;
+          held = l;
+          old.release?.();
+          log(`${r.rewritten}: read all ${l.files} files again in ${(performance.now() - t1).toFixed(0)} ms`);
+          stale = true;
+        } else {
+          log(
+            `checked ${r.files} files against the snapshot in ${r.ms.toFixed(0)} ms: ` +
+              `${r.appended} appended to, ${r.added} new since it`,
+          );
+          if (r.appended + r.added + r.touched > 0) stale = true;
+        }
       } catch (e) {
-        log(`cannot write the snapshot ${file}: ${(e as Error).message}`);
+        log(`cannot check the index files: ${(e as Error).message}`);
+        return;
       }
-    });
-  }
+    }
+    if (o.snapshot === undefined || !stale || closing) return;
+    await new Promise((r) => setImmediate(r));
+    const t1 = performance.now();
+    try {
+      writeSnapshot(o.snapshot, o.root, {
+        catalog: held.catalog,
+        files: held.states.size,
+        table: held.states.toTable(),
+        ...held.counts,
+      });
+      // in the same synchronous step: no append can fall between the snapshot and the notes' end
+      clearAppendNotes(o.snapshot);
+      log(`wrote the snapshot ${o.snapshot} in ${(performance.now() - t1).toFixed(0)} ms`);
+    } catch (e) {
+      log(`cannot write the snapshot ${o.snapshot}: ${(e as Error).message}`);
+    }
+  };
+  const checked = afterListen(start);
   const a = server.address() as AddressInfo;
   const url = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
   log(
@@ -393,16 +461,20 @@ export async function startIndexService(o: IndexServiceOptions): Promise<Running
   return {
     url,
     server,
-    catalog,
+    get catalog() {
+      return held.catalog;
+    },
     git: useGit,
     loadMs,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => {
-          loaded.release?.();
-          resolve();
-        });
+    checked,
+    close: async () => {
+      closing = true;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+      await checked;
+      held.release?.();
+    },
   };
 }

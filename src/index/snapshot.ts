@@ -1,13 +1,16 @@
 /**
  * A snapshot of a loaded index, so that `berm-indexd` starts without parsing every JSON Lines file
  * again. The files stay the source of truth: the snapshot records each file's path, size,
- * modification time and CRC-32 as read, and a start checks every file against it. A file that
- * grew and whose first bytes still have the recorded CRC was appended to (the format is
- * append-only): only its new lines are read, and their entries come after the snapshot's. A new
- * file is read whole, the same way. A file that shrank, was rewritten or removed, a snapshot that
- * is damaged, of another version or of another directory: the directory is loaded from its files
- * (./files.ts), as without a snapshot. Garbage lines stay skipped and counted: the snapshot keeps
- * the count and the first places.
+ * modification time and CRC-32 as read. {@link readSnapshotIndex} reads the catalog alone; the
+ * files are then checked against it, all at once ({@link loadWithSnapshot}) or by the service in
+ * the background (./reconcile.ts), per file as ./file-states.ts does: a file that grew and whose
+ * first bytes still have the recorded CRC was appended to (the format is append-only), so only its
+ * new lines are read, and their entries come after the snapshot's; a new file is read whole. A file
+ * that shrank, was rewritten or removed, a snapshot that is damaged, of another version or of
+ * another directory: the directory is loaded from its files (./files.ts), as without a snapshot.
+ * Garbage lines stay skipped and counted: the snapshot keeps the count and the first places.
+ * Beside the snapshot, the service notes each file it appends to ({@link noteAppend}), so a start
+ * reads those again at once.
  *
  * Layout: `BERMIDX1`, a u32 (little-endian) header length, the header as JSON (version, root,
  * counts, the CRC-32 of the body, and each section's byte offset and length in the body), then the
@@ -19,18 +22,11 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import * as zlib from 'node:zlib';
 import { ensureDirectory } from '../util/dirs.js';
 import { Catalog } from './catalog.js';
 import { SEGMENT_ENTRIES, SHORT_COLUMNS, TRI_COLUMNS } from './grams.js';
-import {
-  indexFiles,
-  readIndexFile,
-  readLines,
-  type FileTable,
-  type LineCounts,
-  type LoadedIndex,
-} from './files.js';
+import { FileStates } from './file-states.js';
+import { indexFiles, type LineCounts, type LoadedIndex } from './files.js';
 
 const MAGIC = 'BERMIDX1';
 const VERSION = 1;
@@ -209,25 +205,34 @@ function openSnapshot(file: string, root: string): OpenSnapshot | { why: string 
   }
 }
 
+/** A catalog read from a snapshot alone (the files not yet checked against it). */
+export interface SnapshotIndex {
+  catalog: Catalog;
+  /** the files' states as the snapshot recorded them */
+  states: FileStates;
+  counts: LineCounts;
+  /** close the snapshot file the catalog reads entries from (after the catalog's last use) */
+  release: () => void;
+}
+
 /**
- * Load an index directory through the snapshot at `file` (see the module comment): the catalog is
- * the snapshot's plus the lines appended since, or, when the snapshot cannot be used, the
- * directory read from its files.
- * @throws IndexReadError when the directory or a file cannot be read
+ * Read the catalog a snapshot holds, without looking at the index files: the caller checks them
+ * against {@link SnapshotIndex.states} (all at once, {@link loadWithSnapshot}, or in the
+ * background, ./reconcile.ts).
+ * @returns the catalog, or why the snapshot cannot be used
  */
-export function loadWithSnapshot(
-  root: string,
-  file: string,
-  loadFiles: (root: string) => LoadedIndex,
-): SnapshotLoad {
-  const reload = (why: string): SnapshotLoad => ({ ...loadFiles(root), how: 'reloaded', why, stale: true });
+export function readSnapshotIndex(root: string, file: string): SnapshotIndex | { why: string } {
   const snap = openSnapshot(file, root);
-  if ('why' in snap) return reload(snap.why);
+  if ('why' in snap) return snap;
   const { header, body, fd, base } = snap;
   let open = true;
   const release = (): void => {
     if (open) fs.closeSync(fd);
     open = false;
+  };
+  const damaged = (why: string): { why: string } => {
+    release();
+    return { why };
   };
   /** bytes [o, o + l) of the body, from the file */
   const lazy = (o: number, l: number): Buffer => {
@@ -239,10 +244,6 @@ export function loadWithSnapshot(
       got += n;
     }
     return b;
-  };
-  const reloadAndRelease = (why: string): SnapshotLoad => {
-    release();
-    return reload(why);
   };
   const sec = (name: string, eager = true): [number, number] => {
     const s = header.sections[name];
@@ -262,59 +263,19 @@ export function loadWithSnapshot(
     const [o, l] = sec(name);
     return body.toString('utf8', o, o + l);
   };
-  const table: FileTable = { paths: [], size: [], mtime: [], crc: [] };
-  const tails: { rel: string; text: string; firstLine: number }[] = [];
   try {
-    const paths = sec('paths')[1] === 0 ? [] : text('paths').split('\0');
     const size = f64('size');
     const mtime = f64('mtime');
     const [co, cl] = sec('crc');
     const crc = new Uint32Array(body.buffer, body.byteOffset + co, cl / 4);
-    if (size.length !== paths.length || crc.length !== paths.length)
-      return reloadAndRelease('the snapshot is damaged');
-    // the files now, against the files then (both in indexFiles order)
-    const now = indexFiles(root);
-    const prefix = path.join(root, path.sep);
-    let k = 0;
-    for (const abs of now) {
-      const rel = abs.slice(prefix.length).split(path.sep).join('/');
-      while (k < paths.length && paths[k]! < rel) return reloadAndRelease(`${paths[k]} was removed`);
-      const known = k < paths.length && paths[k] === rel;
-      if (known) {
-        let st: fs.Stats;
-        try {
-          st = fs.statSync(abs);
-        } catch {
-          return reloadAndRelease(`${rel} cannot be read`);
-        }
-        if (st.size === size[k] && st.mtimeMs === mtime[k]) {
-          table.paths.push(rel);
-          table.size.push(size[k]!);
-          table.mtime.push(mtime[k]!);
-          table.crc.push(crc[k]!);
-          k++;
-          continue;
-        }
-      }
-      const { bytes, mtime: m } = readIndexFile(abs);
-      let from = 0;
-      if (known) {
-        const old = size[k]!;
-        if (bytes.length < old || zlib.crc32(bytes.subarray(0, old)) !== crc[k])
-          return reloadAndRelease(`${rel} was rewritten`);
-        from = old;
-        k++;
-      }
-      // lines before `from` (the file's number of a tail's first line)
-      let firstLine = 1;
-      for (let j = bytes.indexOf(0x0a); j >= 0 && j < from; j = bytes.indexOf(0x0a, j + 1)) firstLine++;
-      if (from < bytes.length) tails.push({ rel, text: bytes.toString('utf8', from), firstLine });
-      table.paths.push(rel);
-      table.size.push(bytes.length);
-      table.mtime.push(m);
-      table.crc.push(zlib.crc32(bytes));
-    }
-    if (k < paths.length) return reloadAndRelease(`${paths[k]} was removed`);
+    if (size.length !== crc.length || mtime.length !== crc.length) return damaged('the snapshot is damaged');
+    // the paths are split when a file is first looked up (after the service listens)
+    const [po, pl] = sec('paths');
+    const states = FileStates.fromTable(() => {
+      const paths = pl === 0 ? [] : body.toString('utf8', po, po + pl).split('\0');
+      if (paths.length !== crc.length) throw new Error('the snapshot is damaged: its file table');
+      return { paths, size: [...size], mtime: [...mtime], crc: [...crc] };
+    }, crc.length);
     const n = header.entries;
     const [lo] = sec('lines', false);
     const lineOff = f64('lineOff');
@@ -324,7 +285,7 @@ export function loadWithSnapshot(
     const [ho, hl] = sec('hayOff');
     const off = new Uint32Array(body.buffer, body.byteOffset + ho, hl / 4);
     if (lineOff.length !== n + 1 || off.length !== n + 1 || off[n] !== hayText.length)
-      return reloadAndRelease('the snapshot is damaged');
+      return damaged('the snapshot is damaged');
     const hay: string[] = new Array<string>(n);
     for (let i = 0; i < n; i++) hay[i] = hayText.slice(off[i], off[i + 1]);
     const tri: Int32Array[] = [];
@@ -352,21 +313,98 @@ export function loadWithSnapshot(
       skippedAt: [...header.skippedAt],
       takedowns: header.takedowns,
     };
-    for (const t of tails) readLines(catalog, t.text, t.rel, t.firstLine, counts);
+    return { catalog, states, counts, release };
+  } catch (e) {
+    return damaged(`the snapshot is damaged (${(e as Error).message})`);
+  }
+}
+
+/**
+ * Load an index directory through the snapshot at `file` (see the module comment), checking every
+ * file before it returns: the catalog is the snapshot's plus the lines appended since, or, when the
+ * snapshot cannot be used, the directory read from its files.
+ * @throws IndexReadError when the directory or a file cannot be read
+ */
+export function loadWithSnapshot(
+  root: string,
+  file: string,
+  loadFiles: (root: string) => LoadedIndex,
+): SnapshotLoad {
+  const reload = (why: string): SnapshotLoad => ({ ...loadFiles(root), how: 'reloaded', why, stale: true });
+  const snap = readSnapshotIndex(root, file);
+  if ('why' in snap) return reload(snap.why);
+  const { catalog, states, counts, release } = snap;
+  try {
+    const now = indexFiles(root);
+    const prefix = path.join(root, path.sep);
+    const seen = new Set<string>();
+    let changed = false;
+    for (const abs of now) {
+      const rel = abs.slice(prefix.length).split(path.sep).join('/');
+      seen.add(rel);
+      const c = states.check(abs, rel, catalog, counts);
+      if (c.kind === 'rewritten') {
+        release();
+        return reload(c.why);
+      }
+      if (c.kind !== 'same') changed = true;
+    }
+    for (const rel of states.paths())
+      if (!seen.has(rel)) {
+        release();
+        return reload(`${rel} was removed`);
+      }
     return {
       catalog,
       files: now.length,
       ...counts,
-      table,
+      table: states.toTable(),
       how: 'used',
-      stale: tails.length > 0,
+      stale: changed,
       release,
     };
   } catch (e) {
-    if ((e as Error).name === 'IndexReadError') {
-      release();
-      throw e;
-    }
-    return reloadAndRelease(`the snapshot is damaged (${(e as Error).message})`);
+    release();
+    if ((e as Error).name === 'IndexReadError') throw e;
+    return reload(`the snapshot is damaged (${(e as Error).message})`);
   }
+}
+
+/**
+ * The file beside a snapshot that names the index files the service appended to since the snapshot
+ * was written, one path (relative to the root) per line, so that a start reads those files again
+ * at once instead of waiting for the background check. Only a cache: a name lost in a crash is
+ * found by the check a moment later.
+ */
+function appendNotesFile(snapshotFile: string): string {
+  return `${snapshotFile}.appended`;
+}
+
+/**
+ * Note that the service is about to append to `rel` (call before the append).
+ * @throws Error when the note cannot be written (the caller logs it)
+ */
+export function noteAppend(snapshotFile: string, rel: string): void {
+  ensureDirectory(path.dirname(snapshotFile));
+  fs.appendFileSync(appendNotesFile(snapshotFile), rel + '\n', { mode: 0o600 });
+}
+
+/** The paths noted by {@link noteAppend} since the snapshot was written (none when unreadable). */
+export function readAppendNotes(snapshotFile: string): string[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(appendNotesFile(snapshotFile), 'utf8');
+  } catch {
+    return [];
+  }
+  const fine = (l: string): boolean =>
+    l.endsWith('.json') &&
+    !l.includes('\0') &&
+    l.split('/').every((p) => p !== '' && p !== '.' && p !== '..');
+  return [...new Set(text.split('\n').filter(fine))];
+}
+
+/** Forget the notes (a snapshot covering them was just written). */
+export function clearAppendNotes(snapshotFile: string): void {
+  fs.rmSync(appendNotesFile(snapshotFile), { force: true });
 }
