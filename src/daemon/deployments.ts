@@ -19,6 +19,7 @@ import type { Grants } from './grants.js';
 import { HttpError } from './http.js';
 import { checkCodeBounds, checkTableBounds, DEFAULT_IMAGE_BOUNDS, type ImageBounds } from './image-bounds.js';
 import { DeploymentStore, sha256Hex } from './store.js';
+import { storeFault } from '../store/store-fault.js';
 
 /** A published harness. */
 export interface Deployment {
@@ -210,7 +211,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
           this.store.putImage(bytes);
         } catch (e) {
           release();
-          throw new HttpError(500, `the image could not be stored: ${(e as Error).message}`);
+          throw storeWriteError('the image could not be stored', e);
         }
         try {
           await this.backend.deploy(name, bytes, granted);
@@ -241,7 +242,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
             .deploy(name, this.store.readImage(cur.digest), cur.granted)
             .catch(() => undefined);
         else await this.backend.undeploy(name).catch(() => undefined);
-        throw new HttpError(500, `the deployment could not be recorded: ${(e as Error).message}`);
+        throw storeWriteError('the deployment could not be recorded', e);
       }
       const deployment: Deployment = { name, digest, manifest, granted, deployedAt: entry.deployed_at };
       this.published.set(name, deployment);
@@ -360,4 +361,14 @@ function tooDeep(harness: string, tool: string, e: unknown): Error {
 
 function sameGrant(a: DeployGrant, b: DeployGrant): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * The refusal of a deploy whose write failed: 503 (Retry-After; nothing was acknowledged) for a
+ * store fault such as a full disk, naming it; else 500.
+ */
+function storeWriteError(what: string, e: unknown): HttpError {
+  const fault = storeFault(e);
+  const message = `${what}${fault === null ? '' : ` (${fault})`}: ${(e as Error).message}`;
+  return new HttpError(fault === null ? 500 : 503, message);
 }

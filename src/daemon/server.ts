@@ -35,6 +35,7 @@ import { describe, type Deployments } from './deployments.js';
 import { EventHub, feedEvents } from './events.js';
 import { BufferBudget } from './budget.js';
 import { HttpError, sendError, sendJson } from './http.js';
+import { storeFault } from '../store/store-fault.js';
 import type { IndexSource } from '../index/source.js';
 import { McpEndpoint } from './mcp.js';
 import { Metrics } from './metrics.js';
@@ -367,7 +368,12 @@ export class DaemonServer {
         throw this.budget.spent();
       }
       await this.router.dispatch({ req, res, method, pathname, parts }, match);
-    } catch (e) {
+    } catch (thrown) {
+      // a store fault (a full disk, a locked or unreachable database) is not the client's mistake
+      // and acknowledged nothing: 503, to be retried
+      const fault = thrown instanceof HttpError ? null : storeFault(thrown);
+      const e =
+        fault === null ? thrown : new HttpError(503, `${fault}: ${(thrown as Error).message}; retry later`);
       // a refusal before the body was read closes the connection rather than read (or drain) a body
       // nobody will use: 413, 408, and 401/403 (an unauthenticated client must not make bermd
       // read its upload)

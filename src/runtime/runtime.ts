@@ -38,7 +38,11 @@ import type { ChainSpec, HostRequest } from './worker-messages.js';
 import { HarnessRegistry, type DeployedHarness } from './registry.js';
 import { SqliteStore } from '../store/sqlite-store.js';
 import type { RuntimeStore, WakeListOptions, WakeRecord } from '../store/store.js';
+import { storeFault } from '../store/store-fault.js';
 import { WakeScheduler } from './wake-scheduler.js';
+
+/** How long due wakes wait after a drain met a store fault before the next try, ms. */
+const STORE_FAULT_RETRY_MS = 1000;
 
 /** Options of {@link BermRuntime.create}. */
 export interface RuntimeOptions {
@@ -101,6 +105,8 @@ export class BermRuntime extends EventEmitter {
     translated: 0,
   };
   private readonly services = new Map<string, QueueService>();
+  /** when the last store fault of a drain was logged (ms since the epoch) */
+  private lastStoreFaultLog = -Infinity;
   /** the ws capability's connections, a trigger of this queue (./connections.ts) */
   private readonly connections;
 
@@ -138,7 +144,7 @@ export class BermRuntime extends EventEmitter {
     });
     this.registry = new HarnessRegistry(this.pool, store, this.counters, emit);
     this.dispatcher = new Dispatcher(this.limits, this.pool, store, this.counters, {
-      drainDue: () => this.scheduler.drainDue(),
+      drainDue: () => this.drainDue(),
       unstarted: (j, why, delayMs) => this.scheduler.unstarted(j, why, delayMs),
       finished: (j) => this.scheduler.finished(j),
       emit,
@@ -461,6 +467,28 @@ export class BermRuntime extends EventEmitter {
       translations: { cached: this.counters.cached, translated: this.counters.translated },
       workersReplaced: this.pool.replaced,
     };
+  }
+
+  /**
+   * Drain the due-set. A store fault (a full disk, a database locked by another process past its
+   * busy timeout) leaves the due wakes where they are, logs (at most once per
+   * {@link STORE_FAULT_RETRY_MS}) and tries again after that wait; the process keeps serving.
+   */
+  private drainDue(): void {
+    try {
+      this.scheduler.drainDue();
+    } catch (e) {
+      const fault = storeFault(e);
+      if (fault === null) throw e;
+      const now = Date.now();
+      if (Math.abs(now - this.lastStoreFaultLog) >= STORE_FAULT_RETRY_MS) {
+        this.lastStoreFaultLog = now;
+        this.log(
+          `due wakes wait: ${fault} (${(e as Error).message}); trying again in ${STORE_FAULT_RETRY_MS} ms`,
+        );
+      }
+      this.scheduler.storeFaulted(STORE_FAULT_RETRY_MS);
+    }
   }
 
   private log(line: string): void {

@@ -196,6 +196,15 @@ export class WakeScheduler {
     else again();
   }
 
+  /**
+   * A drain met a store fault (a full disk, a database locked by another process): the wake it was
+   * claiming stayed due, and due work waits `ms` before the next drain tries again.
+   */
+  storeFaulted(ms: number): void {
+    this.notBefore = Date.now() + ms;
+    this.armTimer();
+  }
+
   /** A wake's run ended: its schedule's deferred occurrence, if any, is delivered next. */
   finished(j: Job): void {
     if (j.scheduleKey === undefined) return;
@@ -297,8 +306,9 @@ export class WakeScheduler {
     // harnesses whose due wakes were held back by a limit in this drain
     const blocked = new Set<string>();
     while (this.redeliver.length > 0 && q.capacity() > 0) {
-      const w = this.redeliver.shift()!;
-      const again = dues.reclaim(w.id, w.seq);
+      const w = this.redeliver[0]!;
+      const again = dues.reclaim(w.id, w.seq); // a store fault leaves it to re-deliver
+      this.redeliver.shift();
       if (!again) continue;
       this.d.counters.redeliveries++;
       this.startWake(again, now);
@@ -379,9 +389,9 @@ export class WakeScheduler {
       if (from === null) break;
       const when = from.peekWhen();
       const seq = from.peekSeq();
+      const w = dues.claim(seq); // a store fault leaves the entry due
       from.pop();
       if (fromHarness !== null && from.size === 0) this.held.delete(fromHarness);
-      const w = dues.claim(seq);
       if (!w) continue; // cancelled or replaced
       this.pendingCount--;
       if (!q.canStart(w.harness) || !q.bucket(w.harness).take(now)) {

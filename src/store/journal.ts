@@ -13,6 +13,8 @@ import type { Journal, JournalRecord } from './store.js';
 export class JsonlJournal implements Journal {
   private fd: number;
   private size: number;
+  /** the file ends in part of a line (a short write that could not be truncated away) */
+  private torn = false;
 
   /**
    * @param file the live journal file (created with its directory if missing)
@@ -35,10 +37,32 @@ export class JsonlJournal implements Journal {
     return this.file.replace(/(\.jsonl)?$/, `.${n}.jsonl`);
   }
 
+  /**
+   * Append one record as a whole line.
+   * @throws the write's error (ENOSPC on a full disk, ...): then no part of the line stays in the
+   *   file, so the next record starts a line of its own (a short write is taken back)
+   */
   append(rec: JournalRecord): void {
     const line = Buffer.from(JSON.stringify(rec) + '\n');
     if (this.size > 0 && this.size + line.length > this.rotateBytes) this.rotate();
-    fs.writeSync(this.fd, line);
+    let done = 0;
+    try {
+      if (this.torn) {
+        // a torn line could not be taken back: end it, so it alone is unreadable
+        fs.writeSync(this.fd, '\n');
+        this.torn = false;
+      }
+      while (done < line.length) done += fs.writeSync(this.fd, line, done);
+    } catch (e) {
+      if (done > 0) {
+        try {
+          fs.ftruncateSync(this.fd, this.size);
+        } catch {
+          this.torn = true;
+        }
+      }
+      throw e;
+    }
     this.size += line.length;
   }
 

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WAKE_LIST_LIMIT, type WakeList } from '../../contract/index.js';
 import { HttpError, checkHarnessName, readBody, sendJson } from '../http.js';
 import type { EventHub } from '../events.js';
+import { storeFault } from '../../store/store-fault.js';
 import type { RouteContext } from './context.js';
 import { parseJson, segment, type Resource } from './router.js';
 
@@ -81,6 +82,9 @@ export function wakeRoutes(ctx: RouteContext, events: EventHub): Resource {
         ...(b.id !== undefined ? { id: b.id as string } : {}),
       });
     } catch (e) {
+      const fault = storeFault(e);
+      if (fault !== null)
+        throw new HttpError(503, `wake not armed: ${fault}: ${(e as Error).message}; retry later`);
       throw new HttpError(400, `wake refused: ${(e as Error).message}`);
     }
     sendJson(res, 201, wake);
