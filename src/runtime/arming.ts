@@ -64,7 +64,7 @@ export class WakeArming {
    *   Nothing is armed when it throws.
    */
   arm(spec: ArmSpec): WakeRecord {
-    const w = wakeSpec(spec, this.registry.get(spec.harness), [...this.registry.names()], this.limits);
+    const w = wakeSpec(spec, this.registry.get(spec.harness), undefined, this.limits);
     if (spec.guest) {
       // wake ids are one namespace across the due-set's harnesses: a guest's re-arm replaces
       // only a wake of its own on_wake, never another harness's
@@ -215,18 +215,20 @@ export interface ArmSpec {
  * Check an arming request against the target harness and the limits and build what to store.
  * Shared by the runtime and by arming from outside a running queue (berm wake add).
  * @param target the harness as known (undefined: not deployed or declared)
- * @param known names of the known harnesses, for the error message
+ * @param known names of the known harnesses, for the error message of the operator's own door (the
+ *   CLI on its state); undefined where the caller may not learn them (an agent, a guest, HTTP)
  * @throws ArmError / LimitError (see {@link WakeArming.arm})
  */
 export function wakeSpec(
   spec: ArmSpec,
   target: { onWake: boolean } | undefined,
-  known: string[],
+  known: string[] | undefined,
   limits: Pick<RuntimeLimits, 'maxDelayMs' | 'maxPayloadBytes'>,
 ): WakeSpec {
   if (!target)
     throw new ArmError(
-      `no harness named ${spec.harness} is deployed (deployed: ${[...known].sort().join(', ') || 'none'})`,
+      `no harness named ${spec.harness} is deployed` +
+        (known === undefined ? '' : ` (deployed: ${[...known].sort().join(', ') || 'none'})`),
     );
   if (!target.onWake)
     throw new ArmError(`harness ${spec.harness} does not export ${ON_WAKE}; it cannot be woken`);

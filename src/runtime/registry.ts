@@ -172,9 +172,11 @@ export class HarnessRegistry {
     for (const d of this.byName.values()) if (d.compile.key === from) d.compile = info;
   }
 
-  /** The outcome of an invocation of a harness that is not deployed, naming those that are. */
+  /**
+   * The outcome of an invocation of a harness that is not deployed. It names no other harness: the
+   * caller may be an agent or a guest that must not learn what else this runtime serves.
+   */
   notFound(harness: string): Outcome {
-    const known = [...this.byName.keys()].sort().join(', ') || 'none';
-    return errorOutcome('unknown-harness', `no harness named ${harness} is deployed (deployed: ${known})`);
+    return errorOutcome('unknown-harness', `no harness named ${harness} is deployed`);
   }
 }
