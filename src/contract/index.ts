@@ -7,4 +7,11 @@ export { MAX_AUTHORITY_CHARS, type Authority } from './authority.js';
 export type { HarnessInfo, ToolInfo } from './harnesses.js';
 export type { InvocationEvent, InvokeOutcome, InvokeReply } from './outcome.js';
 export type { RuntimeStats } from './stats.js';
-export { WAKE_LIST_LIMIT, type WakeInfo, type WakeList, type WakeRequest } from './wakes.js';
+export {
+  WAKE_LIST_LIMIT,
+  type DeadWakeInfo,
+  type DeadWakeList,
+  type WakeInfo,
+  type WakeList,
+  type WakeRequest,
+} from './wakes.js';

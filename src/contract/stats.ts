@@ -17,6 +17,8 @@ export interface RuntimeStats {
   overrunSkips: number;
   /** wakes delivered again after a restart (attempt > 1), since start */
   redeliveries: number;
+  /** wakes moved to the dead-letter set, since start */
+  deadLettered?: number;
   /** harness compilations: cached or translated */
   translations: { cached: number; translated: number };
   workersReplaced: number;

@@ -1,4 +1,7 @@
-/** The wake shapes of bermd's HTTP API (`POST /wakes`, `GET /wakes`, `DELETE /wakes/{id}`). */
+/**
+ * The wake shapes of bermd's HTTP API (`POST /wakes`, `GET /wakes`, `DELETE /wakes/{id}`, and the
+ * dead-letter set's `GET /wakes/dead`).
+ */
 
 /** A pending wake as the API shows it (one element of `GET /wakes`, the 201 of `POST /wakes`). */
 export interface WakeInfo {
@@ -37,3 +40,26 @@ export interface WakeRequest {
 
 /** Default and largest `limit` of `GET /wakes` (wakes in one reply). */
 export const WAKE_LIST_LIMIT = { default: 1000, max: 10_000 } as const;
+
+/**
+ * An entry of the dead-letter set (one element of `GET /wakes/dead`): the wake as last claimed
+ * (`attempt`: its claim's count) and why it left the due-set.
+ */
+export interface DeadWakeInfo extends WakeInfo {
+  /** worker-lost | store-error | interrupted */
+  reason: string;
+  /** deliveries started */
+  attempts: number;
+  /** the last delivery's error */
+  last_error: string;
+  /** when it entered the set, ms since the Unix epoch */
+  dead_at: number;
+}
+
+/** The body of `GET /wakes/dead`: the oldest entries and how many there are in all. */
+export interface DeadWakeList {
+  dead: DeadWakeInfo[];
+  count: number;
+  /** present (true) when `count` exceeds the entries listed */
+  truncated?: true;
+}

@@ -6,6 +6,7 @@
 import type { Grant } from '../capabilities/types.js';
 import type {
   Authority,
+  DeadWakeInfo,
   InvocationEvent,
   InvokeOutcome,
   RuntimeStats,
@@ -73,6 +74,20 @@ export interface Backend {
   listWakes(limit: number): Promise<{ wakes: WakeInfo[]; pending: number }>;
   /** Cancel a wake; false when there is no such wake. */
   cancelWake(id: string): Promise<boolean>;
+  /**
+   * The dead-letter set (optional: a runtime without wakes has none): the oldest `limit` entries
+   * and how many there are in all.
+   */
+  listDead?(limit: number): Promise<{ dead: DeadWakeInfo[]; count: number }>;
+  /**
+   * Arm dead-letter entry `id` again (due now, attempts reset; it leaves the set).
+   * @returns the armed wake, `missing` (no such entry) or `conflict` (a pending wake holds the id)
+   */
+  retryDead?(id: string): Promise<WakeInfo | 'missing' | 'conflict'>;
+  /** Drop dead-letter entry `id` (journaled). @returns false when there is none */
+  dropDead?(id: string): Promise<boolean>;
+  /** Dead-letter entries per harness, for the metrics gauge. */
+  deadCounts?(): Record<string, number>;
   /** Current gauges and counters. */
   stats(): RuntimeStats;
   /** Subscribe to finished invocations (for the latency histogram and outcome counters). */

@@ -7,12 +7,15 @@
 import {
   BermRuntime,
   LIST_WAKES_MAX_BYTES,
+  deadWakeInfo,
+  wakeInfo,
   type Outcome,
   type RuntimeLimits,
   type WakeRecord,
 } from '../runtime/index.js';
 import type {
   Authority,
+  DeadWakeInfo,
   InvocationEvent,
   InvokeOutcome,
   RuntimeStats,
@@ -20,21 +23,6 @@ import type {
   WakeRequest,
 } from '../contract/index.js';
 import type { Backend, DeployGrant, WakeEvent } from './backend.js';
-
-/** The wake as the API shows it (ms since the epoch; the runtime's record fields in snake_case). */
-export function wakeInfo(w: WakeRecord): WakeInfo {
-  return {
-    id: w.id,
-    harness: w.harness,
-    due_at: w.when,
-    payload: w.payload,
-    kind: w.kind,
-    entry: w.entry,
-    armed_by: w.armedBy,
-    armed_at: w.armedAt,
-    attempt: w.attempt,
-  };
-}
 
 /** Map the runtime's outcome to the daemon's. */
 export function toInvokeOutcome(o: Outcome): InvokeOutcome {
@@ -116,6 +104,25 @@ export class QueueBackend implements Backend {
 
   async cancelWake(id: string): Promise<boolean> {
     return this.runtime.cancel(id);
+  }
+
+  async listDead(limit: number): Promise<{ dead: DeadWakeInfo[]; count: number }> {
+    const counts = this.runtime.deadCounts();
+    const count = Object.values(counts).reduce((a, b) => a + b, 0);
+    return { dead: this.runtime.deadList({ limit }).map(deadWakeInfo), count };
+  }
+
+  async retryDead(id: string): Promise<WakeInfo | 'missing' | 'conflict'> {
+    const r = this.runtime.retryDead(id);
+    return r.status === 'armed' ? wakeInfo(r.record) : r.status;
+  }
+
+  async dropDead(id: string): Promise<boolean> {
+    return this.runtime.dropDead(id) !== null;
+  }
+
+  deadCounts(): Record<string, number> {
+    return this.runtime.deadCounts();
   }
 
   stats(): RuntimeStats {

@@ -22,7 +22,12 @@ export interface DispatchHooks {
    * deliver it again, after `delayMs`
    */
   unstarted(j: Job, why: string, delayMs: number): void;
-  /** a wake's run ended and was journaled: its schedule may run its deferred occurrence */
+  /**
+   * a wake's run ended (`journaled`: its record was written): finish its claim, or deliver it
+   * again after a backoff (true: its schedule stays held), or move it to the dead-letter set
+   */
+  settle(j: Job, o: Outcome, journaled: boolean): boolean;
+  /** a wake's run ended and is not delivered again: its schedule may run its deferred occurrence */
   finished(j: Job): void;
   /** emit a runtime event */
   emit(event: string, ...args: unknown[]): void;
@@ -286,9 +291,10 @@ export class Dispatcher {
         info: o.info,
       };
     }
-    if (j.wake && !shutdownInterrupt && journaled) this.store.dues.finish(j.wake.id, j.wake.seq);
+    // the wake scheduler finishes the claim, or retries the wake, or moves it to the dead-letter set
+    const retrying = j.wake && !shutdownInterrupt ? this.hooks.settle(j, o, journaled) : false;
     this.hooks.emit('invocation', rec, o);
-    this.hooks.finished(j);
+    if (!retrying) this.hooks.finished(j);
     return answer;
   }
 

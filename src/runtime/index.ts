@@ -43,6 +43,9 @@ export {
 export type { ChainSpec, TrapInfo } from './worker-messages.js';
 export type { Authority, RuntimeStats } from '../contract/index.js';
 export type {
+  DeadReason,
+  DeadWake,
+  RetryDeadResult,
   DeploymentRecord,
   DeploymentStore,
   DueStore,
@@ -56,6 +59,7 @@ export type {
   WakeSpec,
 } from '../store/store.js';
 export { LIST_WAKES_MAX_BYTES } from '../store/store.js';
+export { deadWakeInfo, dropDeadEntry, wakeInfo } from './dead-letter.js';
 export { SqliteStore, type SqliteStoreOptions } from '../store/sqlite-store.js';
 export { JsonlJournal, readJournal } from '../store/journal.js';
 export { DueHeap } from './dueset.js';

@@ -107,6 +107,8 @@ export interface Counters {
   spills: number;
   overrunSkips: number;
   redeliveries: number;
+  /** wakes moved to the dead-letter set */
+  deadLettered: number;
   /** deployments whose module came from the cache, or was translated */
   cached: number;
   translated: number;

@@ -30,6 +30,7 @@ import type { Declarations } from '../config/declarations.js';
 import type { RuntimeStats } from '../contract/index.js';
 import { WakeArming, type ArmSpec, type CallAfterSpec } from './arming.js';
 import { attachConnections } from './connections.js';
+import { dropDeadEntry } from './dead-letter.js';
 import { Dispatcher } from './dispatcher.js';
 import { checkLimits, defaultLimits, LimitError, type LimitSource, type RuntimeLimits } from './limits.js';
 import { ON_NOTIFY, errorOutcome, type Counters, type InvokeOptions, type Outcome } from './outcome.js';
@@ -37,7 +38,7 @@ import { WorkerPool } from './pool.js';
 import type { ChainSpec, HostRequest } from './worker-messages.js';
 import { HarnessRegistry, type DeployedHarness } from './registry.js';
 import { SqliteStore } from '../store/sqlite-store.js';
-import type { RuntimeStore, WakeListOptions, WakeRecord } from '../store/store.js';
+import type { DeadWake, RetryDeadResult, RuntimeStore, WakeListOptions, WakeRecord } from '../store/store.js';
 import { storeFault } from '../store/store-fault.js';
 import { WakeScheduler } from './wake-scheduler.js';
 
@@ -101,6 +102,7 @@ export class BermRuntime extends EventEmitter {
     spills: 0,
     overrunSkips: 0,
     redeliveries: 0,
+    deadLettered: 0,
     cached: 0,
     translated: 0,
   };
@@ -146,6 +148,7 @@ export class BermRuntime extends EventEmitter {
     this.dispatcher = new Dispatcher(this.limits, this.pool, store, this.counters, {
       drainDue: () => this.drainDue(),
       unstarted: (j, why, delayMs) => this.scheduler.unstarted(j, why, delayMs),
+      settle: (j, o, journaled) => this.scheduler.settle(j, o, journaled),
       finished: (j) => this.scheduler.finished(j),
       emit,
       log,
@@ -392,6 +395,42 @@ export class BermRuntime extends EventEmitter {
     return this.arming.list(options);
   }
 
+  // ---------------------------------------------------------------- the dead-letter set
+
+  /** Dead-letter entries, oldest first (DueStore.deadList). */
+  deadList(options: { harness?: string; limit?: number } = {}): DeadWake[] {
+    return this.store.dues.deadList(options);
+  }
+
+  /** Dead-letter entries per harness. */
+  deadCounts(): Record<string, number> {
+    return this.store.dues.deadCounts();
+  }
+
+  /**
+   * Arm dead-letter entry `id` again, due now with its attempts reset; it leaves the set.
+   * @returns what the store did (`conflict`: a pending wake holds the id, nothing changed)
+   */
+  retryDead(id: string): RetryDeadResult {
+    const r = this.store.dues.retryDead(id, Date.now());
+    if (r.status === 'armed') {
+      this.scheduler.armed(r.record, false);
+      this.log(`dead-letter entry ${id} of ${r.record.harness} armed again`);
+    }
+    return r;
+  }
+
+  /**
+   * Remove dead-letter entry `id`, journaled (trigger `drop`).
+   * @returns the entry, or null when there is none
+   */
+  dropDead(id: string): DeadWake | null {
+    const r = dropDeadEntry(this.store, id, (l) => this.log(l));
+    if (!r) return null;
+    this.emit('invocation', r.record, null);
+    return r.dead;
+  }
+
   /**
    * Register (or replace) a service that guests' capabilities reach by name through
    * CapabilityContext.service.
@@ -464,6 +503,7 @@ export class BermRuntime extends EventEmitter {
       spills: this.counters.spills,
       overrunSkips: this.counters.overrunSkips,
       redeliveries: this.counters.redeliveries,
+      deadLettered: this.counters.deadLettered,
       translations: { cached: this.counters.cached, translated: this.counters.translated },
       workersReplaced: this.pool.replaced,
     };

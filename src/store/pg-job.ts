@@ -6,6 +6,7 @@
  */
 import pg from 'pg';
 import * as sql from './pg-sql.js';
+import * as dead from './pg-dead.js';
 
 const pools = new Map<string, pg.Pool>();
 
@@ -48,7 +49,12 @@ export interface PgJob {
     | 'getDeployment'
     | 'listDeployments'
     | 'appendJournal'
-    | 'flush';
+    | 'flush'
+    | 'deadLetter'
+    | 'deadList'
+    | 'deadCounts'
+    | 'retryDead'
+    | 'dropDead';
   args: unknown[];
 }
 
@@ -109,6 +115,23 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
         return sql.listDeployments(p);
       case 'appendJournal':
         return sql.appendJournal(p, a[0] as string, a[1] as object[]);
+      case 'deadLetter':
+        return dead.deadLetter(
+          p,
+          a[0] as string,
+          a[1] as object[],
+          a[2] as string,
+          a[3] as number,
+          a[4] as dead.PgDeadSpec,
+        );
+      case 'deadList':
+        return dead.deadList(p, a[0] as { harness?: string; limit?: number });
+      case 'deadCounts':
+        return dead.deadCounts(p);
+      case 'retryDead':
+        return dead.retryDead(p, a[0] as string, a[1] as number);
+      case 'dropDead':
+        return dead.dropDead(p, a[0] as string);
       case 'flush': {
         // journal records then finished claims, in that order (at-least-once: never the reverse)
         await sql.appendJournal(p, a[0] as string, a[1] as object[]);

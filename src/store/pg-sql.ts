@@ -18,6 +18,8 @@
  *   berm_deployments  name -> sha256, grant, deployed_at.
  *   berm_kv           the storage capability's keys (same shape as its SQLite table).
  *   berm_journal      one row per finished invocation (the JSONL record as jsonb) and its daemon.
+ *   berm_dead         the dead-letter set (schema 5): one row per wake id, the claim's columns,
+ *                     why (reason, last_error), deliveries started, when it entered (dead_at).
  *
  * Ordering: every statement that assigns a seq takes one transaction-scoped advisory lock first,
  * so seqs become visible in increasing order and a daemon that has seen every seq up to N can
@@ -32,7 +34,7 @@ import type { Authority } from '../contract/index.js';
 import type { WakeRecord } from './store.js';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /** Channel of due-set changes. */
 export const WAKES_CHANNEL = 'berm_wakes';
@@ -40,7 +42,7 @@ export const WAKES_CHANNEL = 'berm_wakes';
 export const DEPLOYMENTS_CHANNEL = 'berm_deployments';
 
 /** Key of the advisory lock that serialises seq assignment (any constant; "berm" in ASCII). */
-const SEQ_LOCK = 0x6265726d;
+export const SEQ_LOCK = 0x6265726d;
 /** Key of the advisory lock held while the schema is created or migrated. */
 const SCHEMA_LOCK = 0x6265726e;
 
@@ -129,6 +131,29 @@ const MIGRATIONS: string[] = [
   COMMENT ON TABLE berm_claims IS
     'owner holds session advisory lock (0x6265726f, hashtext(owner)) while it lives';
   `,
+  // 4 -> 5: the dead-letter set: wakes whose every delivery ended through a host fault
+  `
+  CREATE TABLE berm_dead (
+    id text PRIMARY KEY,
+    seq bigint NOT NULL,
+    kind text NOT NULL,
+    harness text NOT NULL,
+    entry text NOT NULL,
+    when_ms double precision NOT NULL,
+    payload text NOT NULL,
+    armed_by text NOT NULL,
+    chain text,
+    depth integer NOT NULL,
+    armed_at double precision NOT NULL,
+    authority jsonb,
+    attempt integer NOT NULL,
+    reason text NOT NULL,
+    last_error text NOT NULL,
+    attempts integer NOT NULL,
+    dead_at double precision NOT NULL,
+    dead_by text NOT NULL);
+  CREATE INDEX berm_dead_at ON berm_dead (dead_at, seq);
+  `,
 ];
 
 /**
@@ -184,7 +209,8 @@ export type PgWake = WakeRecord;
 /** A wake to arm. */
 export type PgWakeSpec = Omit<PgWake, 'seq' | 'attempt'>;
 
-interface WakeRow {
+/** A row of berm_wakes or berm_claims as pg returns it. */
+export interface WakeRow {
   seq: string;
   id: string;
   kind: string;
@@ -200,7 +226,8 @@ interface WakeRow {
   authority: Authority | null;
 }
 
-function wake(r: WakeRow): PgWake {
+/** The record of a berm_wakes or berm_claims row. */
+export function wake(r: WakeRow): PgWake {
   return {
     id: r.id,
     seq: Number(r.seq),
@@ -218,8 +245,10 @@ function wake(r: WakeRow): PgWake {
   };
 }
 
-const COLS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority';
-const UPDATE_COLS = COLS.split(', ')
+/** The wake columns of berm_wakes, berm_claims and berm_dead (seq and attempt apart). */
+export const COLS = 'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority';
+/** `col = EXCLUDED.col` for each of {@link COLS} but id. */
+export const UPDATE_COLS = COLS.split(', ')
   .filter((c) => c !== 'id')
   .map((c) => `${c} = EXCLUDED.${c}`)
   .join(', ');

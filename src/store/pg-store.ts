@@ -35,12 +35,15 @@ import * as sql from './pg-sql.js';
 import { LIVENESS_INTERVAL_MS, holdOwnerLock, takeBackFromGone } from './pg-liveness.js';
 import type { PgJob } from './pg-job.js';
 import type {
+  DeadSpec,
+  DeadWake,
   DeploymentRecord,
   DeploymentStore,
   DueStore,
   Journal,
   JournalRecord,
   KeyStore,
+  RetryDeadResult,
   RuntimeStore,
   WakeListOptions,
   WakeRecord,
@@ -461,6 +464,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
     // own changes in between; other daemons' changes show within a second. A limit shared by
     // several daemons is approximate anyway: they arm concurrently.
     let counted = { n: 0, at: -Infinity };
+    let deadCounted: Record<string, number> = {};
     const adjust = (d: number) => {
       counted = { n: Math.max(0, counted.n + d), at: counted.at };
     };
@@ -583,6 +587,32 @@ export class PgStore extends EventEmitter implements RuntimeStore {
         this.unwrittenJournal.push(...recs);
         this.unwrittenFinish.push([id, seq]);
       },
+      deadLetter: (id: string, seq: number, spec: DeadSpec) => {
+        // the wake journal records held for their claims go with the move, as with finish
+        const recs = this.heldJournal;
+        this.heldJournal = [];
+        // not held any more either way: moved, or (the call failed) no longer renewed, so the
+        // claim expires and is delivered again, its attempt past the limit: dead-lettered then
+        this.held.delete(`${id}\0${seq}`);
+        try {
+          return this.call<boolean>('deadLetter', this.owner, recs, id, seq, spec);
+        } catch (e) {
+          this.unwrittenJournal.push(...recs);
+          throw e;
+        }
+      },
+      deadList: (options?: { harness?: string; limit?: number }) =>
+        this.call<DeadWake[]>('deadList', options ?? {}),
+      deadCounts: () => {
+        try {
+          deadCounted = this.call<Record<string, number>>('deadCounts');
+        } catch {
+          // the last counts: a metrics scrape while the database is away must not fail
+        }
+        return deadCounted;
+      },
+      retryDead: (id: string, when: number) => this.call<RetryDeadResult>('retryDead', id, when),
+      dropDead: (id: string) => this.call<DeadWake | null>('dropDead', id),
       release: (id: string, seq: number, when: number) => {
         // not held any more either way: released, or (the call failed) left to expire and be
         // redelivered
@@ -599,8 +629,9 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   private makeJournal(): Journal {
     return {
       append: (rec: JournalRecord) => {
-        if (rec.wake !== undefined) {
-          // a wake's record is written with its finished claim (one round trip; never after it)
+        if (rec.wake !== undefined && rec.trigger !== 'drop') {
+          // a wake's record is written with its finished claim (one round trip; never after it);
+          // a dropped dead-letter entry has no claim: its record is written now
           this.heldJournal.push(rec);
           return;
         }

@@ -7,6 +7,8 @@
  *   wakes  (seq INTEGER PRIMARY KEY AUTOINCREMENT, id UNIQUE, kind, harness, entry, when_ms, ...)
  *   claims (id, seq, ... attempt) PRIMARY KEY (id, seq): fired, outcome not yet journaled
  *   deployments (name PRIMARY KEY, sha256, elf, capabilities, grant_json, deployed_at)
+ *   dead   (id PRIMARY KEY, the claim's columns, reason, last_error, attempts, dead_at): the
+ *          dead-letter set (schema 3)
  * WAL with synchronous=NORMAL: a committed transaction survives the process being killed (it is in
  * the WAL file); only a power loss may drop the last ones.
  */
@@ -18,8 +20,11 @@ import type { Authority } from '../contract/index.js';
 import type {
   DeploymentRecord,
   DeploymentStore,
+  DeadSpec,
+  DeadWake,
   DueStore,
   KeyStore,
+  RetryDeadResult,
   RuntimeStore,
   WakeListOptions,
   WakeRecord,
@@ -45,7 +50,7 @@ type DatabaseCtor = new (file: string, options?: { timeout?: number }) => Databa
 const Sqlite = createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor;
 
 /** Schema version kept in PRAGMA user_version; a newer one is refused. */
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 const WAKE_COLUMNS =
   'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority';
@@ -85,6 +90,23 @@ function fromRow(r: WakeRow): WakeRecord {
   };
 }
 
+interface DeadRow extends WakeRow {
+  reason: string;
+  last_error: string;
+  attempts: number;
+  dead_at: number;
+}
+
+function fromDeadRow(r: DeadRow): DeadWake {
+  return {
+    wake: fromRow(r),
+    reason: r.reason === 'store-error' || r.reason === 'interrupted' ? r.reason : 'worker-lost',
+    lastError: r.last_error,
+    attempts: r.attempts,
+    deadAt: r.dead_at,
+  };
+}
+
 const authorityJson = (a: Authority | null | undefined): string | null =>
   a && (a.agent !== undefined || a.session !== undefined || a.sender !== undefined)
     ? JSON.stringify(a)
@@ -119,6 +141,13 @@ class SqliteDues implements DueStore {
       bump: p('UPDATE claims SET attempt = attempt + 1 WHERE id = ? AND seq = ? RETURNING *'),
       finish: p('DELETE FROM claims WHERE id = ? AND seq = ?'),
       unclaim: p('DELETE FROM claims WHERE id = ? AND seq = ? RETURNING *'),
+      bury: p(
+        `INSERT OR REPLACE INTO dead (seq, ${WAKE_COLUMNS}, attempt, reason, last_error, attempts, dead_at)
+         SELECT seq, ${WAKE_COLUMNS}, attempt, ?, ?, ?, ? FROM claims WHERE id = ? AND seq = ?`,
+      ),
+      deadGet: p('SELECT * FROM dead WHERE id = ?'),
+      deadDel: p('DELETE FROM dead WHERE id = ? RETURNING *'),
+      deadCounts: p('SELECT harness, count(*) AS n FROM dead GROUP BY harness'),
       reinsert: p(
         `INSERT OR IGNORE INTO wakes (seq, ${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
@@ -245,6 +274,60 @@ class SqliteDues implements DueStore {
 
   finish(id: string, seq: number): void {
     this.s.finish.run(id, seq);
+  }
+
+  deadLetter(id: string, seq: number, spec: DeadSpec): boolean {
+    return this.db.transaction(() => {
+      const moved =
+        this.s.bury.run(spec.reason, spec.lastError, spec.attempts, spec.deadAt, id, seq).changes > 0;
+      if (moved) this.s.finish.run(id, seq);
+      return moved;
+    })();
+  }
+
+  deadList(options: { harness?: string; limit?: number } = {}): DeadWake[] {
+    const rows =
+      options.harness === undefined
+        ? this.db.prepare('SELECT * FROM dead ORDER BY dead_at, seq LIMIT ?').all(options.limit ?? -1)
+        : this.db
+            .prepare('SELECT * FROM dead WHERE harness = ? ORDER BY dead_at, seq LIMIT ?')
+            .all(options.harness, options.limit ?? -1);
+    return (rows as DeadRow[]).map(fromDeadRow);
+  }
+
+  deadCounts(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const r of this.s.deadCounts.all() as { harness: string; n: number }[]) out[r.harness] = r.n;
+    return out;
+  }
+
+  retryDead(id: string, when: number): RetryDeadResult {
+    return this.db.transaction((): RetryDeadResult => {
+      const row = this.s.deadGet.get(id) as DeadRow | undefined;
+      if (!row) return { status: 'missing' };
+      if (this.s.get.get(id)) return { status: 'conflict' };
+      this.s.deadDel.run(id);
+      const r = this.s.ins.run(
+        row.id,
+        row.kind,
+        row.harness,
+        row.entry,
+        when,
+        row.payload,
+        row.armed_by,
+        row.chain,
+        row.depth,
+        row.armed_at,
+        row.authority,
+      );
+      const w = fromRow({ ...row, seq: Number(r.lastInsertRowid), when_ms: when, attempt: 0 });
+      return { status: 'armed', record: w };
+    })();
+  }
+
+  dropDead(id: string): DeadWake | null {
+    const row = this.s.deadDel.get(id) as DeadRow | undefined;
+    return row ? fromDeadRow(row) : null;
   }
 
   release(id: string, seq: number, when: number): void {
@@ -421,7 +504,14 @@ export class SqliteStore implements RuntimeStore {
         CREATE TABLE IF NOT EXISTS deployments (
           name TEXT PRIMARY KEY, sha256 TEXT NOT NULL, elf BLOB NOT NULL, capabilities TEXT NOT NULL,
           grant_json TEXT NOT NULL, deployed_at REAL NOT NULL);
+        CREATE TABLE IF NOT EXISTS dead (
+          id TEXT PRIMARY KEY, seq INTEGER NOT NULL, kind TEXT NOT NULL, harness TEXT NOT NULL,
+          entry TEXT NOT NULL, when_ms REAL NOT NULL, payload TEXT NOT NULL, armed_by TEXT NOT NULL,
+          chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL, attempt INTEGER NOT NULL,
+          authority TEXT, reason TEXT NOT NULL, last_error TEXT NOT NULL, attempts INTEGER NOT NULL,
+          dead_at REAL NOT NULL);
       `);
+      // schema 2 -> 3: the dead-letter set (the CREATE TABLE IF NOT EXISTS above)
       // schema 1 -> 2: wakes keep the arming invocation's authority
       for (const table of ['wakes', 'claims']) {
         const cols = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];

@@ -67,7 +67,7 @@ export interface WakeListOptions {
 export const LIST_WAKES_MAX_BYTES = 4 * 1024 * 1024;
 
 /** The due-set's persistent half. The in-memory heap (dueset.ts) indexes it by (when, seq). */
-export interface DueStore {
+export interface DueStore extends DeadLetterStore {
   /**
    * Arm (or re-arm: the pending wake with the same id is replaced) a wake.
    * @returns the stored record and whether it replaced a pending one.
@@ -119,6 +119,62 @@ export interface DueStore {
   finish(id: string, seq: number): void;
   /** Put a claimed record back as pending at `when` (a deferred or spilled delivery). */
   release(id: string, seq: number, when: number): void;
+}
+
+/** Why a wake left the due-set for the dead-letter set: a host fault on every delivery it had. */
+export type DeadReason = 'worker-lost' | 'store-error' | 'interrupted';
+
+/** What the scheduler records when it moves a claim to the dead-letter set. */
+export interface DeadSpec {
+  reason: DeadReason;
+  /** the last delivery's error message */
+  lastError: string;
+  /** deliveries started (the claim's attempt, less one for `interrupted`: that claim never ran) */
+  attempts: number;
+  /** when it entered the set, ms since epoch */
+  deadAt: number;
+}
+
+/**
+ * One entry of the dead-letter set: a wake or berm.call.after whose deliveries all ended through a
+ * host fault (`wakeAttempts` of them). One entry per wake id: a later one of the same id replaces
+ * it (the journal keeps both).
+ */
+export interface DeadWake extends DeadSpec {
+  /** the wake as last claimed (its `attempt` is the claim's count) */
+  wake: WakeRecord;
+}
+
+/** What {@link DueStore.retryDead} did. */
+export type RetryDeadResult =
+  | { status: 'armed'; record: WakeRecord }
+  | { status: 'missing' }
+  /** a pending wake holds the id (a recurring schedule that re-armed itself): nothing changed */
+  | { status: 'conflict' };
+
+/**
+ * The dead-letter set's half of the store: persisted with the due-set, moved in and out in one
+ * transaction each, so an entry is never both pending and dead nor lost in between.
+ */
+export interface DeadLetterStore {
+  /**
+   * Move the claim (id, seq) to the dead-letter set in one transaction (a backend that writes wake
+   * journal records together with finished claims writes the held ones with it, as `finish` does).
+   * @returns false when that claim is gone
+   * @throws when the store cannot write (the claim is then kept)
+   */
+  deadLetter(id: string, seq: number, spec: DeadSpec): boolean;
+  /** Entries by the time they entered the set, oldest first, optionally of one harness, at most `limit`. */
+  deadList(options?: { harness?: string; limit?: number }): DeadWake[];
+  /** Entries per harness (harnesses with none are left out). */
+  deadCounts(): Record<string, number>;
+  /**
+   * Take entry `id` out of the set and arm it again, due at `when` (ms since epoch) with its attempts
+   * reset, in one transaction; refused (`conflict`) while a pending wake holds its id.
+   */
+  retryDead(id: string, when: number): RetryDeadResult;
+  /** Remove entry `id`. @returns it, or null when there is none */
+  dropDead(id: string): DeadWake | null;
 }
 
 /** A deployed harness as persisted: the bytes and the grant, never compiled code. */
