@@ -3,8 +3,9 @@
  * scrape time, invocation outcomes and latency from the runtime's invocation events, HTTP
  * requests by route and status, and the process's default metrics.
  *
- * Names: berm_queue_depth, berm_in_flight, berm_wakes_pending, berm_deployments (gauges);
- * berm_spills_total, berm_translations_total (counters mirrored from the runtime);
+ * Names: berm_queue_depth, berm_in_flight, berm_wakes_pending, berm_deployments,
+ * berm_wakes_dead{harness} (gauges); berm_spills_total, berm_translations_total,
+ * berm_wakes_dead_total (counters mirrored from the runtime);
  * berm_invocations_total{trigger,outcome} (counter); berm_invocation_seconds{trigger}
  * (histogram); berm_http_requests_total{route,status} (counter); berm_http_write_timeouts_total,
  * berm_http_timeouts_total{kind} (headers, body, idle) and berm_http_connections_shed_total{reason}
@@ -65,6 +66,21 @@ export class Metrics {
       'ELF to Wasm translations (cache misses)',
       () => backend.stats().translations.translated,
     );
+    mirrored(
+      'berm_wakes_dead_total',
+      'wakes this daemon moved to the dead-letter set (their deliveries all ended through a host fault)',
+      () => backend.stats().deadLettered ?? 0,
+    );
+    new Gauge({
+      name: 'berm_wakes_dead',
+      help: 'entries of the dead-letter set by harness (the whole set of a shared store)',
+      labelNames: ['harness'] as const,
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const [harness, n] of Object.entries(backend.deadCounts?.() ?? {})) this.set({ harness }, n);
+      },
+    });
     const invocations = new Counter({
       name: 'berm_invocations_total',
       help: 'finished invocations by trigger and outcome',

@@ -19,7 +19,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Dispatcher } from 'undici';
-import type { HarnessInfo, WakeInfo, WakeList } from '../../contract/index.js';
+import type { DeadWakeInfo, HarnessInfo, WakeInfo, WakeList } from '../../contract/index.js';
 import { CliError, ExitCode, type ExitCodeValue } from '../context.js';
 
 type Undici = typeof import('undici');
@@ -136,7 +136,7 @@ export function resolveTarget(flags: DaemonFlags, env: Record<string, string | u
   return token ? { base, token, tokenSource: 'BERMD_TOKEN' } : { base, token: null, tokenSource: null };
 }
 
-export type { HarnessInfo, WakeInfo, WakeList };
+export type { DeadWakeInfo, HarnessInfo, WakeInfo, WakeList };
 
 /** How an invocation ended, from the daemon's answer. */
 export type InvokeResult =
@@ -436,6 +436,34 @@ export class DaemonClient {
   /** `DELETE /wakes/{id}`. */
   async removeWake(id: string): Promise<void> {
     this.expect(await this.send('DELETE', `/wakes/${encodeURIComponent(id)}`), [200, 204], `wake rm ${id}`);
+  }
+
+  /** `GET /wakes/dead[?limit=N]`: the oldest dead-letter entries and how many there are. */
+  async listDead(limit?: number): Promise<{ dead: DeadWakeInfo[]; count: number }> {
+    const query = limit === undefined ? '' : `?limit=${limit}`;
+    const j = this.expect(await this.send('GET', `/wakes/dead${query}`), [200], 'wake ls --dead') as
+      { dead?: unknown; count?: unknown } | undefined;
+    if (!Array.isArray(j?.dead))
+      throw new CliError(
+        `wake ls --dead: bermd at ${this.target.base} answered something that is not a dead-letter list`,
+      );
+    const count = typeof j.count === 'number' ? j.count : j.dead.length;
+    return { dead: j.dead as DeadWakeInfo[], count };
+  }
+
+  /** `POST /wakes/dead/{id}/retry`: the wake armed again. */
+  async retryDead(id: string): Promise<WakeInfo> {
+    const a = await this.send('POST', `/wakes/dead/${encodeURIComponent(id)}/retry`);
+    return this.expect(a, [200, 201], `wake retry ${id}`) as WakeInfo;
+  }
+
+  /** `DELETE /wakes/dead/{id}`. */
+  async dropDead(id: string): Promise<void> {
+    this.expect(
+      await this.send('DELETE', `/wakes/dead/${encodeURIComponent(id)}`),
+      [200, 204],
+      `wake drop ${id}`,
+    );
   }
 }
 

@@ -1,16 +1,19 @@
 /**
- * `berm wake add|ls|rm` against bermd (`POST /wakes`, `GET /wakes`, `DELETE /wakes/{id}`): arm a
- * wake of a deployed harness's `on_wake` from outside the guest, list the pending ones, cancel
- * one. Body of `POST /wakes`: `{"harness", "delay_ms" | "at", "payload"?, "id"?}` (at: ms since
+ * `berm wake add|ls|rm|retry|drop` against bermd (`POST /wakes`, `GET /wakes`, `DELETE /wakes/{id}`,
+ * and the dead-letter set's `GET /wakes/dead`, `POST /wakes/dead/{id}/retry`,
+ * `DELETE /wakes/dead/{id}`): arm a wake of a deployed harness's `on_wake` from outside the guest,
+ * list the pending ones, cancel one; list the dead-letter set (`ls --dead`), arm an entry again,
+ * drop one. Body of `POST /wakes`: `{"harness", "delay_ms" | "at", "payload"?, "id"?}` (at: ms since
  * the Unix epoch); the answer and the list entries are `{id, harness, due_at, payload, ...}`.
  */
 import { InvalidArgumentError, type Command } from '../commander.js';
 import { CliError, ExitCode, parsePositiveInt } from '../context.js';
 import type { CliContext } from '../program.js';
 import { WAKE_LIST_LIMIT } from '../../contract/index.js';
-import type { DaemonFlags, WakeInfo } from './daemon-client.js';
+import type { DaemonFlags, DeadWakeInfo, WakeInfo } from './daemon-client.js';
 import { addDaemonOptions, withDaemon } from './daemon-verbs.js';
 import { addLocalWakeOptions, localWakeAdd, localWakeLs, localWakeRm, type LocalAddFlags } from './wake.js';
+import { localDeadDrop, localDeadLs, localDeadRetry } from './wake-dead.js';
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -88,6 +91,27 @@ export function wakesText(ws: WakeInfo[], now = Date.now()): string {
   return rows.join('\n') + '\n';
 }
 
+/**
+ * Text of `berm wake ls --dead`, against bermd and on a `--state` directory alike: one row per
+ * entry, oldest first (when it entered the set), with its reason, deliveries and last error.
+ */
+export function deadText(ds: DeadWakeInfo[]): string {
+  if (ds.length === 0) return 'no dead-letter entries\n';
+  const wi = Math.max(2, ...ds.map((d) => String(d.id).length));
+  const wh = Math.max(7, ...ds.map((d) => target(d).length));
+  const rows = [
+    `${'ID'.padEnd(wi)}  ${'HARNESS'.padEnd(wh)}  ${'DEAD SINCE'.padEnd(24)}  ${'REASON'.padEnd(11)}  ATTEMPTS  LAST ERROR`,
+  ];
+  for (const d of ds) {
+    const at = Number.isFinite(d.dead_at) ? new Date(d.dead_at).toISOString() : String(d.dead_at);
+    const err = String(d.last_error ?? '').replace(/\s+/g, ' ');
+    rows.push(
+      `${String(d.id).padEnd(wi)}  ${target(d).padEnd(wh)}  ${at.padEnd(24)}  ${String(d.reason).padEnd(11)}  ${String(d.attempts).padEnd(8)}  ${err.length > 60 ? err.slice(0, 57) + '...' : err}`,
+    );
+  }
+  return rows.join('\n') + '\n';
+}
+
 /** bermd's default and largest `limit` of `GET /wakes`. */
 const WAKE_LS_DEFAULT = WAKE_LIST_LIMIT.default;
 const WAKE_LS_MAX = WAKE_LIST_LIMIT.max;
@@ -136,7 +160,9 @@ interface AddFlags extends DaemonFlags, Partial<Omit<LocalAddFlags, 'state'>> {
 export function registerWakeClient(program: Command, ctx: CliContext): Command {
   const wake = program
     .command('wake')
-    .description("arm, list and cancel wakes of deployed harnesses' on_wake");
+    .description(
+      "arm, list and cancel wakes of deployed harnesses' on_wake; list, retry and drop the dead-letter set",
+    );
   addDaemonOptions(
     addLocalWakeOptions(wake.command('add'), true)
       .description('arm a wake of HARNESS (its on_wake runs when due); give --in or --at')
@@ -179,20 +205,33 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
       `list at most the earliest N wakes (bermd: ${WAKE_LS_DEFAULT} unless given, at most ${WAKE_LS_MAX}; --state: all); stderr says how many are pending`,
       parsePositiveInt,
     ),
-  ).action((flags: DaemonFlags & { state?: string; limit?: number }, cmd: Command) =>
-    ctx.run(cmd, async () => {
-      const g = ctx.globals(cmd);
-      const limit = flags.limit;
-      if (local(flags)) return localWakeLs(ctx, cmd, { state: flags.state, limit });
-      const { wakes, pending } = await withDaemon(flags, (c) => c.listWakes(limit));
-      ctx.io.out(g.json ? JSON.stringify(wakes) + '\n' : wakesText(wakes));
-      // bermd answers at most a page: without this line a cut list reads as the whole due-set
-      const note = pendingNote(wakes.length, pending);
-      if (note !== undefined) ctx.io.err(note);
-      else if (!g.json && pending > 0) ctx.io.err(`berm: ${pendingText(pending)}\n`);
-      return ExitCode.Ok;
-    }),
-  );
+  )
+    .option(
+      '--dead',
+      'list the dead-letter set instead: wakes whose deliveries all ended through a host fault (worker lost, store error, process killed), oldest first, with the reason',
+    )
+    .action((flags: DaemonFlags & { state?: string; limit?: number; dead?: boolean }, cmd: Command) =>
+      ctx.run(cmd, async () => {
+        const g = ctx.globals(cmd);
+        const limit = flags.limit;
+        if (flags.dead) {
+          if (local(flags)) return localDeadLs(ctx, cmd, { state: flags.state, limit });
+          const { dead, count } = await withDaemon(flags, (c) => c.listDead(limit));
+          ctx.io.out(g.json ? JSON.stringify(dead) + '\n' : deadText(dead));
+          if (count > dead.length)
+            ctx.io.err(`berm: listed the oldest ${dead.length} of ${count} dead-letter entries\n`);
+          return ExitCode.Ok;
+        }
+        if (local(flags)) return localWakeLs(ctx, cmd, { state: flags.state, limit });
+        const { wakes, pending } = await withDaemon(flags, (c) => c.listWakes(limit));
+        ctx.io.out(g.json ? JSON.stringify(wakes) + '\n' : wakesText(wakes));
+        // bermd answers at most a page: without this line a cut list reads as the whole due-set
+        const note = pendingNote(wakes.length, pending);
+        if (note !== undefined) ctx.io.err(note);
+        else if (!g.json && pending > 0) ctx.io.err(`berm: ${pendingText(pending)}\n`);
+        return ExitCode.Ok;
+      }),
+    );
   addDaemonOptions(
     addLocalWakeOptions(
       wake.command('rm').description('cancel a pending wake').argument('<id>', 'wake id'),
@@ -204,6 +243,42 @@ export function registerWakeClient(program: Command, ctx: CliContext): Command {
       if (local(flags)) return localWakeRm(ctx, cmd, id, { state: flags.state });
       await withDaemon(flags, (c) => c.removeWake(id));
       ctx.io.out(g.json ? JSON.stringify({ status: 'ok', id }) + '\n' : `cancelled ${id}\n`);
+      return ExitCode.Ok;
+    }),
+  );
+  addDaemonOptions(
+    addLocalWakeOptions(
+      wake
+        .command('retry')
+        .description(
+          'arm a dead-letter entry again (due now, attempts reset); it leaves the set. Refused while a pending wake holds its id',
+        )
+        .argument('<id>', 'wake id of the entry (berm wake ls --dead)'),
+      false,
+    ),
+  ).action((id: string, flags: DaemonFlags & { state?: string }, cmd: Command) =>
+    ctx.run(cmd, async () => {
+      const g = ctx.globals(cmd);
+      if (local(flags)) return localDeadRetry(ctx, cmd, id, { state: flags.state });
+      const w = await withDaemon(flags, (c) => c.retryDead(id));
+      ctx.io.out(g.json ? JSON.stringify(w) + '\n' : `armed ${w.id} again\n`);
+      return ExitCode.Ok;
+    }),
+  );
+  addDaemonOptions(
+    addLocalWakeOptions(
+      wake
+        .command('drop')
+        .description('remove a dead-letter entry for good (journaled as dropped)')
+        .argument('<id>', 'wake id of the entry (berm wake ls --dead)'),
+      false,
+    ),
+  ).action((id: string, flags: DaemonFlags & { state?: string }, cmd: Command) =>
+    ctx.run(cmd, async () => {
+      const g = ctx.globals(cmd);
+      if (local(flags)) return localDeadDrop(ctx, cmd, id, { state: flags.state });
+      await withDaemon(flags, (c) => c.dropDead(id));
+      ctx.io.out(g.json ? JSON.stringify({ status: 'ok', id }) + '\n' : `dropped ${id}\n`);
       return ExitCode.Ok;
     }),
   );

@@ -60,7 +60,7 @@ function known(state: string, config: string | undefined): Map<string, { onWake:
  * file is believed only when the live holder of the state lock is that pid: a file left by a
  * killed queue names a pid the system may have given to an unrelated process since.
  */
-function signalRunner(state: string): boolean {
+export function signalRunner(state: string): boolean {
   try {
     const pid = Number(fs.readFileSync(path.join(state, PID_FILE), 'utf8').trim());
     if (!Number.isSafeInteger(pid) || pid <= 0) return false;
@@ -165,7 +165,7 @@ export function localWakeAdd(
  * opening a mistyped path would create an empty state there and report "0 wakes pending".
  * @throws CliError when DIR holds no state.sqlite
  */
-function existingStore(dir: string): SqliteStore {
+export function existingStore(dir: string): SqliteStore {
   if (!fs.existsSync(path.join(dir, 'state.sqlite'))) {
     throw new CliError(
       `--state ${dir}: no berm worker state there (no state.sqlite); give the --state DIR of a berm worker`,

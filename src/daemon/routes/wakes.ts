@@ -2,9 +2,12 @@
  * The wake resource: `POST /wakes` arms a wake of a deployed harness's on_wake (201 with the
  * wake), `GET /wakes?limit=N` lists the earliest pending ones, `DELETE /wakes/{id}` cancels one
  * (204; 404 when there is none), `GET /wakes/fired` lists the recent firings the change feed saw.
+ * The dead-letter set (docs/wakes.md): `GET /wakes/dead?limit=N` lists the oldest entries,
+ * `POST /wakes/dead/{id}/retry` arms one again (201 with the wake; 404; 409 while a pending wake
+ * holds its id), `DELETE /wakes/dead/{id}` drops one (204; 404).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { WAKE_LIST_LIMIT, type WakeList } from '../../contract/index.js';
+import { WAKE_LIST_LIMIT, type DeadWakeList, type WakeList } from '../../contract/index.js';
 import { HttpError, checkHarnessName, readBody, sendJson } from '../http.js';
 import type { EventHub } from '../events.js';
 import { storeFault } from '../../store/store-fault.js';
@@ -110,6 +113,46 @@ export function wakeRoutes(ctx: RouteContext, events: EventHub): Resource {
       {
         path: '/wakes/fired',
         methods: { GET: ({ res }) => sendJson(res, 200, { fired: events.recentFirings() }) },
+      },
+      {
+        path: '/wakes/dead',
+        methods: {
+          GET: async ({ req, res }) => {
+            const limit = listLimit(req.url ?? '');
+            const { dead, count } = ctx.backend.listDead
+              ? await ctx.backend.listDead(limit)
+              : { dead: [], count: 0 };
+            const reply: DeadWakeList = { dead, count, ...(count > dead.length ? { truncated: true } : {}) };
+            sendJson(res, 200, reply);
+          },
+        },
+      },
+      {
+        path: '/wakes/dead/{id}/retry',
+        methods: {
+          POST: async ({ parts, res }) => {
+            const id = segment(parts[2]!);
+            const r = ctx.backend.retryDead ? await ctx.backend.retryDead(id) : 'missing';
+            if (r === 'missing') throw new HttpError(404, `no dead-letter entry with id ${id}`);
+            if (r === 'conflict')
+              throw new HttpError(
+                409,
+                `a pending wake holds id ${id} (a recurring schedule re-armed itself?): cancel it (DELETE /wakes/${id}) or drop the entry`,
+              );
+            sendJson(res, 201, r);
+          },
+        },
+      },
+      {
+        path: '/wakes/dead/{id}',
+        methods: {
+          DELETE: async ({ parts, res }) => {
+            const id = segment(parts[2]!);
+            if (!(ctx.backend.dropDead && (await ctx.backend.dropDead(id))))
+              throw new HttpError(404, `no dead-letter entry with id ${id}`);
+            res.writeHead(204).end();
+          },
+        },
       },
       {
         path: '/wakes/{id}',
