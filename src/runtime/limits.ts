@@ -193,11 +193,16 @@ export class TokenBucket {
     this.tokens = burst;
     this.last = now;
   }
+  /**
+   * Add the tokens earned since the last refill. `now` is the wall clock: when it stepped back, the
+   * step counts as no time elapsed (refilling resumes from `now`), not as a debt that would hold
+   * the harness back for as long as the step.
+   */
   private refill(now: number): void {
     if (now > this.last) {
       this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.rate) / 1000);
       this.last = now;
-    }
+    } else if (now < this.last) this.last = now;
   }
   /** Take one token if there is one. */
   take(now: number): boolean {
