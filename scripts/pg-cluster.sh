@@ -7,6 +7,8 @@
 #                                     it to DIR/url. Trust authentication, loopback only: a test
 #                                     cluster, never a production one.
 #   scripts/pg-cluster.sh stop DIR    stop the server (fast shutdown) and delete DIR
+#   scripts/pg-cluster.sh restart DIR restart the server (fast shutdown: every connection is cut)
+#                                     on the same port, for fault tests; returns once it accepts
 #   scripts/pg-cluster.sh url DIR     print the URL of a started cluster
 #
 # Typical use:
@@ -99,9 +101,21 @@ stop() {
   rm -rf "$dir"
 }
 
+restart() {
+  local dir=$1 bin
+  [ -n "$dir" ] && [ -f "$dir/data/postmaster.pid" ] || die "usage: $0 restart DIR (a started cluster)"
+  bin=$(bindir)
+  # pg_ctl restart starts the server again with the options it was started with (postmaster.opts)
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 60 restart >/dev/null 2>&1 || {
+    tail -n 20 "$dir/server.log" >&2 || true
+    die "the server did not restart (log above)"
+  }
+}
+
 case "${1:-}" in
   start) start "${2:-}" ;;
   stop) stop "${2:-}" ;;
+  restart) restart "${2:-}" ;;
   url) cat "${2:?usage: $0 url DIR}/url" ;;
-  *) die "usage: $0 start|stop|url DIR" ;;
+  *) die "usage: $0 start|stop|restart|url DIR" ;;
 esac

@@ -3,7 +3,12 @@
 // created here and dropped at teardown, so test files running in parallel never see each other's
 // rows. Without the URL a test is skipped locally and fails in CI (CI=true): PostgreSQL tests must
 // never be skipped silently there.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Test } from 'tap';
 
@@ -47,4 +52,39 @@ export async function freshDatabase(t: Test): Promise<string | null> {
   const u = new URL(base);
   u.pathname = `/${name}`;
   return u.toString();
+}
+
+/** A throwaway PostgreSQL cluster of one test's own (scripts/pg-cluster.sh), which it may restart. */
+export interface OwnCluster {
+  /** the URL of its database berm_test */
+  url: string;
+  /** restart the server (fast shutdown: every connection cut), same port; resolves once it accepts */
+  restart(): Promise<void>;
+}
+
+/**
+ * Start a cluster for `t` alone (never restart the shared one: other test files use it), stopped
+ * and deleted at t's teardown. Needs Debian's postgresql package (initdb).
+ * @returns the cluster, or null when it cannot start (skipped locally, failed under CI=true)
+ */
+export async function ownCluster(t: Test): Promise<OwnCluster | null> {
+  const script = join(import.meta.dirname, '..', '..', 'scripts', 'pg-cluster.sh');
+  const dir = mkdtempSync(join(tmpdir(), 'berm-pg-own-'));
+  const run = promisify(execFile);
+  let url: string;
+  try {
+    url = (await run(script, ['start', dir])).stdout.trim();
+  } catch (e) {
+    const why = `scripts/pg-cluster.sh start failed: ${(e as { stderr?: string }).stderr ?? (e as Error).message}`;
+    if (process.env.CI === 'true') t.fail(`${why} (CI=true: PostgreSQL tests must run)`);
+    else void t.skip(why, () => {});
+    return null;
+  }
+  t.teardown(() => run(script, ['stop', dir]).then(() => undefined));
+  return {
+    url,
+    restart: async () => {
+      await run(script, ['restart', dir]);
+    },
+  };
 }
