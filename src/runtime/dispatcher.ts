@@ -23,10 +23,11 @@ export interface DispatchHooks {
    */
   unstarted(j: Job, why: string, delayMs: number): void;
   /**
-   * a wake's run ended (`journaled`: its record was written): finish its claim, or deliver it
-   * again after a backoff (true: its schedule stays held), or move it to the dead-letter set
+   * a wake's run ended (`journalError`: why its record could not be written, null when it was):
+   * finish its claim, or deliver it again after a backoff (true: its schedule stays held), or move
+   * it to the dead-letter set
    */
-  settle(j: Job, o: Outcome, journaled: boolean): boolean;
+  settle(j: Job, o: Outcome, journalError: string | null): boolean;
   /** a wake's run ended and is not delivered again: its schedule may run its deferred occurrence */
   finished(j: Job): void;
   /** emit a runtime event */
@@ -277,11 +278,11 @@ export class Dispatcher {
     const shutdownInterrupt = this.interrupting && o.status === 'trapped' && o.trap.name === 'Interrupted';
     // journal first, then forget the claim: a kill in between re-delivers (at-least-once)
     let answer = o;
-    let journaled = true;
+    let journalError: string | null = null;
     try {
       this.store.journal.append(rec);
     } catch (e) {
-      journaled = false;
+      journalError = (e as Error).message;
       this.hooks.log(`journal record of ${j.harness}.${j.entry} not written: ${(e as Error).message}`);
       answer = {
         status: 'error',
@@ -292,7 +293,7 @@ export class Dispatcher {
       };
     }
     // the wake scheduler finishes the claim, or retries the wake, or moves it to the dead-letter set
-    const retrying = j.wake && !shutdownInterrupt ? this.hooks.settle(j, o, journaled) : false;
+    const retrying = j.wake && !shutdownInterrupt ? this.hooks.settle(j, o, journalError) : false;
     this.hooks.emit('invocation', rec, o);
     if (!retrying) this.hooks.finished(j);
     return answer;

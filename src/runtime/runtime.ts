@@ -148,7 +148,7 @@ export class BermRuntime extends EventEmitter {
     this.dispatcher = new Dispatcher(this.limits, this.pool, store, this.counters, {
       drainDue: () => this.drainDue(),
       unstarted: (j, why, delayMs) => this.scheduler.unstarted(j, why, delayMs),
-      settle: (j, o, journaled) => this.scheduler.settle(j, o, journaled),
+      settle: (j, o, journalError) => this.scheduler.settle(j, o, journalError),
       finished: (j) => this.scheduler.finished(j),
       emit,
       log,
