@@ -29,6 +29,8 @@ export interface RuntimeSettings {
   cacheDir: string | null;
   /** worker threads (default: the number of cores) */
   workers?: number;
+  /** resident bytes of the instance slots the workers keep, all together (default the runtime's) */
+  instanceMemory?: number;
   /** overrides of the queue's limits, with where each came from (flag, env, file) */
   limits: Partial<RuntimeLimits>;
   limitSources: Partial<Record<keyof RuntimeLimits, LimitSource>>;
@@ -84,6 +86,7 @@ export async function assembleRuntime(s: RuntimeSettings): Promise<AssembledRunt
       ...(shared ? { store: shared } : {}),
       cacheDir: s.cacheDir,
       ...(s.workers !== undefined ? { poolSize: s.workers } : {}),
+      ...(s.instanceMemory !== undefined ? { instanceMemory: s.instanceMemory } : {}),
       limits: s.limits,
       limitSources: s.limitSources,
       ...(s.memorySize !== undefined ? { memorySize: s.memorySize } : {}),

@@ -20,6 +20,7 @@ import { narrowFolder, privateDir } from '../util/private-files.js';
 import { isLoopback, loadToken } from './auth.js';
 import type { Backend } from './backend.js';
 import { describeDefaultBudget } from './budget.js';
+import { describeDefaultInstanceMemory } from '../runtime/instance-budget.js';
 import { Deployments } from './deployments.js';
 import { clampConnections, openFileLimit } from './fd-limit.js';
 import { Grants } from './grants.js';
@@ -98,6 +99,8 @@ export interface BackendContext {
   cacheDir: string;
   /** worker threads for guests and translations */
   workers: number;
+  /** resident bytes of the instance slots the workers keep, all together (--max-instance-memory) */
+  instanceMemory: number;
   /** berm's protocol endpoint to listen on, or null */
   protocolEndpoint: string | null;
   /** a PostgreSQL store shared with other daemons, or null (SQLite under root) */
@@ -253,6 +256,13 @@ export async function startDaemon(
         `  warning: max-buffered-bytes ${settings.maxBufferedBytes.value} is below max-image-bytes ${settings.maxImageBytes.value}: the largest uploads will be refused 503`,
       );
     show('workers', settings.workers);
+    show('max-instance-memory', {
+      value: settings.maxInstanceMemory.value,
+      source:
+        settings.maxInstanceMemory.source === 'default'
+          ? describeDefaultInstanceMemory()
+          : settings.maxInstanceMemory.source,
+    });
     show('protocol-endpoint', settings.protocolEndpoint, settings.protocolEndpoint.value ?? 'none');
     show(
       'store',
@@ -278,6 +288,7 @@ export async function startDaemon(
       root,
       cacheDir,
       workers: settings.workers.value,
+      instanceMemory: settings.maxInstanceMemory.value,
       limits: limits.limits,
       limitSources: limits.sources,
       protocolEndpoint: settings.protocolEndpoint.value,

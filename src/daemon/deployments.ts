@@ -186,7 +186,8 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
    * Deploy `bytes` as `name`.
    * @returns the deployment and whether anything changed (false when the same bytes with the same
    *   grant were already published under that name: a free re-deploy)
-   * @throws HttpError 400 (not a harness; compile failure), 403 (sha256 differs from the declaration)
+   * @throws HttpError 400 (not a harness; compile failure), 403 (sha256 differs from the declaration),
+   *   507 (the workers cannot make an instance of it: no memory left for one)
    */
   deploy(name: string, bytes: Uint8Array): Promise<{ deployment: Deployment; changed: boolean }> {
     return this.serial(name, async () => {
@@ -219,6 +220,10 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
           release();
           this.store.dropIfUnused(digest, this.busy);
           if (e instanceof HttpError) throw e;
+          // the workers could not make an instance of it (runtime/pool.ts DeployRefused): not a
+          // fault of the image, and nothing was published
+          if ((e as Error).name === 'DeployRefused')
+            throw new HttpError(507, (e as Error).message, { limit: 'max-instance-memory' });
           throw new HttpError(
             400,
             `the image does not compile: ${(e as Error).name}: ${(e as Error).message}`,

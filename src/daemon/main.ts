@@ -56,6 +56,10 @@ const program = new Command('bermd')
     'bytes of request bodies and unread replies held at once; over it, 503 with Retry-After (default: an eighth of the memory, 128M..1G; env BERMD_MAX_BUFFERED_BYTES)',
   )
   .option(
+    '--max-instance-memory <size>',
+    'resident bytes of the instances the workers keep warm between calls; a deploy whose instance cannot be made is refused 507 (default: a quarter of the memory, 256M..16G; env BERMD_MAX_INSTANCE_MEMORY)',
+  )
+  .option(
     '--limit <key=value>',
     "a queue limit, repeatable (e.g. --limit timeoutMs=5000; drainMs bounds the shutdown); also [limits] in --config and env BERMD_LIMITS='k=v,k=v'",
     (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
@@ -113,6 +117,7 @@ const flags: Flags = {
   maxConnections: o.maxConnections,
   maxConnectionsPerAddress: o.maxConnectionsPerAddress,
   maxBufferedBytes: o.maxBufferedBytes,
+  maxInstanceMemory: o.maxInstanceMemory,
   workers: o.workers,
   protocolEndpoint: o.protocolEndpoint,
   store: o.store,

@@ -22,6 +22,7 @@ export const createRuntimeBackend: BackendFactory = async (ctx) => {
       leaseMs: ctx.leaseMs,
       cacheDir: ctx.cacheDir,
       workers: ctx.workers,
+      instanceMemory: ctx.instanceMemory,
       limits: ctx.limits,
       limitSources: ctx.limitSources,
       log: ctx.log,

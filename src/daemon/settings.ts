@@ -5,6 +5,7 @@
  */
 import { availableParallelism, homedir } from 'node:os';
 import * as path from 'node:path';
+import { defaultInstanceMemory } from '../runtime/instance-budget.js';
 import { defaultBufferBudget } from './budget.js';
 import { DEFAULT_IMAGE_BOUNDS } from './image-bounds.js';
 
@@ -42,6 +43,7 @@ export interface Settings {
   maxConnectionsPerAddress: Setting<number>;
   /** bytes of request bodies and unread replies held at once (src/daemon/budget.ts) */
   maxBufferedBytes: Setting<number>;
+  maxInstanceMemory: Setting<number>;
   workers: Setting<number>;
   /** berm's protocol endpoint for the agent-daemon side (`unix:/path` or `127.0.0.1:port`), or none */
   protocolEndpoint: Setting<string | null>;
@@ -205,6 +207,12 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
       flag: 'max-buffered-bytes',
       env: 'BERMD_MAX_BUFFERED_BYTES',
       def: () => defaultBufferBudget(),
+      parse: parseBytes,
+    },
+    maxInstanceMemory: {
+      flag: 'max-instance-memory',
+      env: 'BERMD_MAX_INSTANCE_MEMORY',
+      def: () => defaultInstanceMemory(),
       parse: parseBytes,
     },
     protocolEndpoint: {

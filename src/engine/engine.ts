@@ -30,6 +30,7 @@ import {
 } from './image.js';
 import { Slot } from './instance.js';
 import { WasmSlot } from './wasm-slot.js';
+import { DEFAULT_KEEPER_LIMITS, SlotKeeper, type KeeperLimits } from './slot-keeper.js';
 import { INSTRUMENT_VERSION, instrument, memoryLimits } from '../wasm/instrument.js';
 import { WASM_PAGE } from '../wasm/reader.js';
 import { BackgroundOptimizer } from './optimizer.js';
@@ -78,6 +79,13 @@ export interface EngineConfig {
    * Binaryen and be cut off at exit on every run, never reaching the cache.
    */
   optimizeInBackground?: boolean;
+  /**
+   * Bounds of the instance slots kept between invocations over all modules (slot-keeper.ts;
+   * default DEFAULT_KEEPER_LIMITS)
+   */
+  keep?: Partial<KeeperLimits>;
+  /** a full collection, asked when idle slots were dropped (slot-keeper.ts); default none */
+  reclaim?: () => void;
 }
 
 /** Translation tiers; see {@link EngineConfig.tier}. */
@@ -130,6 +138,8 @@ export class Engine {
   readonly cache: WasmCache | null;
   readonly interruptHandle = new InterruptHandle();
   readonly poolSize: number;
+  /** the instance slots kept for reuse, over every module of this engine */
+  readonly keeper: SlotKeeper<Slot | WebAssembly.Memory>;
   readonly tier: Tier;
   private readonly optimizeInBackground: boolean;
   private optimizer: BackgroundOptimizer | null = null;
@@ -151,6 +161,7 @@ export class Engine {
     };
     checkOptions(this.options);
     this.poolSize = config.poolSize ?? 4;
+    this.keeper = new SlotKeeper({ ...DEFAULT_KEEPER_LIMITS, ...config.keep }, config.reclaim ?? null);
     this.tier = config.tier ?? 'auto';
     this.optimizeInBackground = config.optimizeInBackground ?? true;
     if (!['auto', 'optimized', 'baseline'].includes(this.tier)) {
@@ -573,8 +584,6 @@ export class GuestModule {
         );
   }
 
-  private pool: Slot[] = [];
-
   /**
    * With the 'auto' tier: settles true once the optimised tier replaced the baseline module for
    * instances created from then on, false if optimisation failed. Resolved true for a module
@@ -585,7 +594,7 @@ export class GuestModule {
   /** @internal the optimised tier is ready: new instances use `wasm`; pooled ones are dropped */
   upgrade(wasm: WebAssembly.Module, key: string, wasmBytes: number): void {
     this.wasm = wasm;
-    this.pool = [];
+    this.engine.keeper.forget(this);
     this.info.tier = 'optimized';
     this.info.key = key;
     this.info.wasmBytes = wasmBytes;
@@ -608,11 +617,13 @@ export class GuestModule {
    */
   takeSlot(): Slot | WasmSlot {
     if (isWasmImage(this.image)) return new WasmSlot(this);
-    return this.pool.pop() ?? new Slot(this);
+    return (this.engine.keeper.take(this) as Slot | undefined) ?? new Slot(this);
   }
 
-  /** Zeroed memories of a Wasm image at their initial size, for the next instances. */
-  private memories: WebAssembly.Memory[] = [];
+  /** Drop the instance slots kept for this module (it is no longer deployed). */
+  release(): void {
+    this.engine.keeper.forget(this);
+  }
 
   /**
    * @internal a memory for a new instance of a Wasm image: of the limits its instrumented module
@@ -620,7 +631,8 @@ export class GuestModule {
    * when there is one (making a memory is most of what a new instance costs in V8)
    */
   takeWasmMemory(): WebAssembly.Memory {
-    const pooled = this.memories.pop();
+    // a Wasm image's module keeps memories only (its instances are never reused)
+    const pooled = this.engine.keeper.take(this) as WebAssembly.Memory | undefined;
     if (pooled !== undefined) return pooled;
     const { initial, maximum } = memoryLimits(
       (this.image as WasmImage).module,
@@ -644,16 +656,16 @@ export class GuestModule {
       if (
         bytes === initial * WASM_PAGE &&
         bytes <= POOLED_WASM_MEMORY &&
-        this.memories.length < this.engine.poolSize
+        this.engine.keeper.count(this) < this.engine.poolSize
       ) {
         new Uint8Array(mem.buffer).fill(0);
-        this.memories.push(mem);
+        this.engine.keeper.keep(this, mem, bytes);
       }
       return;
     }
-    if (slot.compiled !== this.wasm || this.pool.length >= this.engine.poolSize) return;
+    if (slot.compiled !== this.wasm || this.engine.keeper.count(this) >= this.engine.poolSize) return;
     slot.reset();
-    this.pool.push(slot);
+    this.engine.keeper.keep(this, slot, slot.resident);
   }
 
   /** Names callable with Instance.call: global function symbols and the ELF entry. */

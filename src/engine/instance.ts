@@ -184,6 +184,12 @@ export class Slot {
   /** zeroes [start, end) of the memory (memory.fill for a shared one: zero.ts) */
   private readonly zero: (start: number, end: number) => void;
   owner: Instance | null = null;
+  /**
+   * Bytes of the memory that have been touched (so stay resident: zeroing keeps a page), as the
+   * dirty extents of every reset so far bound them, plus the ecall argument page; what keeping
+   * the slot costs (slot-keeper.ts).
+   */
+  resident: number;
 
   constructor(readonly module: GuestModule) {
     const { layout } = module;
@@ -201,6 +207,7 @@ export class Slot {
       layout.stackLimit - STACK_GUARD - layout.base,
     );
     this.loadImage();
+    this.resident = module.elf.imageEnd - layout.base + 65536;
     const owner = () => this.owner!;
     const epoch = process.hrtime.bigint();
     const call = (this.call = new LiveHostCall(this.memory, ECALL_ARGS.offset(layout.size)));
@@ -255,6 +262,7 @@ export class Slot {
     // Never fill pages nobody touched: zeroing them would make the kernel back them with memory.
     this.zero(0, hi);
     if (lo < size) this.zero(Math.max(lo, hi), size);
+    this.resident = Math.max(this.resident, hi + (lo < size ? size - Math.max(lo, hi) : 0) + 65536);
     this.loadImage();
     this.dirtyLo.value = size;
     this.dirtyHi.value = 0;

@@ -99,7 +99,9 @@ export class Executor {
   /**
    * Deploy a harness from its ELF bytes and a module compiled elsewhere (or compile it here when
    * `module` is null).
-   * @throws ElfError, ManifestError or HarnessError for a bad image.
+   * @param warm make an instance now (kept for the first invocation)
+   * @throws ElfError, ManifestError or HarnessError for a bad image; RangeError when V8 cannot
+   *   allocate the instance's memory (with `warm`; nothing deployed then).
    */
   async deploy(
     name: string,
@@ -107,6 +109,7 @@ export class Executor {
     module: { wasm: WebAssembly.Module; info: GuestModule['info'] } | null,
     capabilities: string[],
     grant: Grant,
+    warm = true,
   ): Promise<Harness> {
     let gm: GuestModule;
     if (module === null) {
@@ -117,7 +120,7 @@ export class Executor {
     }
     const harness = Harness.fromModule(gm);
     // one instance slot made now (memory + Wasm instance), so the first invocation does not pay it
-    gm.releaseSlot(gm.takeSlot());
+    if (warm) gm.releaseSlot(gm.takeSlot());
     this.add(name, harness, capabilities, grant);
     return harness;
   }
@@ -130,11 +133,21 @@ export class Executor {
     const g: Grant = { ...grant };
     if (capabilities.includes('storage') && g.database === undefined && this.defaultDatabase !== null)
       g.database = this.defaultDatabase;
+    const before = this.harnesses.get(name)?.harness;
     this.harnesses.set(name, { harness, decl: { name, capabilities: [...capabilities], grant: g } });
+    if (before !== undefined && before !== harness) this.released(before);
   }
 
   undeploy(name: string): void {
+    const before = this.harnesses.get(name)?.harness;
     this.harnesses.delete(name);
+    if (before !== undefined) this.released(before);
+  }
+
+  /** `harness` left a name: its kept instance slots go unless another name still runs its module. */
+  private released(harness: Harness): void {
+    for (const d of this.harnesses.values()) if (d.harness.module === harness.module) return;
+    harness.module.release();
   }
 
   /**

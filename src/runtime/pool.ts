@@ -34,6 +34,11 @@ export function workerEntry(): URL {
   return new URL(`./worker${ext}`, import.meta.url);
 }
 
+/** A deploy the workers could not put in place (no memory for its instance); nothing changed. */
+export class DeployRefused extends Error {
+  override name = 'DeployRefused';
+}
+
 /** A compiled harness as the pool hands it out. */
 export interface Compiled {
   module: WebAssembly.Module;
@@ -103,6 +108,8 @@ interface Slot {
     started: number | null;
   } | null;
   compiles: Map<number, { resolve: (c: Compiled) => void; reject: (e: Error) => void }>;
+  /** deploys posted to this worker and not yet answered: told the worker's error, or null */
+  deploys: Map<number, (error: string | null) => void>;
   dead: boolean;
   /** the worker has loaded its modules (a run's deadline must not tick while it starts up) */
   ready: boolean;
@@ -179,6 +186,7 @@ export class WorkerPool {
       flag: new Int32Array(hostFlag),
       job: null,
       compiles: new Map(),
+      deploys: new Map(),
       dead: false,
       ready: false,
     };
@@ -195,6 +203,12 @@ export class WorkerPool {
         slot.ready = true;
         this.opts.onIdle();
         return;
+      case 'deployed': {
+        const answer = slot.deploys.get(m.id);
+        slot.deploys.delete(m.id);
+        answer?.(m.error);
+        return;
+      }
       case 'compiled': {
         const c = slot.compiles.get(m.id);
         if (!c) return;
@@ -271,6 +285,9 @@ export class WorkerPool {
     if (job) this.finish(slot);
     for (const c of slot.compiles.values()) c.reject(new Error(`compile failed: ${why}`));
     slot.compiles.clear();
+    // its replacement replays the deployments: a deploy is not refused for a lost worker
+    for (const answer of slot.deploys.values()) answer(null);
+    slot.deploys.clear();
     slot.port.close();
     const i = this.slots.indexOf(slot);
     if (!this.closed && i >= 0) {
@@ -304,8 +321,23 @@ export class WorkerPool {
     });
   }
 
-  /** Make a compiled harness available in every worker (and in replacements). */
-  deploy(name: string, elf: Uint8Array, c: Compiled, capabilities: string[], grant: Grant): void {
+  /**
+   * Make a compiled harness available in every worker (and in replacements), once each worker has
+   * it in place and one of them (an idle one when there is one) has made an instance of it: the
+   * memory and address space an instance needs are the process's, so one worker's instance shows
+   * that the others can make theirs (their first call does; a worker keeps a bounded number of
+   * instances, engine/slot-keeper.ts, so deployments do not use up the address space). When the
+   * instance cannot be made (V8 cannot allocate its memory), the name goes back to what it was
+   * before in every worker (the previous deployment, or none) and the deploy is refused.
+   * @throws DeployRefused naming the worker's error; the pool is then as it was
+   */
+  async deploy(
+    name: string,
+    elf: Uint8Array,
+    c: Compiled,
+    capabilities: string[],
+    grant: Grant,
+  ): Promise<void> {
     const msg: Extract<ToWorker, { type: 'deploy' }> = {
       type: 'deploy',
       name,
@@ -315,8 +347,37 @@ export class WorkerPool {
       capabilities,
       grant,
     };
+    const before = this.deployments.get(name);
     this.deployments.set(name, msg);
-    for (const s of this.slots) s.worker.postMessage(msg);
+    const live = this.slots.filter((s) => !s.dead);
+    // an idle worker, in turn (the instances made at deploy are spread over the workers)
+    const turn = this.nextId % live.length;
+    const order = [...live.slice(turn), ...live.slice(0, turn)];
+    const warm = order.find((s) => s.job === null) ?? order[0];
+    const errors = await Promise.all(
+      live.map(
+        (s) =>
+          new Promise<string | null>((resolve) => {
+            const id = this.nextId++;
+            s.deploys.set(id, resolve);
+            s.worker.postMessage({ ...msg, id, warm: s === warm } satisfies ToWorker);
+          }),
+      ),
+    );
+    const error = errors.find((e) => e !== null);
+    if (error === undefined) return;
+    // another deploy of the name may have been posted meanwhile: only this one's is taken back
+    if (this.deployments.get(name) === msg) {
+      if (before === undefined) this.undeploy(name);
+      else {
+        this.deployments.set(name, before);
+        for (const s of this.slots) s.worker.postMessage(before);
+      }
+    }
+    throw new DeployRefused(
+      `harness ${name} cannot be served: a worker could not make its instance (${error}); ` +
+        `${this.deployments.size} harnesses are deployed on ${this.slots.length} workers`,
+    );
   }
 
   undeploy(name: string): void {

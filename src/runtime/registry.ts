@@ -50,7 +50,8 @@ export class HarnessRegistry {
    * worker, persist the deployment. Re-deploying the same bytes and grant is cheap (disk cache).
    * @param grant granted capability names and their arguments (from the operator, never the harness)
    * @throws ArmError for a bad name or an unknown capability; ElfError / ManifestError /
-   *   HarnessError (by name) for a bad image.
+   *   HarnessError (by name) for a bad image; DeployRefused when the workers cannot make an
+   *   instance of it (nothing changed then).
    */
   async deploy(
     name: string,
@@ -73,7 +74,7 @@ export class HarnessRegistry {
     else this.counters.translated++;
     const capabilities = [...new Set(grant.capabilities)].sort();
     const g = grant.grant ?? {};
-    this.pool.deploy(name, elf, compiled, capabilities, g);
+    await this.pool.deploy(name, elf, compiled, capabilities, g);
     const d: DeployedHarness = {
       name,
       sha256: createHash('sha256').update(elf).digest('hex'),

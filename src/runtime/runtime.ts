@@ -41,6 +41,7 @@ import { SqliteStore } from '../store/sqlite-store.js';
 import type { DeadWake, RetryDeadResult, RuntimeStore, WakeListOptions, WakeRecord } from '../store/store.js';
 import { storeFault } from '../store/store-fault.js';
 import { WakeScheduler } from './wake-scheduler.js';
+import { defaultInstanceMemory, workerShare } from './instance-budget.js';
 
 /** How long due wakes wait after a drain met a store fault before the next try, ms. */
 const STORE_FAULT_RETRY_MS = 1000;
@@ -78,6 +79,11 @@ export interface RuntimeOptions {
    * invocation's chain deadline if that comes first, the call answers an error
    */
   hostReplyTimeoutMs?: number;
+  /**
+   * resident bytes of the instance slots the workers keep between invocations, all together
+   * (default defaultInstanceMemory(): a quarter of the machine's memory; instance-budget.ts)
+   */
+  instanceMemory?: number;
 }
 
 /**
@@ -137,6 +143,10 @@ export class BermRuntime extends EventEmitter {
         ...(options.hostReplyTimeoutMs !== undefined
           ? { hostReplyTimeoutMs: options.hostReplyTimeoutMs }
           : {}),
+        ...(() => {
+          const share = workerShare(options.instanceMemory ?? defaultInstanceMemory(), poolSize);
+          return { instanceMemory: share.bytes, instanceSlots: share.slots };
+        })(),
       },
       onHost: (req) => this.onHost(req),
       onReplace: (why) => this.log(`worker replaced: ${why}`),
@@ -177,6 +187,9 @@ export class BermRuntime extends EventEmitter {
     const poolSize = options.poolSize ?? Math.max(1, cpus().length);
     if (!Number.isSafeInteger(poolSize) || poolSize < 1)
       throw new RangeError(`pool size must be a positive integer, got ${poolSize}`);
+    const im = options.instanceMemory;
+    if (im !== undefined && !(Number.isSafeInteger(im) && im > 0))
+      throw new RangeError(`instance memory must be a positive number of bytes, got ${im}`);
     const limits = { ...defaultLimits(poolSize), ...options.limits };
     checkLimits(limits);
     const sources = {} as Record<keyof RuntimeLimits, LimitSource>;

@@ -34,6 +34,13 @@ export interface WorkerConfig {
   replyPort: import('node:worker_threads').MessagePort;
   /** longest a guest waits for the queue to answer a host call, ms (default 30,000) */
   hostReplyTimeoutMs?: number;
+  /**
+   * resident bytes of the instance slots this worker keeps between invocations, over all its
+   * harnesses (its share of --max-instance-memory; engine/slot-keeper.ts); default the engine's
+   */
+  instanceMemory?: number;
+  /** instance slots this worker keeps, at most (its share of the address space; slot-keeper.ts) */
+  instanceSlots?: number;
 }
 
 /** The chain an invocation belongs to, as handed to a worker. Budgets are what is left. */
@@ -65,6 +72,13 @@ export type ToWorker =
       info: CompileInfo;
       capabilities: string[];
       grant: Grant;
+      /** answered with 'deployed' of this id when given (a replayed deployment has none) */
+      id?: number;
+      /**
+       * make an instance now (its memory allocated), so that the deploy is answered only once
+       * one can be made and the first call here does not pay for it
+       */
+      warm?: boolean;
     }
   | { type: 'undeploy'; name: string }
   /**
@@ -130,6 +144,8 @@ export type RunResult =
 /** worker -> main */
 export type FromWorker =
   | { type: 'ready' }
+  /** a deploy with an id is in place (error null) or could not be (the worker's message) */
+  | { type: 'deployed'; id: number; error: string | null }
   | {
       type: 'compiled';
       id: number;

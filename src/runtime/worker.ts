@@ -3,6 +3,8 @@
  * deployed ones, and runs one invocation at a time. Guest host calls that need the queue (the
  * schedule capability) block on the synchronous path described in worker-messages.ts.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { Engine } from '../engine/engine.js';
 import { Harness } from '../harness/harness.js';
@@ -71,7 +73,24 @@ function scheduleFor(harness: string, chain: ChainState): ScheduleHost {
   };
 }
 
+/**
+ * A full collection of this thread's heap. Dropped instance slots hold their memory's pages until
+ * V8 collects them, and nothing else starts a collection in a worker that has stopped taking
+ * calls; `gc` is exposed to a new context only (the flag is read when a context is made), so this
+ * thread's own globals stay as they were.
+ */
+function collectGarbage(): () => void {
+  // left set: another worker starting at the same time reads it too (the flags are the process's)
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+
 const engine = new Engine({
+  keep: {
+    ...(config.instanceMemory !== undefined ? { maxBytes: config.instanceMemory } : {}),
+    ...(config.instanceSlots !== undefined ? { maxSlots: config.instanceSlots } : {}),
+  },
+  reclaim: collectGarbage(),
   ...(config.memorySize !== undefined ? { memorySize: config.memorySize } : {}),
   ...(config.optimizeLevel !== undefined ? { optimizeLevel: config.optimizeLevel } : {}),
   cacheDir: config.cacheDir,
@@ -112,15 +131,25 @@ async function handle(msg: ToWorker): Promise<void> {
       }
       return;
     }
-    case 'deploy':
-      await executor.deploy(
-        msg.name,
-        msg.elf,
-        { wasm: msg.module, info: msg.info },
-        msg.capabilities,
-        msg.grant,
-      );
+    case 'deploy': {
+      let error: string | null = null;
+      try {
+        await executor.deploy(
+          msg.name,
+          msg.elf,
+          { wasm: msg.module, info: msg.info },
+          msg.capabilities,
+          msg.grant,
+          msg.warm === true,
+        );
+      } catch (e) {
+        error = e instanceof Error ? e.message : String(e);
+        // a replayed deployment (a replacement worker) has no one to answer
+        if (msg.id === undefined) throw e;
+      }
+      if (msg.id !== undefined) post({ type: 'deployed', id: msg.id, error });
       return;
+    }
     case 'undeploy':
       executor.undeploy(msg.name);
       return;
