@@ -150,7 +150,9 @@ t.test('a spinning guest runs on a worker: the daemon keeps answering', async (t
   // The spin runs until its deadline (timeoutMs from admission). Everything below must happen
   // before that deadline; 8 s leaves a loaded machine room for the health check, the echo call on
   // the second worker and a metrics read (a few hundred ms when quiet).
-  const d = await testDaemon({ limit: ['timeoutMs=8000'], workers: '2' });
+  // the echo call is the spinning harness's own: it may use both workers (by default one harness
+  // gets one fewer than the pool; test/hostile-fair covers that)
+  const d = await testDaemon({ limit: ['timeoutMs=8000', 'harnessConcurrency=2'], workers: '2' });
   t.teardown(() => d.stop());
   t.equal((await d.req('/harnesses/qg', { method: 'PUT', body: QG })).status, 200);
   const inFlight = async (): Promise<string | undefined> =>

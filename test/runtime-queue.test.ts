@@ -418,8 +418,9 @@ t.test('chains: an Interrupted or out-of-gas callee ends its caller; other traps
 });
 
 t.test('a spinning harness never delays others beyond its own timeout', async (t) => {
-  // a deadline far above what 20 echo calls take even on a loaded 2-core machine
-  const rt = await runtime({ limits: { timeoutMs: 10_000 } });
+  // a deadline far above what 20 echo calls take even on a loaded 2-core machine; the echo calls
+  // are the spinning harness's own, so it may use both workers (the default keeps one back)
+  const rt = await runtime({ limits: { timeoutMs: 10_000, harnessConcurrency: 2 } });
   t.teardown(() => rt.close());
   await rt.invoke('qg', 'echo', '{}'); // warm both workers' first instance
   await rt.invoke('qg', 'echo', '{}');
@@ -524,7 +525,9 @@ t.test('limits refuse with a typed error naming the limit and its value', async 
 });
 
 t.test('overrun skip: an occurrence due while the previous one runs is journaled as skipped', async (t) => {
-  const rt = await runtime({ limits: { timeoutMs: 1500 } });
+  // two occurrences of one harness at once: with one (the default on 2 workers) the second waits
+  // for the harness's concurrency and runs after the first instead of overrunning it
+  const rt = await runtime({ limits: { timeoutMs: 1500, harnessConcurrency: 2 } });
   t.teardown(() => rt.close());
   const started = new Promise((resolve) => rt.once('wake', resolve));
   const recs = records(rt, 2, (r) => r.wake === 'x');

@@ -21,7 +21,8 @@ export type InvokeOutcome =
     | { status: 'refused'; message: string; limit?: string }
     /**
      * it could not run or broke the ABI; `code` as the runtime reports it ('unknown-harness',
-     * 'unknown-tool', 'bad-args', 'harness', 'worker-lost', 'internal')
+     * 'unknown-tool', 'bad-args', 'harness', 'worker-lost', 'internal'; 'cancelled' when its caller
+     * went away before the reply)
      */
     | { status: 'error'; message: string; code?: string }
   ) & { chain?: string };
@@ -40,7 +41,7 @@ export type InvokeReply =
 export interface InvocationEvent {
   trigger: 'call' | 'wake' | 'notify' | 'event';
   harness: string;
-  outcome: 'ok' | 'failed' | 'trapped' | 'refused' | 'error';
+  outcome: 'ok' | 'failed' | 'trapped' | 'refused' | 'error' | 'cancelled';
   /** wall time from enqueue to outcome, seconds */
   seconds: number;
 }

@@ -19,6 +19,11 @@ export interface RuntimeStats {
   redeliveries: number;
   /** wakes moved to the dead-letter set, since start */
   deadLettered?: number;
+  /**
+   * calls cancelled because their caller went away, since start: dropped from the queue, or
+   * interrupted while running (absent from backends that cannot cancel)
+   */
+  cancelled?: { queued: number; running: number };
   /** harness compilations: cached or translated */
   translations: { cached: number; translated: number };
   workersReplaced: number;

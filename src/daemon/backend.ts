@@ -53,13 +53,15 @@ export interface Backend {
   undeploy(name: string): Promise<void>;
   /**
    * Run `tool` of `harness` with `argsJson` (already validated against the tool's schema).
-   * `onLog` receives each berm.log line while the call runs.
+   * `onLog` receives each berm.log line while the call runs. `signal` aborts when the caller went
+   * away (its HTTP client disconnected, its MCP session ended): the call is then dropped if queued,
+   * interrupted if running, and journaled `cancelled` (its reason, a string, as the detail).
    */
   invoke(
     harness: string,
     tool: string,
     argsJson: string,
-    options: { onLog?: (line: string) => void; authority?: Authority },
+    options: { onLog?: (line: string) => void; authority?: Authority; signal?: AbortSignal },
   ): Promise<InvokeOutcome>;
   /**
    * Arm a wake of `harness`'s on_wake.

@@ -291,7 +291,23 @@ export class McpEndpoint {
       if (agent !== undefined) authority.agent = agent;
       if (session !== undefined) authority.session = session;
       if (sender !== undefined) authority.sender = sender;
-      const out = boundEncodedResult(await this.backend.invoke(harness, tool, args, { authority }));
+      // the SDK aborts extra.signal when the session closes (DELETE, eviction, shutdown) or the
+      // client sends notifications/cancelled: the call is cancelled then
+      const gone = new AbortController();
+      const onAbort = () => {
+        const why: unknown = extra.signal.reason;
+        gone.abort(
+          typeof why === 'string' && why !== ''
+            ? `the MCP client cancelled the request (${why})`
+            : 'the MCP session ended, or its client cancelled the request, before the reply',
+        );
+      };
+      if (extra.signal.aborted) onAbort();
+      else extra.signal.addEventListener('abort', onAbort, { once: true });
+      const out = boundEncodedResult(
+        await this.backend.invoke(harness, tool, args, { authority, signal: gone.signal }),
+      );
+      extra.signal.removeEventListener('abort', onAbort);
       switch (out.status) {
         case 'ok':
           return { content: [{ type: 'text', text: out.result }] };

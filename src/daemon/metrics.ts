@@ -7,6 +7,12 @@
  * berm_wakes_dead{harness} (gauges); berm_spills_total, berm_translations_total,
  * berm_wakes_dead_total (counters mirrored from the runtime);
  * berm_invocations_total{trigger,outcome} (counter); berm_invocation_seconds{trigger}
+      },
+    });
+ * Names: berm_queue_depth, berm_in_flight, berm_wakes_pending, berm_deployments (gauges);
+ * berm_spills_total, berm_translations_total (counters mirrored from the runtime);
+ * berm_invocations_total{trigger,outcome} (counter); berm_calls_cancelled_total{state} (queued,
+ * running: calls whose caller went away, mirrored from the runtime); berm_invocation_seconds{trigger}
  * (histogram); berm_http_requests_total{route,status} (counter); berm_http_write_timeouts_total,
  * berm_http_timeouts_total{kind} (headers, body, idle) and berm_http_connections_shed_total{reason}
  * (evicted, over-capacity, per-address) (counters).
@@ -79,6 +85,21 @@ export class Metrics {
       collect() {
         this.reset();
         for (const [harness, n] of Object.entries(backend.deadCounts?.() ?? {})) this.set({ harness }, n);
+      },
+    });
+    // calls whose caller went away: dropped from the queue, or interrupted while they ran
+    const cancelledSeen = { queued: 0, running: 0 };
+    new Counter({
+      name: 'berm_calls_cancelled_total',
+      help: 'calls cancelled because their HTTP client disconnected or their MCP session ended, by the state they were in: queued (dropped) or running (interrupted)',
+      labelNames: ['state'] as const,
+      registers: [r],
+      collect() {
+        const now = backend.stats().cancelled ?? { queued: 0, running: 0 };
+        for (const state of ['queued', 'running'] as const) {
+          this.inc({ state }, Math.max(0, now[state] - cancelledSeen[state]));
+          cancelledSeen[state] = Math.max(cancelledSeen[state], now[state]);
+        }
       },
     });
     const invocations = new Counter({

@@ -45,6 +45,9 @@ export function toInvokeOutcome(o: Outcome): InvokeOutcome {
       return { status: 'refused', message: o.error.message, limit: o.error.limit };
     case 'error':
       return withChain({ status: 'error', message: o.message, code: o.code });
+    // nobody reads this reply (its caller went away); an error in the upstream shapes all the same
+    case 'cancelled':
+      return withChain({ status: 'error', message: o.message, code: 'cancelled' });
   }
 }
 
@@ -76,11 +79,12 @@ export class QueueBackend implements Backend {
     harness: string,
     tool: string,
     argsJson: string,
-    options: { onLog?: (line: string) => void; authority?: Authority },
+    options: { onLog?: (line: string) => void; authority?: Authority; signal?: AbortSignal },
   ): Promise<InvokeOutcome> {
     const o = await this.runtime.invoke(harness, tool, argsJson, {
       ...(options.onLog ? { onLog: options.onLog } : {}),
       ...(options.authority ? { authority: options.authority } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
     });
     return toInvokeOutcome(o);
   }

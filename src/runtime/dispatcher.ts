@@ -1,9 +1,14 @@
 /**
  * The dispatcher: the queue of triggers waiting to start, the invocations running in the worker
  * pool, and the limits that decide when one may start (overall and per-harness concurrency, the
- * per-harness rate, the queue's depth). It launches a job in a worker, journals its outcome and
- * answers its caller; due wakes reach it through the wake scheduler (wake-scheduler.ts), which it
- * asks to drain whenever room frees.
+ * per-harness rate, the queue's depth overall and per harness). It launches a job in a worker,
+ * journals its outcome and answers its caller; due wakes reach it through the wake scheduler
+ * (wake-scheduler.ts), which it asks to drain whenever room frees.
+ *
+ * Fair share: the queue is one FIFO per harness, served round-robin over the harnesses that have
+ * work waiting (the one served moves to the back), and one harness runs at most
+ * harnessConcurrency invocations (by default one fewer than the pool): a harness whose calls spin
+ * delays its own calls, not another harness's.
  */
 import { randomUUID } from 'node:crypto';
 import type { Authority } from '../contract/index.js';
@@ -38,8 +43,13 @@ export interface DispatchHooks {
 
 /** The queue, what runs, and the limits on starting. */
 export class Dispatcher {
-  /** triggers waiting to start, FIFO */
-  readonly queue: Job[] = [];
+  /**
+   * triggers waiting to start: one FIFO per harness that has any, in round-robin order (the
+   * harness served last is at the end)
+   */
+  private readonly waiting = new Map<string, Job[]>();
+  /** triggers waiting, over all harnesses */
+  queued = 0;
   /** running invocations by their interrupt word */
   readonly running = new Map<SharedArrayBuffer, Job>();
   private readonly perHarness = new Map<string, number>();
@@ -93,19 +103,30 @@ export class Dispatcher {
   }
 
   /**
-   * Queue a trigger. Answers `refused` at once when the runtime is closed, the queue is full or
-   * the harness is over its rate; else when the job has run.
+   * Queue a trigger. Answers `refused` at once when the runtime is closed, the queue (or the
+   * harness's share of it) is full or the harness is over its rate; `cancelled` when its signal
+   * aborts before it ends; else when the job has run.
    */
   submit(j: Omit<Job, 'enqueuedAt' | 'resolve'>): Promise<Outcome> {
+    if (j.signal?.aborted)
+      return Promise.resolve(this.dropped({ ...j, enqueuedAt: Date.now(), resolve: () => {} }));
     if (this.closed)
       return Promise.resolve(refused(new LimitError('closed', 'closed', 'the runtime is shutting down')));
-    if (this.queue.length >= this.limits.queueDepth) {
+    if (this.queued >= this.limits.queueDepth) {
+      return Promise.resolve(
+        refused(
+          new LimitError('queueDepth', this.limits.queueDepth, `${this.queued} triggers are already waiting`),
+        ),
+      );
+    }
+    const mine = this.waiting.get(j.harness);
+    if (mine !== undefined && mine.length >= this.limits.harnessQueueDepth) {
       return Promise.resolve(
         refused(
           new LimitError(
-            'queueDepth',
-            this.limits.queueDepth,
-            `${this.queue.length} triggers are already waiting`,
+            'harnessQueueDepth',
+            this.limits.harnessQueueDepth,
+            `${mine.length} triggers of harness ${j.harness} are already waiting`,
           ),
         ),
       );
@@ -122,8 +143,64 @@ export class Dispatcher {
       );
     }
     return new Promise((resolve) => {
-      this.queue.push({ ...j, enqueuedAt: Date.now(), resolve });
+      const job: Job = { ...j, enqueuedAt: Date.now(), resolve };
+      if (j.signal) {
+        const signal = j.signal;
+        const onAbort = () => this.cancel(job, reasonOf(signal));
+        signal.addEventListener('abort', onAbort, { once: true });
+        job.resolve = (o) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(o);
+        };
+      }
+      if (mine !== undefined) mine.push(job);
+      else this.waiting.set(j.harness, [job]);
+      this.queued++;
       this.dispatch();
+    });
+  }
+
+  /**
+   * Nobody waits for `j`'s outcome any more: drop it if it is still queued (journaled
+   * `cancelled`, answered at once), else raise its run's interrupt (the run ends as `cancelled`
+   * at the guest's next poll, or with what it came to if it ended first).
+   */
+  cancel(j: Job, why: string): void {
+    const mine = this.waiting.get(j.harness);
+    const at = mine ? mine.indexOf(j) : -1;
+    if (at >= 0) {
+      mine!.splice(at, 1);
+      if (mine!.length === 0) this.waiting.delete(j.harness);
+      this.queued--;
+      j.resolve(this.dropped(j, why));
+      return;
+    }
+    if (j.interrupt && j.cancelled === undefined) {
+      j.cancelled = why;
+      Atomics.store(new Int32Array(j.interrupt), 0, 1);
+    }
+  }
+
+  /** Journal `j`, which never started, as cancelled; its outcome. */
+  private dropped(j: Job, why = reasonOf(j.signal)): Outcome {
+    this.counters.cancelled.queued++;
+    const now = Date.now();
+    const info: InvocationInfo = {
+      trigger: j.trigger,
+      harness: j.harness,
+      entry: j.entry,
+      chain: j.chain.id,
+      depth: j.chain.depth,
+      start: now,
+      ms: 0,
+      waitMs: now - j.enqueuedAt,
+      fuel: 0,
+    };
+    return this.finish(j, {
+      status: 'cancelled',
+      message: `${why}; it was dropped before it started`,
+      logs: [],
+      info,
     });
   }
 
@@ -156,20 +233,31 @@ export class Dispatcher {
     return Math.min(this.limits.concurrency - this.running.size, this.pool.idle());
   }
 
-  /** Start what may start: queued triggers first (FIFO, skipping harnesses at their limit), then due wakes. */
+  /**
+   * Start what may start: queued triggers first — round-robin over the harnesses with work
+   * waiting, the oldest trigger of each, skipping a harness at its concurrency limit — then due
+   * wakes.
+   */
   dispatch(): void {
     if (this.dispatching) return;
     this.dispatching = true;
     try {
-      for (
-        let i = 0;
-        i < this.queue.length && this.running.size < this.limits.concurrency && this.pool.idle() > 0;
-      ) {
-        const j = this.queue[i]!;
-        if (this.canStart(j.harness)) {
-          this.queue.splice(i, 1);
+      const room = () => this.running.size < this.limits.concurrency && this.pool.idle() > 0;
+      let started = true;
+      while (started && this.queued > 0 && room()) {
+        started = false;
+        // one trigger per harness per round; a harness served goes to the back of the order
+        for (const h of [...this.waiting.keys()]) {
+          if (!room()) break;
+          if (!this.canStart(h)) continue;
+          const mine = this.waiting.get(h)!;
+          const j = mine.shift()!;
+          this.waiting.delete(h);
+          if (mine.length > 0) this.waiting.set(h, mine);
+          this.queued--;
           this.launch(j);
-        } else i++;
+          started = true;
+        }
       }
       if (!this.closed) this.hooks.drainDue();
     } finally {
@@ -180,6 +268,7 @@ export class Dispatcher {
   /** Run `j` in a worker now; journal and answer its outcome when it ends. */
   launch(j: Job): void {
     const interrupt = new SharedArrayBuffer(4);
+    j.interrupt = interrupt;
     const startedAt = j.now ?? Date.now();
     this.running.set(interrupt, j);
     this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 0) + 1);
@@ -226,9 +315,24 @@ export class Dispatcher {
           // a lost worker's guest: the fuel it had taken (to the fuel slice), not 0
           fuel: r.fuelUsed,
         };
-        const outcome: Outcome = r.lost
+        let outcome: Outcome = r.lost
           ? { status: 'error', code: 'worker-lost', message: r.message, logs: [], info }
           : fromRun(r.result, r.logs, info);
+        // the interrupt raised for a caller that went away (not a deadline, not the shutdown's)
+        if (
+          j.cancelled !== undefined &&
+          outcome.status === 'trapped' &&
+          outcome.trap.name === 'Interrupted' &&
+          !this.interrupting
+        ) {
+          this.counters.cancelled.running++;
+          outcome = {
+            status: 'cancelled',
+            message: `${j.cancelled}; its run was interrupted`,
+            logs: outcome.logs,
+            info,
+          };
+        }
         const answer = this.finish(j, outcome);
         this.pending--;
         j.resolve(answer);
@@ -271,7 +375,9 @@ export class Dispatcher {
             ? o.message
             : o.status === 'refused'
               ? o.error.message
-              : undefined;
+              : o.status === 'cancelled'
+                ? o.message
+                : undefined;
     if (detail !== undefined) rec.detail = detail.length > 500 ? detail.slice(0, 500) + '...' : detail;
     // only the interrupt of close() keeps the claim: a wake whose own deadline passed during the
     // drain has run to its end like any other, and is finished
@@ -303,7 +409,16 @@ export class Dispatcher {
    * Refuse every queued trigger (the runtime shuts down before they start), once `closed` is set.
    */
   refuseQueued(): void {
-    for (const j of this.queue.splice(0))
+    const all = [...this.waiting.values()].flat();
+    this.waiting.clear();
+    this.queued = 0;
+    for (const j of all)
       j.resolve(refused(new LimitError('closed', 'closed', 'the runtime shut down before it started')));
   }
+}
+
+/** The reason a caller's signal was aborted with, as text (a default when it gave none). */
+function reasonOf(signal: AbortSignal | undefined): string {
+  const r: unknown = signal?.reason;
+  return typeof r === 'string' ? r : 'the caller went away before the reply';
 }

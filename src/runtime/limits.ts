@@ -13,7 +13,10 @@ export type OverrunPolicy = 'skip' | 'defer';
 export interface RuntimeLimits {
   /** invocations running at once, over all harnesses (default: the pool size) */
   concurrency: number;
-  /** invocations of one harness running at once (default: the pool size) */
+  /**
+   * invocations of one harness running at once (default: one fewer than the pool, at least 1):
+   * one harness cannot fill the pool, so a worker is left for every other harness's work
+   */
   harnessConcurrency: number;
   /** sustained starts per second of one harness (token bucket refill; default 1000) */
   harnessRate: number;
@@ -21,6 +24,8 @@ export interface RuntimeLimits {
   harnessBurst: number;
   /** triggers waiting for a worker, over all harnesses; beyond it a call is refused (default 10,000) */
   queueDepth: number;
+  /** triggers of one harness waiting for a worker; beyond it that harness's call is refused (default 1,000) */
+  harnessQueueDepth: number;
   /** deepest chain: berm.call and work a harness enqueues add one; a top-level trigger is 0 (default 4) */
   chainDepth: number;
   /** wall-clock budget of a whole chain from its first start (default 30,000) */
@@ -76,14 +81,20 @@ export interface RuntimeLimits {
 /** Where a limit's value came from, for the boot log. */
 export type LimitSource = 'default' | 'file' | 'flag' | 'env' | 'option';
 
-/** Defaults of {@link RuntimeLimits} for a pool of `poolSize` workers. */
+/**
+ * Defaults of {@link RuntimeLimits} for a pool of `poolSize` workers. harnessConcurrency is one
+ * fewer than the pool (at least 1): one harness alone cannot take every worker, so another
+ * harness's call starts as soon as it reaches the front of the round-robin; with one worker
+ * there is nothing to keep back and the round-robin alone shares it.
+ */
 export function defaultLimits(poolSize: number): RuntimeLimits {
   return {
     concurrency: poolSize,
-    harnessConcurrency: poolSize,
+    harnessConcurrency: Math.max(1, poolSize - 1),
     harnessRate: 1000,
     harnessBurst: 1000,
     queueDepth: 10_000,
+    harnessQueueDepth: 1_000,
     chainDepth: 4,
     timeoutMs: 30_000,
     graceMs: 5_000,
@@ -113,6 +124,7 @@ export function checkLimits(l: RuntimeLimits): void {
     'harnessConcurrency',
     'harnessBurst',
     'queueDepth',
+    'harnessQueueDepth',
     'chainInvocations',
     'maxPayloadBytes',
     'maxPendingWakes',
@@ -155,6 +167,7 @@ export type LimitName =
   | 'harnessConcurrency'
   | 'harnessRate'
   | 'queueDepth'
+  | 'harnessQueueDepth'
   | 'chainDepth'
   | 'chainInvocations'
   | 'overrun'

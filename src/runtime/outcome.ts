@@ -38,6 +38,8 @@ export interface InvocationInfo {
  * - ok / failed: the guest's berm.done / berm.fail (failed is the tool's own failure, for a model)
  * - trapped: the guest trapped (trap name, message, pc, symbol)
  * - refused: a limit of the queue refused it; nothing ran
+ * - cancelled: its caller went away (an HTTP client disconnected, an MCP session ended) before
+ *   the reply: dropped from the queue, or its run interrupted
  * - error: it could not run: unknown harness or tool, bad arguments, a harness that broke the
  *   ABI, or its worker was lost (stuck in a host call past its deadline); or (`store-unavailable`)
  *   it ran but its journal record could not be written, so its result is not acknowledged (the
@@ -48,6 +50,7 @@ export type Outcome = (
   | { status: 'failed'; message: string; logs: string[] }
   | { status: 'trapped'; trap: TrapInfo; logs: string[] }
   | { status: 'refused'; error: LimitError }
+  | { status: 'cancelled'; message: string; logs: string[] }
   | {
       status: 'error';
       code:
@@ -71,6 +74,12 @@ export interface InvokeOptions {
   authority?: Authority;
   /** the trigger it is journaled under (default call; `event` for a connection's events) */
   trigger?: 'call' | 'event';
+  /**
+   * aborted when nobody waits for the outcome any more (the HTTP client disconnected, the MCP
+   * session ended): the invocation is dropped if still queued, interrupted if running, and
+   * journaled `cancelled`; its reason (a string) is the record's detail
+   */
+  signal?: AbortSignal;
 }
 
 /** One guest start waiting in the queue or running in a worker. */
@@ -98,6 +107,12 @@ export interface Job {
   now?: number;
   /** builds the arguments at launch from the invocation's instant (a notify record's `now`) */
   argsAt?: (now: number) => string;
+  /** aborted when nobody waits for the outcome any more (InvokeOptions.signal) */
+  signal?: AbortSignal;
+  /** the run's interrupt word, once launched */
+  interrupt?: SharedArrayBuffer;
+  /** why the run was cancelled, once its signal aborted while it ran */
+  cancelled?: string;
 }
 
 /** The runtime's counters, shared by its components and read by BermRuntime.stats. */
@@ -109,6 +124,8 @@ export interface Counters {
   redeliveries: number;
   /** wakes moved to the dead-letter set */
   deadLettered: number;
+  /** invocations cancelled because their caller went away: dropped from the queue, or interrupted */
+  cancelled: { queued: number; running: number };
   /** deployments whose module came from the cache, or was translated */
   cached: number;
   translated: number;

@@ -109,6 +109,7 @@ export class BermRuntime extends EventEmitter {
     overrunSkips: 0,
     redeliveries: 0,
     deadLettered: 0,
+    cancelled: { queued: 0, running: 0 },
     cached: 0,
     translated: 0,
   };
@@ -287,6 +288,7 @@ export class BermRuntime extends EventEmitter {
       chain: this.dispatcher.freshChain(opts.authority),
       fresh: true,
       ...(opts.onLog ? { onLog: opts.onLog } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
     });
   }
 
@@ -506,7 +508,7 @@ export class BermRuntime extends EventEmitter {
   /** Counters and gauges (see {@link RuntimeStats}). */
   stats(): RuntimeStats {
     return {
-      queueDepth: this.dispatcher.queue.length,
+      queueDepth: this.dispatcher.queued,
       inFlight: this.dispatcher.running.size,
       workers: this.pool.size,
       idleWorkers: this.pool.idle(),
@@ -517,6 +519,7 @@ export class BermRuntime extends EventEmitter {
       overrunSkips: this.counters.overrunSkips,
       redeliveries: this.counters.redeliveries,
       deadLettered: this.counters.deadLettered,
+      cancelled: { ...this.counters.cancelled },
       translations: { cached: this.counters.cached, translated: this.counters.translated },
       workersReplaced: this.pool.replaced,
     };

@@ -230,7 +230,7 @@ export interface JournalRecord {
   start: number;
   /** duration, ms */
   ms: number;
-  /** ok | failed | trapped | refused | error */
+  /** ok | failed | trapped | refused | error | cancelled (its caller went away) */
   outcome: string;
   /** trap name, failure or refusal message, when not ok */
   detail?: string;

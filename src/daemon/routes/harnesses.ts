@@ -134,8 +134,15 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
     }
     const args = d.checkArgs(harness, tool, text);
     const authority = authorityFromHeaders(req);
+    // a client that disconnects before its reply cancels the call: dropped if queued, interrupted
+    // if running (a reply handed to the socket in full is finished, not cancelled)
+    const gone = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort('the HTTP client disconnected before the reply');
+    });
+    const signal = gone.signal;
     if (!sse) {
-      const out = boundEncodedResult(await ctx.backend.invoke(harness, tool, args, { authority }));
+      const out = boundEncodedResult(await ctx.backend.invoke(harness, tool, args, { authority, signal }));
       if (out.chain !== undefined) res.setHeader('x-berm-chain', out.chain);
       const [status, reply] = outcomeReply(harness, tool, out);
       if (status === 503) res.setHeader('retry-after', String(STORE_RETRY_AFTER_S));
@@ -151,6 +158,7 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
     const out = boundEncodedResult(
       await ctx.backend.invoke(harness, tool, args, {
         authority,
+        signal,
         onLog: (line) => {
           if (!res.writableEnded) res.write(sseEvent('log', line));
         },
