@@ -137,9 +137,11 @@ t.test('8 spinning calls of one harness leave a worker for another harness', asy
   );
   const ms = await echoTimes(t, d, 10);
   t.comment(`echo beside 8 spinning calls: ${ms.map((x) => x.toFixed(1)).join(' ')} ms`);
-  // without the reserve, both workers spin and echo waits for a deadline (20 s)
+  // without the reserve, both workers spin and echo waits for a deadline (20 s). The slowest bound
+  // is loose: on a loaded machine one call may wait seconds for its worker (a tier-up compile, the
+  // CPU shared with other processes), never a spinning call's deadline
   t.ok(median(ms) < 100, `median echo ${median(ms).toFixed(1)} ms < 100 ms`);
-  t.ok(Math.max(...ms) < 1000, `slowest echo ${Math.max(...ms).toFixed(1)} ms < 1 s`);
+  t.ok(Math.max(...ms) < 5000, `slowest echo ${Math.max(...ms).toFixed(1)} ms < 5 s`);
   // the spinning calls are still there: the echo calls passed them in the round-robin
   t.equal(await metric(d, 'berm_in_flight'), 1);
   // their clients give up: cancelled (the test after the next shows how)
@@ -168,7 +170,7 @@ t.test('8 abandoned spinning calls are cancelled: dropped if queued, interrupted
   const ms = await echoTimes(t, d, 10);
   t.comment(`echo right after 8 spinning clients disconnected: ${ms.map((x) => x.toFixed(1)).join(' ')} ms`);
   t.ok(median(ms) < 100, `median echo ${median(ms).toFixed(1)} ms < 100 ms`);
-  t.ok(ms[0]! < 1000, `the first echo ${ms[0]!.toFixed(1)} ms < 1 s (it waited for an interrupt)`);
+  t.ok(ms[0]! < 5000, `the first echo ${ms[0]!.toFixed(1)} ms < 5 s (it waited for an interrupt)`);
   t.ok(
     await until(() => journal(d, 'h').length === 8, 3000),
     `8 journal records within 3 s of the disconnect (deadline ${SPIN_DEADLINE_MS} ms)`,

@@ -714,9 +714,11 @@ t.test('the spill log line names the rate limit that held due wakes, not a full 
   // 1500 wakes of one harness falling due at one instant, one token per 10 s: the pool has room,
   // the rate limit holds them (a drain sets at most 512 aside, the rest are left due: a spill)
   const lines: string[] = [];
+  // (both workers open to the harness: its concurrency limit, by default one below the pool, would
+  // hold the due wakes before the rate does)
   const rt = await runtime({
     poolSize: 2,
-    limits: { harnessRate: 0.1, harnessBurst: 1 },
+    limits: { harnessRate: 0.1, harnessBurst: 1, harnessConcurrency: 2 },
     log: (l) => lines.push(l),
   });
   t.teardown(() => rt.close());
