@@ -169,6 +169,11 @@ t.test('a spinning guest runs on a worker: the daemon keeps answering', async (t
   t.equal(health.status, 200);
   const echo = await d.req('/harnesses/qg/tools/echo', { method: 'POST', body: '{"during":"spin"}' });
   t.same(await echo.json(), { done: '{"during":"spin"}' }, 'another call ran meanwhile (2 workers)');
+  // a deploy waits for the worker that makes its instance, not for the one running the spin
+  const put = await d.req('/harnesses/echo2', { method: 'PUT', body: ECHO });
+  t.equal(put.status, 200, 'a deploy during the spin is acknowledged');
+  const echo2 = await d.req('/harnesses/echo2/tools/echo', { method: 'POST', body: '{"x":2}' });
+  t.same(await echo2.json(), { done: '{"x":2}' }, 'and answers its call');
   const answered = Date.now() - t0;
   // Were the guest on the serving thread, nothing would be answered until the spin's deadline
   // ended it: the spin would be over (not in flight, its answer sent first) by now.

@@ -322,8 +322,9 @@ export class WorkerPool {
   }
 
   /**
-   * Make a compiled harness available in every worker (and in replacements), once each worker has
-   * it in place and one of them (an idle one when there is one) has made an instance of it: the
+   * Make a compiled harness available in every worker (and in replacements), once one of them (an
+   * idle one when there is one) has made an instance of it (the others have it before their next
+   * call, as a worker takes its messages in order): the
    * memory and address space an instance needs are the process's, so one worker's instance shows
    * that the others can make theirs (their first call does; a worker keeps a bounded number of
    * instances, engine/slot-keeper.ts, so deployments do not use up the address space). When the
@@ -354,17 +355,18 @@ export class WorkerPool {
     const turn = this.nextId % live.length;
     const order = [...live.slice(turn), ...live.slice(0, turn)];
     const warm = order.find((s) => s.job === null) ?? order[0];
-    const errors = await Promise.all(
-      live.map(
-        (s) =>
-          new Promise<string | null>((resolve) => {
-            const id = this.nextId++;
-            s.deploys.set(id, resolve);
-            s.worker.postMessage({ ...msg, id, warm: s === warm } satisfies ToWorker);
-          }),
-      ),
+    // every worker is sent the deployment; the answer waited for is the one of the worker making
+    // the instance: the others take it in order before any later message (worker.ts runs its
+    // messages one after another), so a worker busy with a long call does not hold the deploy
+    const answers = live.map(
+      (s) =>
+        new Promise<string | null>((resolve) => {
+          const id = this.nextId++;
+          s.deploys.set(id, resolve);
+          s.worker.postMessage({ ...msg, id, warm: s === warm } satisfies ToWorker);
+        }),
     );
-    const error = errors.find((e) => e !== null);
+    const error = (await answers[live.indexOf(warm!)]!) ?? undefined;
     if (error === undefined) return;
     // another deploy of the name may have been posted meanwhile: only this one's is taken back
     if (this.deployments.get(name) === msg) {
