@@ -132,6 +132,46 @@ t.test('the contract imports nothing of ours; its types are declared nowhere els
   }
 });
 
+t.test('only the store modules load a database driver (better-sqlite3, pg)', async (t) => {
+  const driver = /^(better-sqlite3|pg)$/;
+  // createRequire(import.meta.url)('better-sqlite3') loads a driver as surely as an import does
+  const required = /\(\s*['"](better-sqlite3|pg)['"]\s*\)/g;
+  const loaders = new Set<string>();
+  for (const file of files(SRC)) {
+    const rel = relative(SRC, file);
+    const text = readFileSync(file, 'utf8');
+    const specs = [
+      ...[...text.matchAll(importRe)].map((m) => m[1] ?? m[2]),
+      ...[...text.matchAll(required)].map((m) => m[1]),
+    ];
+    for (const spec of specs) {
+      if (!driver.test(spec)) continue;
+      loaders.add(rel);
+      t.ok(rel.startsWith('store/'), `${rel} loads ${spec}: only src/store may (go through its modules)`);
+    }
+  }
+  t.ok(loaders.has('store/sqlite-driver.ts') && loaders.has('store/pg-sql.ts'), 'the drivers are found');
+});
+
+t.test('every CREATE TABLE is in the schema module of its backend, each table declared once', async (t) => {
+  const SCHEMA = ['store/sqlite-schema.ts', 'store/pg-schema.ts'];
+  const tables = new Map<string, string[]>(SCHEMA.map((f) => [f, []]));
+  for (const file of files(SRC)) {
+    const rel = relative(SRC, file);
+    for (const m of readFileSync(file, 'utf8').matchAll(
+      /CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)/gi,
+    )) {
+      if (!tables.has(rel)) t.fail(`${rel} creates table ${m[1]}: declare it in ${SCHEMA.join(' or ')}`);
+      else tables.get(rel)!.push(m[1]!);
+    }
+  }
+  for (const [rel, names] of tables) {
+    const twice = names.filter((n, i) => names.indexOf(n) !== i);
+    t.same(twice, [], `${rel} declares each of its ${names.length} tables once`);
+  }
+  t.ok(tables.get(SCHEMA[0]!)!.includes('berm_kv') && tables.get(SCHEMA[1]!)!.includes('berm_kv'), 'read');
+});
+
 t.test('the OCI client imports only src/util; the CLI never imports the daemon', async (t) => {
   let checked = 0;
   for (const file of files(SRC)) {

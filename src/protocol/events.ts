@@ -2,7 +2,7 @@
  * Harnesses as event subscription targets. The agent daemon's bus routes an event to an agent
  * (`SubscribeEventMsg.target_agent`); berm adds a second kind of target, a harness, addressed as
  * `harness:<name>` in the same field. A subscription is persisted (SQLite, WAL) so it survives a
- * restart; `publish` enqueues one notify trigger per subscription whose source matches exactly,
+ * restart (src/store/subscriptions.ts); `publish` enqueues one notify trigger per subscription whose source matches exactly,
  * each carrying the record the runtime hands to the harness's `on_notify`
  * (`{id, source, payload, now, attempt}`), one chain level below the publisher.
  *
@@ -11,24 +11,9 @@
  * send -> done -> notify -> send: past the limit the queue refuses the notify, and the bus
  * reports the refusal (`onRefused`).
  */
-import { createRequire } from 'node:module';
 import type { Authority } from '../contract/index.js';
-import { privateFile } from '../util/private-files.js';
+import { SubscriptionTable, type SubscriptionRow } from '../store/subscriptions.js';
 import type { SubscriptionView } from './door.js';
-
-// better-sqlite3 ships no type declarations; the small surface used here is typed locally.
-interface Statement {
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
-}
-interface Db {
-  prepare(sql: string): Statement;
-  exec(sql: string): void;
-  pragma(sql: string): unknown;
-  close(): void;
-}
-const Sqlite = createRequire(import.meta.url)('better-sqlite3') as new (file: string) => Db;
 
 /** Prefix of a harness target in `target_agent`. */
 export const HARNESS_TARGET_PREFIX = 'harness:';
@@ -78,18 +63,9 @@ export class SubscriptionError extends Error {
   override name = 'SubscriptionError';
 }
 
-interface Row {
-  id: number;
-  source: string;
-  harness: string;
-  once: number;
-  authority: string;
-  created_at: number;
-}
-
 /** The bus towards harnesses (see the module comment). */
 export class HarnessEventBus {
-  private readonly db: Db;
+  private readonly db: SubscriptionTable;
   private readonly maxPerHarness: number;
   /** deliveries started, refused by the queue */
   readonly counts = { delivered: 0, refused: 0 };
@@ -97,22 +73,11 @@ export class HarnessEventBus {
   private readonly onceInFlight = new Set<number>();
 
   constructor(private readonly options: EventBusOptions) {
-    if (options.database !== ':memory:') privateFile(options.database);
-    this.db = new Sqlite(options.database);
-    this.db.pragma('journal_mode = WAL');
-    this.db.exec(`CREATE TABLE IF NOT EXISTS harness_subscriptions (
-      id INTEGER PRIMARY KEY AUTOINCREMENT,
-      source TEXT NOT NULL,
-      harness TEXT NOT NULL,
-      once INTEGER NOT NULL,
-      authority TEXT NOT NULL,
-      created_at INTEGER NOT NULL
-    );
-    CREATE INDEX IF NOT EXISTS harness_subscriptions_source ON harness_subscriptions(source);`);
+    this.db = new SubscriptionTable(options.database);
     this.maxPerHarness = options.maxPerHarness ?? 1_000;
   }
 
-  private static toSub(r: Row): Subscription {
+  private static toSub(r: SubscriptionRow): Subscription {
     return {
       id: r.id,
       source: r.source,
@@ -136,42 +101,25 @@ export class HarnessEventBus {
     if (source === '' || source.length > 1024) {
       throw new SubscriptionError(`source must be 1..1024 characters, got ${source.length}`);
     }
-    const n = (
-      this.db.prepare('SELECT COUNT(*) AS n FROM harness_subscriptions WHERE harness = ?').get(harness) as {
-        n: number;
-      }
-    ).n;
+    const n = this.db.count(harness);
     if (n >= this.maxPerHarness) {
       throw new SubscriptionError(
         `harness ${harness} holds ${n} subscriptions; the limit is ${this.maxPerHarness}`,
       );
     }
     const createdAt = Date.now();
-    const info = this.db
-      .prepare(
-        'INSERT INTO harness_subscriptions (source, harness, once, authority, created_at) VALUES (?, ?, ?, ?, ?)',
-      )
-      .run(source, harness, once ? 1 : 0, JSON.stringify(authority), createdAt);
-    return { id: Number(info.lastInsertRowid), source, harness, once, authority, createdAt };
+    const id = this.db.insert(source, harness, once, JSON.stringify(authority), createdAt);
+    return { id, source, harness, once, authority, createdAt };
   }
 
   /** Remove subscription `id` (only if it targets `harness`, when given). True when removed. */
   unsubscribe(id: number, harness?: string): boolean {
-    const r =
-      harness === undefined
-        ? this.db.prepare('DELETE FROM harness_subscriptions WHERE id = ?').run(id)
-        : this.db.prepare('DELETE FROM harness_subscriptions WHERE id = ? AND harness = ?').run(id, harness);
-    return r.changes > 0;
+    return this.db.delete(id, harness);
   }
 
   /** Subscriptions, of one harness when given, in id order. */
   list(harness?: string): Subscription[] {
-    const rows = (
-      harness === undefined
-        ? this.db.prepare('SELECT * FROM harness_subscriptions ORDER BY id').all()
-        : this.db.prepare('SELECT * FROM harness_subscriptions WHERE harness = ? ORDER BY id').all(harness)
-    ) as Row[];
-    return rows.map(HarnessEventBus.toSub);
+    return this.db.list(harness).map(HarnessEventBus.toSub);
   }
 
   /**
@@ -183,9 +131,7 @@ export class HarnessEventBus {
    * @returns how many deliveries were started
    */
   publish(source: string, payload: string, context: { chain?: ChainRef } = {}): number {
-    const rows = this.db
-      .prepare('SELECT * FROM harness_subscriptions WHERE source = ? ORDER BY id')
-      .all(source) as Row[];
+    const rows = this.db.bySource(source);
     let started = 0;
     for (const row of rows) {
       const s = HarnessEventBus.toSub(row);

@@ -6,7 +6,7 @@
  * images as leftovers of a crash. The default root (`~/.local/state/bermd`) makes that easy to do
  * by accident: two bermd on two ports.
  *
- * The lock is SQLite's own file lock (better-sqlite3, `locking_mode = EXCLUSIVE` and an open
+ * The lock is SQLite's own file lock (better-sqlite3 through src/store/sqlite-driver.ts, `locking_mode = EXCLUSIVE` and an open
  * `BEGIN EXCLUSIVE` on `<dir>/state.lock`): POSIX advisory locks, which the kernel releases when
  * the process ends however it ends (SIGKILL included), so a crash never leaves a stale lock and
  * needs no pid check. `<dir>/state.lock.owner` names the holder for the refusal's message only.
@@ -14,22 +14,9 @@
  * due-set (SQLite transactions keep that safe).
  */
 import * as fs from 'node:fs';
-import { createRequire } from 'node:module';
 import * as path from 'node:path';
+import { openSqlite, type SqliteDatabase } from '../store/sqlite-driver.js';
 import { PRIVATE_FILE_MODE, privateDir, privateFile } from '../util/private-files.js';
-
-// better-sqlite3 ships no type declarations; the surface used here is typed locally.
-interface LockDatabase {
-  pragma(sql: string): unknown;
-  exec(sql: string): void;
-  close(): void;
-  prepare(sql: string): { get(): unknown };
-}
-type LockDatabaseCtor = new (
-  file: string,
-  options?: { timeout?: number; readonly?: boolean; fileMustExist?: boolean },
-) => LockDatabase;
-const Sqlite = createRequire(import.meta.url)('better-sqlite3') as LockDatabaseCtor;
 
 /** File names under the state directory. */
 export const LOCK_FILE = 'state.lock';
@@ -43,7 +30,7 @@ export class StateLockError extends Error {
 /** An exclusive hold on a state directory, kept until {@link StateLock.release} or the process ends. */
 export class StateLock {
   private constructor(
-    private db: LockDatabase | null,
+    private db: SqliteDatabase | null,
     /** the state directory */
     readonly dir: string,
   ) {}
@@ -58,7 +45,7 @@ export class StateLock {
   static acquire(dir: string, who: string, option: string): StateLock {
     privateDir(dir);
     privateFile(path.join(dir, LOCK_FILE));
-    const db = new Sqlite(path.join(dir, LOCK_FILE), { timeout: 0 });
+    const db = openSqlite(path.join(dir, LOCK_FILE), { timeout: 0 });
     try {
       db.pragma('locking_mode = EXCLUSIVE');
       db.exec('BEGIN EXCLUSIVE');
@@ -90,9 +77,9 @@ export class StateLock {
    * The probe holds a shared lock for the duration of one read.
    */
   static holder(dir: string): number | null {
-    let db: LockDatabase;
+    let db: SqliteDatabase;
     try {
-      db = new Sqlite(path.join(dir, LOCK_FILE), { timeout: 0, readonly: true, fileMustExist: true });
+      db = openSqlite(path.join(dir, LOCK_FILE), { timeout: 0, readonly: true, fileMustExist: true });
     } catch {
       return null; // no lock file: nobody ever held the directory
     }

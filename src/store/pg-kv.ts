@@ -7,6 +7,7 @@
  * squeeze under the quota.
  */
 import pg from 'pg';
+import { KV_TABLE } from './pg-schema.js';
 
 const pools = new Map<string, Promise<pg.Pool>>();
 
@@ -21,9 +22,7 @@ function pool(url: string): Promise<pg.Pool> {
     p = (async () => {
       const pl = new pg.Pool({ connectionString: url, max: 2, connectionTimeoutMillis: 5000 });
       pl.on('error', () => {});
-      await pl.query(
-        'CREATE TABLE IF NOT EXISTS berm_kv (harness text NOT NULL, key bytea NOT NULL, value bytea NOT NULL, PRIMARY KEY (harness, key))',
-      );
+      await pl.query(KV_TABLE);
       return pl;
     })();
     p.catch(() => pools.delete(url));

@@ -3,18 +3,15 @@
  * directory for the due-set and deployments, a second one for the storage capability's keys (the
  * file the storage capability opens, so its own transactions stay short), and journal.jsonl.
  *
- * Layout of <state>/state.sqlite:
- *   wakes  (seq INTEGER PRIMARY KEY AUTOINCREMENT, id UNIQUE, kind, harness, entry, when_ms, ...)
- *   claims (id, seq, ... attempt) PRIMARY KEY (id, seq): fired, outcome not yet journaled
- *   deployments (name PRIMARY KEY, sha256, elf, capabilities, grant_json, deployed_at)
- *   dead   (id PRIMARY KEY, the claim's columns, reason, last_error, attempts, dead_at): the
- *          dead-letter set (schema 3)
+ * The tables of <state>/state.sqlite (wakes, claims, deployments, dead) and of kv.sqlite (berm_kv)
+ * are declared in sqlite-schema.ts.
  * WAL with synchronous=NORMAL: a committed transaction survives the process being killed (it is in
  * the WAL file); only a power loss may drop the last ones.
  */
-import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { JsonlJournal } from './journal.js';
+import { openSqlite, type SqliteDatabase } from './sqlite-driver.js';
+import { createKvSchema, createStateSchema } from './sqlite-schema.js';
 import { privateDir, privateFile } from '../util/private-files.js';
 import type { Authority } from '../contract/index.js';
 import type {
@@ -31,26 +28,7 @@ import type {
   WakeSpec,
 } from './store.js';
 
-// better-sqlite3 ships no type declarations; the small surface used here is typed locally.
-interface Statement {
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
-  iterate(...params: unknown[]): IterableIterator<unknown>;
-  raw(on?: boolean): Statement;
-}
-interface Database {
-  prepare(sql: string): Statement;
-  exec(sql: string): void;
-  pragma(sql: string): unknown;
-  close(): void;
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
-}
-type DatabaseCtor = new (file: string, options?: { timeout?: number }) => Database;
-const Sqlite = createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor;
-
-/** Schema version kept in PRAGMA user_version; a newer one is refused. */
-const SCHEMA_VERSION = 3;
+type Database = SqliteDatabase;
 
 const WAKE_COLUMNS =
   'id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at, authority';
@@ -414,13 +392,10 @@ class SqliteKeys implements KeyStore {
   private open(): Database {
     if (this.db) return this.db;
     privateFile(this.databaseFile);
-    const db = new Sqlite(this.databaseFile, { timeout: this.busyTimeoutMs });
+    const db = openSqlite(this.databaseFile, { timeout: this.busyTimeoutMs });
     db.pragma('journal_mode = WAL');
     // the storage capability's table (src/capabilities/storage): the same file serves both
-    db.exec(
-      'CREATE TABLE IF NOT EXISTS berm_kv (harness TEXT NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL, ' +
-        'PRIMARY KEY (harness, key)) WITHOUT ROWID',
-    );
+    createKvSchema(db);
     return (this.db = db);
   }
   get(harness: string, key: Uint8Array): Uint8Array | undefined {
@@ -478,47 +453,11 @@ export class SqliteStore implements RuntimeStore {
     privateDir(dir);
     const file = path.join(dir, 'state.sqlite');
     privateFile(file);
-    const db = new Sqlite(file, { timeout: options.busyTimeoutMs ?? 5000 });
+    const db = openSqlite(file, { timeout: options.busyTimeoutMs ?? 5000 });
     try {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
-      const version = Number((db.pragma('user_version') as { user_version: number }[])[0]?.user_version ?? 0);
-      if (version > SCHEMA_VERSION) {
-        throw new Error(
-          `${file} has schema version ${version}, newer than this berm's ${SCHEMA_VERSION}; fix: run a newer berm or use another --state directory`,
-        );
-      }
-      db.exec(`
-        CREATE TABLE IF NOT EXISTS wakes (
-          seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
-          harness TEXT NOT NULL, entry TEXT NOT NULL, when_ms REAL NOT NULL, payload TEXT NOT NULL,
-          armed_by TEXT NOT NULL, chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL,
-          attempt INTEGER NOT NULL DEFAULT 0, authority TEXT);
-        CREATE INDEX IF NOT EXISTS wakes_when ON wakes (when_ms, seq);
-        CREATE INDEX IF NOT EXISTS wakes_armed_by ON wakes (armed_by);
-        CREATE TABLE IF NOT EXISTS claims (
-          seq INTEGER NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL, harness TEXT NOT NULL,
-          entry TEXT NOT NULL, when_ms REAL NOT NULL, payload TEXT NOT NULL, armed_by TEXT NOT NULL,
-          chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL, attempt INTEGER NOT NULL,
-          authority TEXT, PRIMARY KEY (id, seq));
-        CREATE TABLE IF NOT EXISTS deployments (
-          name TEXT PRIMARY KEY, sha256 TEXT NOT NULL, elf BLOB NOT NULL, capabilities TEXT NOT NULL,
-          grant_json TEXT NOT NULL, deployed_at REAL NOT NULL);
-        CREATE TABLE IF NOT EXISTS dead (
-          id TEXT PRIMARY KEY, seq INTEGER NOT NULL, kind TEXT NOT NULL, harness TEXT NOT NULL,
-          entry TEXT NOT NULL, when_ms REAL NOT NULL, payload TEXT NOT NULL, armed_by TEXT NOT NULL,
-          chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL, attempt INTEGER NOT NULL,
-          authority TEXT, reason TEXT NOT NULL, last_error TEXT NOT NULL, attempts INTEGER NOT NULL,
-          dead_at REAL NOT NULL);
-      `);
-      // schema 2 -> 3: the dead-letter set (the CREATE TABLE IF NOT EXISTS above)
-      // schema 1 -> 2: wakes keep the arming invocation's authority
-      for (const table of ['wakes', 'claims']) {
-        const cols = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
-        if (!cols.some((c) => c.name === 'authority'))
-          db.exec(`ALTER TABLE ${table} ADD COLUMN authority TEXT`);
-      }
-      db.pragma(`user_version = ${SCHEMA_VERSION}`);
+      createStateSchema(db, file);
     } catch (e) {
       db.close();
       throw e;

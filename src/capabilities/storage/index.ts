@@ -1,6 +1,6 @@
 /**
- * The storage capability: a key-value store in SQLite via better-sqlite3 (or PostgreSQL when the
- * database is a postgres:// URL: pg-kv.ts)
+ * The storage capability: a key-value store in SQLite (src/store/sqlite-kv.ts) or PostgreSQL when
+ * the database is a postgres:// URL (src/store/pg-kv.ts, through the synchronous bridge)
  * (synchronous, which suits a guest blocked in its ecall).
  *   berm.get    (key)        -> one field, the value; zero fields when the key is absent
  *   berm.set    (key, value) -> zero fields
@@ -10,7 +10,6 @@
  * ambiguity: an empty value stages like an absent key (src/wire/fields.ts).
  */
 import * as fs from 'node:fs';
-import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { runSync } from '../../sync/bridge.js';
 import {
@@ -28,26 +27,7 @@ import {
   type GrantProblem,
 } from '../types.js';
 import type { KvJob } from '../../store/pg-kv.js';
-
-// better-sqlite3 ships no type declarations and @types/better-sqlite3 is not a dependency, so the
-// small surface used here is typed locally.
-interface Statement {
-  get(...params: unknown[]): unknown;
-  run(...params: unknown[]): { changes: number };
-}
-interface Database {
-  prepare(sql: string): Statement;
-  exec(sql: string): void;
-  pragma(sql: string): unknown;
-  close(): void;
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
-}
-type DatabaseCtor = new (file: string, options?: { timeout?: number }) => Database;
-let sqliteCtor: DatabaseCtor | null = null;
-/** better-sqlite3, loaded when a store is first opened (not with the capability registry). */
-function sqlite(): DatabaseCtor {
-  return (sqliteCtor ??= createRequire(import.meta.url)('better-sqlite3') as DatabaseCtor);
-}
+import { MEMORY_DATABASE, closeKvFiles, openKvFile, type KvFile } from '../../store/sqlite-kv.js';
 
 /**
  * True when `database` names a PostgreSQL database rather than a SQLite file. Here, not taken from
@@ -116,53 +96,18 @@ export const STORAGE_LIMITS = Object.freeze({
 });
 
 /** Database file used when the grant names none: one in-memory database per process. */
-export const MEMORY_DATABASE = ':memory:';
-
-interface Store {
-  db: Database;
-  get: Statement;
-  set: Statement;
-  del: Statement;
-  used: Statement;
-  old: Statement;
-}
-
-const stores = new Map<string, Store>();
-
-function open(file: string, busyTimeoutMs: number): Store {
-  let s = stores.get(file);
-  if (s) return s;
-  const Sqlite = sqlite();
-  const db = new Sqlite(file, { timeout: busyTimeoutMs });
-  if (file !== MEMORY_DATABASE) db.pragma('journal_mode = WAL');
-  db.exec(
-    'CREATE TABLE IF NOT EXISTS berm_kv (harness TEXT NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL, ' +
-      'PRIMARY KEY (harness, key)) WITHOUT ROWID',
-  );
-  s = {
-    db,
-    get: db.prepare('SELECT value FROM berm_kv WHERE harness = ? AND key = ?'),
-    set: db.prepare(
-      'INSERT INTO berm_kv (harness, key, value) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET value = excluded.value',
-    ),
-    del: db.prepare('DELETE FROM berm_kv WHERE harness = ? AND key = ?'),
-    used: db.prepare(
-      'SELECT COALESCE(SUM(length(key) + length(value)), 0) AS n FROM berm_kv WHERE harness = ?',
-    ),
-    old: db.prepare('SELECT length(key) + length(value) AS n FROM berm_kv WHERE harness = ? AND key = ?'),
-  };
-  stores.set(file, s);
-  return s;
-}
+export { MEMORY_DATABASE };
 
 /** Close every database opened by this module (tests; orderly shutdown). */
 export function closeStores(): void {
-  for (const s of stores.values()) s.db.close();
-  stores.clear();
+  closeKvFiles();
 }
 
-function storeOf(ctx: CapabilityContext): Store {
-  return open(ctx.grant.database ?? MEMORY_DATABASE, limitsOf(ctx, STORAGE_LIMITS).storageBusyTimeoutMs);
+function storeOf(ctx: CapabilityContext): KvFile {
+  return openKvFile(
+    ctx.grant.database ?? MEMORY_DATABASE,
+    limitsOf(ctx, STORAGE_LIMITS).storageBusyTimeoutMs,
+  );
 }
 
 function checkKey(name: string, key: Uint8Array, ctx: CapabilityContext): CapabilityReply | null {
@@ -171,8 +116,6 @@ function checkKey(name: string, key: Uint8Array, ctx: CapabilityContext): Capabi
   if (key.length > max) return { refused: `${name}: key is ${key.length} bytes; the limit is ${max}` };
   return null;
 }
-
-const buf = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 
 function get(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
   const bad = arity('berm.get', fields, 'key', 1) ?? checkKey('berm.get', fields[0]!, ctx);
@@ -183,8 +126,8 @@ function get(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
     if (!('value' in r)) return r;
     return { fields: r.value instanceof Uint8Array ? [r.value] : [] };
   }
-  const row = storeOf(ctx).get.get(ctx.harness, buf(fields[0]!)) as { value: Buffer } | undefined;
-  return { fields: row ? [new Uint8Array(row.value)] : [] };
+  const value = storeOf(ctx).get(ctx.harness, fields[0]!);
+  return { fields: value ? [value] : [] };
 }
 
 function set(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
@@ -217,20 +160,14 @@ function set(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
     }
     return { fields: [] };
   }
-  const s = storeOf(ctx);
   // Quota check and write in one transaction so two writers cannot both squeeze under it.
-  return s.db.transaction((): CapabilityReply => {
-    const used = (s.used.get(ctx.harness) as { n: number }).n;
-    const old = (s.old.get(ctx.harness, buf(key)) as { n: number } | undefined)?.n ?? 0;
-    const after = used - old + key.length + value.length;
-    if (after > limits.storageQuota) {
-      return {
-        refused: `berm.set: ${ctx.harness} would store ${after} bytes; the quota is ${limits.storageQuota}`,
-      };
-    }
-    s.set.run(ctx.harness, buf(key), buf(value));
-    return { fields: [] };
-  })();
+  const over = storeOf(ctx).setWithin(ctx.harness, key, value, limits.storageQuota);
+  if (over !== null) {
+    return {
+      refused: `berm.set: ${ctx.harness} would store ${over.after} bytes; the quota is ${limits.storageQuota}`,
+    };
+  }
+  return { fields: [] };
 }
 
 function del(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
@@ -241,7 +178,7 @@ function del(fields: Uint8Array[], ctx: CapabilityContext): CapabilityReply {
     const r = pgCall('berm.delete', { url, op: 'delete', harness: ctx.harness, key: fields[0]! }, ctx);
     return 'value' in r ? { fields: [] } : r;
   }
-  storeOf(ctx).del.run(ctx.harness, buf(fields[0]!));
+  storeOf(ctx).delete(ctx.harness, fields[0]!);
   return { fields: [] };
 }
 
