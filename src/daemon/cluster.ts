@@ -14,43 +14,52 @@
  */
 import type { DueFollower, PgStore } from '../store/pg-store.js';
 import type { InvokeOutcome } from '../contract/index.js';
+import type { BermRuntime } from '../runtime/index.js';
 import type { Backend } from './backend.js';
 import type { Deployments } from './deployments.js';
+import { QueueBackend } from './queue-backend.js';
 
 /** What {@link joinCluster} needs of the runtime behind the backend (BermRuntime has it). */
 export type Rescannable = DueFollower;
 
 /**
- * The backend of a daemon on a shared store: `backend` with invocations refused (not run, not
- * lost) while the database is away — their journal record could not be written — and
+ * The backend of a daemon on a shared store: the queue's backend with invocations refused (not
+ * run, not lost) while the database is away — their journal record could not be written — and
  * {@link Backend.join} keeping deployments and the due heap in step with the other daemons.
  */
-export function clusterBackend(
-  backend: Backend & { runtime: Rescannable },
-  store: PgStore,
-  log: (line: string) => void,
-): Backend {
-  return new Proxy(backend, {
-    get(target, prop, receiver) {
-      if (prop === 'join') {
-        return (deployments: Deployments) => joinCluster(deployments, store, target.runtime, log);
-      }
-      if (prop === 'invoke') {
-        return async (...args: Parameters<Backend['invoke']>): Promise<InvokeOutcome> => {
-          if (!store.available) {
-            return {
-              status: 'error',
-              code: 'store-unavailable',
-              message: `the shared store is unreachable (${store.problem ?? 'unknown'}); retry when PostgreSQL is back`,
-            };
-          }
-          return target.invoke(...args);
-        };
-      }
-      const v: unknown = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+export class ClusterBackend extends QueueBackend {
+  /**
+   * @param runtime the queue, on `store`
+   * @param store the shared PostgreSQL store the runtime was opened on
+   * @param log one line per event worth the operator's attention (a deployment that failed to follow)
+   */
+  constructor(
+    runtime: BermRuntime,
+    private readonly store: PgStore,
+    private readonly log: (line: string) => void,
+  ) {
+    super(runtime);
+  }
+
+  /**
+   * As {@link QueueBackend.invoke}, but while the store is unreachable the call is refused with
+   * `store-unavailable` (nothing runs).
+   */
+  override async invoke(...args: Parameters<Backend['invoke']>): Promise<InvokeOutcome> {
+    if (!this.store.available) {
+      return {
+        status: 'error',
+        code: 'store-unavailable',
+        message: `the shared store is unreachable (${this.store.problem ?? 'unknown'}); retry when PostgreSQL is back`,
+      };
+    }
+    return super.invoke(...args);
+  }
+
+  /** Follow the other daemons: see {@link joinCluster}. */
+  join(deployments: Deployments): Promise<string[]> {
+    return joinCluster(deployments, this.store, this.runtime, this.log);
+  }
 }
 
 /**

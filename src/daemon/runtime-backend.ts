@@ -7,7 +7,7 @@
  * (src/store/pg-store.ts, src/daemon/cluster.ts, docs/scale-out.md).
  */
 import { AssemblyError, assembleRuntime, type AssembledRuntime } from '../assembly/assemble.js';
-import { clusterBackend } from './cluster.js';
+import { ClusterBackend } from './cluster.js';
 import { BootError, type BackendFactory } from './daemon.js';
 import { QueueBackend } from './queue-backend.js';
 
@@ -34,8 +34,10 @@ export const createRuntimeBackend: BackendFactory = async (ctx) => {
   }
   const { shared, door } = assembled;
   if (shared) ctx.log(`store ${shared.description}`);
-  const backend = new QueueBackend(assembled.runtime);
+  const backend = shared
+    ? new ClusterBackend(assembled.runtime, shared, ctx.log)
+    : new QueueBackend(assembled.runtime);
   backend.onClose(() => door.close());
   if (ctx.protocolEndpoint !== null) ctx.log(`protocol endpoint on ${ctx.protocolEndpoint}`);
-  return shared ? clusterBackend(backend, shared, ctx.log) : backend;
+  return backend;
 };
