@@ -223,6 +223,7 @@ export async function startDaemon(
     show('max-code-bytes', settings.maxCodeBytes);
     show('max-symbols', settings.maxSymbols);
     show('max-relocations', settings.maxRelocations);
+    show('max-images', settings.maxImages);
     show('body-timeout-ms', settings.bodyTimeoutMs);
     show('write-timeout-ms', settings.writeTimeoutMs);
     // a cap above the open-file limit cannot hold: the kernel would reset the extra connections
@@ -299,11 +300,17 @@ export async function startDaemon(
     });
     for (const [k, v, source] of backend.limits?.() ?? []) log(`  ${k.padEnd(16)} ${v}  (${source})`);
     for (const [k, v] of FIXED_LIMITS) log(`  ${k.padEnd(16)} ${v}  (fixed)`);
-    const deployments = new Deployments(store, backend, grants, {
-      maxCodeBytes: settings.maxCodeBytes.value,
-      maxSymbols: settings.maxSymbols.value,
-      maxRelocations: settings.maxRelocations.value,
-    });
+    const deployments = new Deployments(
+      store,
+      backend,
+      grants,
+      {
+        maxCodeBytes: settings.maxCodeBytes.value,
+        maxSymbols: settings.maxSymbols.value,
+        maxRelocations: settings.maxRelocations.value,
+      },
+      settings.maxImages.value,
+    );
     const server = new DaemonServer({
       backend,
       deployments,

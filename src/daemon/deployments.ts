@@ -100,6 +100,8 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     private readonly backend: Backend,
     private readonly grants: Grants,
     private readonly bounds: ImageBounds = DEFAULT_IMAGE_BOUNDS,
+    /** images the store holds at most (--max-images) */
+    private readonly maxImages = Infinity,
   ) {
     super();
   }
@@ -188,6 +190,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
    *   grant were already published under that name: a free re-deploy)
    * @throws HttpError 400 (not a harness; compile failure), 403 (sha256 differs from the declaration),
    *   507 (the workers cannot make an instance of it: no memory left for one)
+   *   or (a new image while the store holds --max-images others)
    */
   deploy(name: string, bytes: Uint8Array): Promise<{ deployment: Deployment; changed: boolean }> {
     return this.serial(name, async () => {
@@ -198,6 +201,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
         return { deployment: cur, changed: false };
       }
       const manifest = inspectImage(bytes, this.bounds);
+      this.checkImageCap(name, digest);
       // the image is durable before anything serves it (a full disk refuses the deploy here); while
       // this deploy runs, no undeploy or failed deploy of another name deletes the same image
       this.deploying.set(digest, (this.deploying.get(digest) ?? 0) + 1);
@@ -255,6 +259,24 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
       this.emit('changed', name, 'deployed');
       return { deployment, changed: true };
     });
+  }
+
+  /**
+   * Refuse a deploy of `digest` as `name` that would make the store hold more than maxImages
+   * images: the images other names use, and those of deploys in progress, not counting the one
+   * this deploy supersedes (it is deleted once the index no longer names it).
+   * @throws HttpError 507 naming the limit
+   */
+  private checkImageCap(name: string, digest: string): void {
+    if (!Number.isFinite(this.maxImages)) return;
+    const kept = new Set<string>(this.deploying.keys());
+    for (const [n, e] of this.store.entries()) if (n !== name) kept.add(e.digest);
+    if (kept.has(digest) || kept.size < this.maxImages) return;
+    throw new HttpError(
+      507,
+      `refused by limit max-images = ${this.maxImages}: the deployment store holds ${kept.size} images; undeploy a harness (DELETE /harnesses/{name}) or raise --max-images`,
+      { limit: 'max-images' },
+    );
   }
 
   /**

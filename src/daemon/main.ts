@@ -34,6 +34,10 @@ const program = new Command('bermd')
     '--max-relocations <n>',
     'most relocations of a deployed image, translation bound (default 1048576; env BERMD_MAX_RELOCATIONS)',
   )
+  .option(
+    '--max-images <n>',
+    'most images the deployment store holds; a deploy of a new image beyond is refused 507 (default 1024; env BERMD_MAX_IMAGES)',
+  )
   .option('--max-body-bytes <size>', 'largest body of other requests (default 2M; env BERMD_MAX_BODY_BYTES)')
   .option(
     '--body-timeout <ms>',
@@ -112,6 +116,7 @@ const flags: Flags = {
   maxCodeBytes: o.maxCodeBytes,
   maxSymbols: o.maxSymbols,
   maxRelocations: o.maxRelocations,
+  maxImages: o.maxImages,
   bodyTimeoutMs: o.bodyTimeout,
   writeTimeoutMs: o.writeTimeout,
   maxConnections: o.maxConnections,

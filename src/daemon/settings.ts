@@ -32,6 +32,8 @@ export interface Settings {
   maxSymbols: Setting<number>;
   /** relocation entries an image may have (translation bound) */
   maxRelocations: Setting<number>;
+  /** images the deployment store holds at most (distinct digests the deployments name) */
+  maxImages: Setting<number>;
   bodyTimeoutMs: Setting<number>;
   /**
    * a connection whose written reply bytes wait unread (no progress) for this long is closed, ms
@@ -54,6 +56,12 @@ export interface Settings {
   /** the index to browse and install from (a directory, a `.git` URL or a service URL), or none */
   index: Setting<string | null>;
 }
+
+/**
+ * Default of --max-images: far above the harnesses a machine serves (tens), and with
+ * --max-image-bytes it bounds the image store's disk (1,024 x 64 MiB at the defaults).
+ */
+export const DEFAULT_MAX_IMAGES = 1024;
 
 /** Flag values as commander hands them over (strings; undefined when absent). */
 export type Flags = Partial<Record<keyof Settings, string>> & {
@@ -177,6 +185,12 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
       flag: 'max-relocations',
       env: 'BERMD_MAX_RELOCATIONS',
       def: () => DEFAULT_IMAGE_BOUNDS.maxRelocations,
+      parse: parsePositive,
+    },
+    maxImages: {
+      flag: 'max-images',
+      env: 'BERMD_MAX_IMAGES',
+      def: () => DEFAULT_MAX_IMAGES,
       parse: parsePositive,
     },
     bodyTimeoutMs: {

@@ -52,6 +52,9 @@ export class WakeArming {
   unsettle(armedBy: string): void {
     const c = this.armedCounts.get(armedBy);
     if (c) c.settled = false;
+    // the API's counts are kept per harness
+    if (armedBy === API_ARMED_BY)
+      for (const [k, v] of this.armedCounts) if (k.startsWith(API_KEY_PREFIX)) v.settled = false;
   }
 
   /**
@@ -65,6 +68,27 @@ export class WakeArming {
    */
   arm(spec: ArmSpec): WakeRecord {
     const w = wakeSpec(spec, this.registry.get(spec.harness), undefined, this.limits);
+    if (!spec.guest && w.armedBy === API_ARMED_BY) {
+      // the API's arms of one harness are bounded like a harness's own: a re-arm of a pending id
+      // replaces it, only a new one counts
+      if (!this.store.dues.get(w.id)) {
+        const key = apiKey(w.harness);
+        this.checkQuota(
+          key,
+          this.limits.harnessApiWakes,
+          () => this.store.dues.countArmedBy(API_ARMED_BY, this.limits.harnessApiWakes, w.harness),
+          () =>
+            new LimitError(
+              'harnessApiWakes',
+              this.limits.harnessApiWakes,
+              `harness ${w.harness} has ${this.limits.harnessApiWakes} wakes pending that were armed through the API; cancel some (DELETE /wakes/{id}) or let them fire first`,
+            ),
+        );
+        const record = this.put(w);
+        this.armedCounts.get(key)!.n++;
+        return record;
+      }
+    }
     if (spec.guest) {
       // wake ids are one namespace across the due-set's harnesses: a guest's re-arm replaces
       // only a wake of its own on_wake, never another harness's
@@ -96,18 +120,31 @@ export class WakeArming {
    */
   private checkArmQuota(by: string): void {
     const max = this.limits.harnessPendingWakes;
+    this.checkQuota(
+      by,
+      max,
+      () => this.store.dues.countArmedBy(by, max),
+      () =>
+        new LimitError(
+          'harnessPendingWakes',
+          max,
+          `harness ${by} has ${max} wakes pending that it armed; cancel some (berm.wake.cancel) or let them fire first`,
+        ),
+    );
+  }
+
+  /**
+   * Refuse one more wake under the kept count `key` when `max` are pending: the count kept since
+   * `count()` last ran, recounted as {@link checkArmQuota} says. @throws what `refusal` makes
+   */
+  private checkQuota(key: string, max: number, count: () => number, refusal: () => LimitError): void {
     const now = Date.now();
-    let c = this.armedCounts.get(by);
+    let c = this.armedCounts.get(key);
     if (!c || (c.n + 1 > max && !c.settled) || now - c.at >= 1000) {
-      c = { n: this.store.dues.countArmedBy(by, max), at: now, settled: true };
-      this.armedCounts.set(by, c);
+      c = { n: count(), at: now, settled: true };
+      this.armedCounts.set(key, c);
     }
-    if (c.n >= max)
-      throw new LimitError(
-        'harnessPendingWakes',
-        max,
-        `harness ${by} has ${max} wakes pending that it armed; cancel some (berm.wake.cancel) or let them fire first`,
-      );
+    if (c.n >= max) throw refusal();
   }
 
   /**
@@ -166,8 +203,10 @@ export class WakeArming {
   cancel(id: string, harness?: string): boolean {
     let done: boolean;
     const held = this.store.dues.get(id);
-    if (harness === undefined) done = this.store.dues.cancel(id);
-    else {
+    if (harness === undefined) {
+      done = this.store.dues.cancel(id);
+      if (done && held) this.unsettle(held.armedBy);
+    } else {
       done = held !== undefined && ownsWake(held, harness) && this.store.dues.cancel(id, held.harness);
       if (done) this.unsettle(held!.armedBy);
     }
@@ -183,6 +222,12 @@ export class WakeArming {
     return this.store.dues.list(options);
   }
 }
+
+/** armedBy of a wake armed through bermd's API (POST /wakes). */
+const API_ARMED_BY = 'api';
+/** Kept counts of the API's arms are per harness, under this prefix (no harness name has a NUL). */
+const API_KEY_PREFIX = '\0api\0';
+const apiKey = (harness: string): string => API_KEY_PREFIX + harness;
 
 /** What {@link WakeArming.arm} takes. */
 export interface ArmSpec {

@@ -52,6 +52,12 @@ export interface RuntimeLimits {
    * the operator arms (API, CLI) do not count
    */
   harnessPendingWakes: number;
+  /**
+   * wakes of one harness pending at once that were armed through bermd's API (POST /wakes,
+   * armedBy `api`; default 10,000): whoever holds the API's token cannot fill the due-set for one
+   * harness either. The CLI on the store's machine (armedBy `cli`) is not counted
+   */
+  harnessApiWakes: number;
   /** longest delay a wake may be armed for (default 10 years) */
   maxDelayMs: number;
   /** journal file size at which it is rotated (default 64 MiB) */
@@ -104,6 +110,7 @@ export function defaultLimits(poolSize: number): RuntimeLimits {
     maxPayloadBytes: 64 * 1024,
     maxPendingWakes: 10_000_000,
     harnessPendingWakes: 10_000,
+    harnessApiWakes: 10_000,
     maxDelayMs: 10 * 365 * 24 * 3600 * 1000,
     journalRotateBytes: 64 * 1024 * 1024,
     journalKeep: 4,
@@ -129,6 +136,7 @@ export function checkLimits(l: RuntimeLimits): void {
     'maxPayloadBytes',
     'maxPendingWakes',
     'harnessPendingWakes',
+    'harnessApiWakes',
     'journalRotateBytes',
     'journalKeep',
     'wakeAttempts',
@@ -174,6 +182,7 @@ export type LimitName =
   | 'maxPayloadBytes'
   | 'maxPendingWakes'
   | 'harnessPendingWakes'
+  | 'harnessApiWakes'
   | 'maxDelayMs'
   | 'closed';
 

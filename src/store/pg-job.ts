@@ -80,7 +80,7 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
       case 'count':
         return sql.count(p);
       case 'countArmedBy':
-        return sql.countArmedBy(p, a[0] as string, a[1] as number);
+        return sql.countArmedBy(p, a[0] as string, a[1] as number, a[2] as string | undefined);
       case 'index': {
         const r = await sql.index(p, a[0] as number);
         return { when: Float64Array.from(r.when), seq: Float64Array.from(r.seq) };

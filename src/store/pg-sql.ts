@@ -185,12 +185,27 @@ export async function count(db: Queryable): Promise<number> {
   return Number(r.rows[0]!.n);
 }
 
-/** Number of pending wakes armed by `armedBy`, counted up to `upTo` (see DueStore.countArmedBy). */
-export async function countArmedBy(db: Queryable, armedBy: string, upTo: number): Promise<number> {
-  const r = await db.query<{ n: string }>(
-    'SELECT count(*) AS n FROM (SELECT 1 FROM berm_wakes WHERE armed_by = $1 LIMIT $2) x',
-    [armedBy, upTo],
-  );
+/**
+ * Number of pending wakes armed by `armedBy` (and, given `harness`, that wake `harness`), counted
+ * up to `upTo` (see DueStore.countArmedBy). With a harness the armed_by index range is filtered by
+ * harness: the operator's API arms (armed_by 'api'), at most harnessApiWakes per harness.
+ */
+export async function countArmedBy(
+  db: Queryable,
+  armedBy: string,
+  upTo: number,
+  harness?: string,
+): Promise<number> {
+  const r =
+    harness === undefined
+      ? await db.query<{ n: string }>(
+          'SELECT count(*) AS n FROM (SELECT 1 FROM berm_wakes WHERE armed_by = $1 LIMIT $2) x',
+          [armedBy, upTo],
+        )
+      : await db.query<{ n: string }>(
+          'SELECT count(*) AS n FROM (SELECT 1 FROM berm_wakes WHERE armed_by = $1 AND harness = $2 LIMIT $3) x',
+          [armedBy, harness, upTo],
+        );
   return Number(r.rows[0]!.n);
 }
 

@@ -502,7 +502,10 @@ export class PgStore extends EventEmitter implements RuntimeStore {
         }
         return counted.n;
       },
-      countArmedBy: (armedBy: string, upTo: number) => this.call<number>('countArmedBy', armedBy, upTo),
+      countArmedBy: (armedBy: string, upTo: number, harness?: string) =>
+        harness === undefined
+          ? this.call<number>('countArmedBy', armedBy, upTo)
+          : this.call<number>('countArmedBy', armedBy, upTo, harness),
       index: (afterSeq: number) => {
         try {
           return this.call<{ when: Float64Array; seq: Float64Array }>('index', afterSeq);

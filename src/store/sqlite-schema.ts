@@ -28,6 +28,7 @@ const STATE_TABLES = `
     attempt INTEGER NOT NULL DEFAULT 0, authority TEXT);
   CREATE INDEX IF NOT EXISTS wakes_when ON wakes (when_ms, seq);
   CREATE INDEX IF NOT EXISTS wakes_armed_by ON wakes (armed_by);
+  CREATE INDEX IF NOT EXISTS wakes_armed_by_harness ON wakes (armed_by, harness);
   CREATE TABLE IF NOT EXISTS claims (
     seq INTEGER NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL, harness TEXT NOT NULL,
     entry TEXT NOT NULL, when_ms REAL NOT NULL, payload TEXT NOT NULL, armed_by TEXT NOT NULL,

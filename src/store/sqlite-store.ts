@@ -110,6 +110,9 @@ class SqliteDues implements DueStore {
       get: p('SELECT * FROM wakes WHERE id = ?'),
       count: p('SELECT count(*) AS n FROM wakes'),
       countArmedBy: p('SELECT count(*) AS n FROM (SELECT 1 FROM wakes WHERE armed_by = ? LIMIT ?)'),
+      countArmedFor: p(
+        'SELECT count(*) AS n FROM (SELECT 1 FROM wakes WHERE armed_by = ? AND harness = ? LIMIT ?)',
+      ),
       index: p('SELECT when_ms, seq FROM wakes WHERE seq > ? ORDER BY seq').raw(true),
       take: p('DELETE FROM wakes WHERE seq = ? RETURNING *'),
       claimIns: p(
@@ -192,7 +195,8 @@ class SqliteDues implements DueStore {
     return (this.s.count.get() as { n: number }).n;
   }
 
-  countArmedBy(armedBy: string, upTo: number): number {
+  countArmedBy(armedBy: string, upTo: number, harness?: string): number {
+    if (harness !== undefined) return (this.s.countArmedFor.get(armedBy, harness, upTo) as { n: number }).n;
     return (this.s.countArmedBy.get(armedBy, upTo) as { n: number }).n;
   }
 

@@ -89,10 +89,11 @@ export interface DueStore extends DeadLetterStore {
   /** Number of pending wakes. */
   count(): number;
   /**
-   * Number of pending wakes whose armedBy is `armedBy`, counted up to `upTo` (a result of `upTo`
-   * means at least that many): a bounded index range, however large the due-set.
+   * Number of pending wakes whose armedBy is `armedBy` (and, given `harness`, that wake
+   * `harness`), counted up to `upTo` (a result of `upTo` means at least that many): a bounded
+   * index range, however large the due-set.
    */
-  countArmedBy(armedBy: string, upTo: number): number;
+  countArmedBy(armedBy: string, upTo: number, harness?: string): number;
   /** (when, seq) of every pending wake with seq > afterSeq, in seq order, as two flat arrays. */
   index(afterSeq: number): { when: Float64Array; seq: Float64Array };
   /**

@@ -88,6 +88,19 @@ export function wakeRoutes(ctx: RouteContext, events: EventHub): Resource {
       const fault = storeFault(e);
       if (fault !== null)
         throw new HttpError(503, `wake not armed: ${fault}: ${(e as Error).message}; retry later`);
+      // a limit of the due-set: 413 for a payload over maxPayloadBytes, 429 for a count
+      // (harnessApiWakes, maxPendingWakes), 400 else (a delay past maxDelayMs is bad input); the
+      // body names the limit as a tool call's refusal does
+      const limit = (e as { limit?: unknown }).limit;
+      if (typeof limit === 'string') {
+        const status =
+          limit === 'maxPayloadBytes'
+            ? 413
+            : limit === 'harnessApiWakes' || limit === 'maxPendingWakes'
+              ? 429
+              : 400;
+        throw new HttpError(status, `wake refused: ${(e as Error).message}`, { limit });
+      }
       throw new HttpError(400, `wake refused: ${(e as Error).message}`);
     }
     sendJson(res, 201, wake);
