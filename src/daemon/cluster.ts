@@ -13,6 +13,7 @@
  *   with another digest) is deployed, what this daemon holds and it lacks is removed.
  */
 import type { DueFollower, PgStore } from '../store/pg-store.js';
+import { storeFault } from '../store/store-fault.js';
 import type { InvokeOutcome } from '../contract/index.js';
 import type { BermRuntime } from '../runtime/index.js';
 import type { Backend } from './backend.js';
@@ -112,8 +113,25 @@ export async function joinCluster(
   store.follow(runtime);
   runtime.rescan();
 
+  // the database may be away for a moment (restarted while this daemon started): the daemon
+  // listens already and answers 503 until its deployments are in place, so it waits for the
+  // database rather than exit
+  let records: ReturnType<PgStore['deployments']['list']>;
+  for (let wait = 250; ; wait = Math.min(2 * wait, 5000)) {
+    try {
+      records = store.deployments.list();
+      break;
+    } catch (e) {
+      const fault = storeFault(e);
+      if (fault === null) throw e;
+      log(
+        `the shared store's deployments cannot be read yet (${fault}: ${(e as Error).message}); again in ${wait} ms`,
+      );
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
   const shared = new Set<string>();
-  for (const rec of store.deployments.list()) {
+  for (const rec of records) {
     shared.add(rec.name);
     try {
       await applyPut(rec.name);
