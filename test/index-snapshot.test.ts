@@ -247,6 +247,26 @@ t.test('berm-indexd listens from the snapshot and checks the files behind it', a
   t.equal(plain.refs.filter((r) => r.startsWith('r.example/h7:')).length, 0);
   await svc.close();
 
+  // a noted name that is a link (to a file outside the index), a missing file, or a path leaving
+  // the index: none is read; a link is not an index file, as the walk has it
+  const outside = path.join(work, 'outside.json');
+  fs.writeFileSync(outside, formatEntryLine(entry('zz', 'v1', 999, 'zeta from outside')) + '\n');
+  fs.symlinkSync(outside, file('link'));
+  fs.writeFileSync(
+    `${snap}.appended`,
+    ['r.example/link.json', 'r.example/none.json', '../outside.json', '/abs.json', ''].join('\n'),
+  );
+  svc = await start();
+  t.same(svc.catalog.search('zeta').entries, [], 'a noted link is not read');
+  await svc.checked;
+  t.same(svc.catalog.search('zeta').entries, [], 'nor by the check');
+  t.same(
+    refs(svc),
+    plainRead(root).refs.filter((r) => !r.startsWith('r.example/zz')),
+  );
+  await svc.close();
+  fs.rmSync(file('link'));
+
   // a file rewritten while the service was down: the check reads every file again
   fs.writeFileSync(file('h11'), formatEntryLine(entry('h11', 'v9', 911, 'epsilon rewritten')) + '\n');
   logs.length = 0;

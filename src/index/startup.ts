@@ -65,8 +65,15 @@ export function loadForStart(root: string, snapshot: string | undefined): StartL
   try {
     for (const rel of notes) {
       const abs = path.join(root, ...rel.split('/'));
-      // a noted file that is gone: removed (read everything) if the snapshot knew it, else nothing
-      if (!fs.existsSync(abs)) {
+      // a noted file that is gone, or is no longer a plain file (the walk skips links and the
+      // like): removed (read everything) if the snapshot knew it, else nothing
+      let plain = false;
+      try {
+        plain = fs.lstatSync(abs).isFile();
+      } catch {
+        plain = false;
+      }
+      if (!plain) {
         if (!snap.states.has(rel)) continue;
         snap.release();
         return fromFiles(`${rel} was removed`);
