@@ -41,6 +41,9 @@ function startBermd(): Promise<Bermd> {
         '2',
         '--limit',
         'wakeAttempts=1',
+        // both of qg's wakes run at once (by default one harness leaves a worker to the others)
+        '--limit',
+        'harnessConcurrency=2',
         '--limit',
         'timeoutMs=8000',
       ],
