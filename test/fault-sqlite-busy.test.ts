@@ -14,7 +14,8 @@ import { TEST_CACHE } from './helpers/fixtures.js';
 import { REPO, http, startBermd, stopBermd, type Answer } from './helpers/cluster.js';
 import { QG, until } from './helpers/scale-out.js';
 
-const HOLD_MS = 9000;
+/** long enough for the three requests below, each of which may wait out one busy timeout */
+const HOLD_MS = 20_000;
 /** the store's busy timeout (sqlite-store.ts) and slack for a loaded machine */
 const BOUND_MS = 5000 + 7000;
 
@@ -52,7 +53,14 @@ t.test('a second process holds state.sqlite: bounded waits, 503, nothing lost', 
     { cwd: REPO, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   t.teardown(() => void holder.kill('SIGKILL'));
-  await once(holder.stdout!, 'data');
+  // its exit is awaited from now on: on a loaded machine the steps below can outlast HOLD_MS, and
+  // an 'exit' listened for only after the holder exited never comes
+  const holderExit = once(holder, 'exit');
+  const locked = await Promise.race([
+    once(holder.stdout!, 'data').then(() => true),
+    holderExit.then(() => false),
+  ]);
+  if (!locked) throw new Error('the holder exited before it took the lock');
   const lockedAt = performance.now();
 
   const timed = async (what: string, p: Promise<Answer & { retryAfter?: string | null }>) => {
@@ -91,7 +99,7 @@ t.test('a second process holds state.sqlite: bounded waits, 503, nothing lost', 
   if (call.status === 200 && call.chain) chains.add(call.chain);
   t.ok(performance.now() - lockedAt < HOLD_MS, 'all of it while the lock was held');
 
-  await once(holder, 'exit');
+  await holderExit;
   // the lock is let go: everything works again, nothing acknowledged was lost
   const after = await http(`${b.url}/wakes`, 'POST', {
     harness: 'qg',
