@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import t from 'tap';
 import { BermRuntime, type JournalRecord } from '../src/runtime/index.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
-import { BLOCK_MS } from './helpers/block-on-deploy.js';
+import { BLOCK_MS } from './helpers/block-on-undeploy.js';
 import { until } from './helpers/wait.js';
 
 const TICKER = new Uint8Array(fs.readFileSync(path.join(ROOT, 'examples/ticker.elf')));
@@ -43,7 +43,7 @@ for (const graceMs of [60_000, 200]) {
         poolSize: 1,
         cacheDir: TEST_CACHE,
         limits: { timeoutMs: TIMEOUT_MS, graceMs },
-        workerModules: [new URL('./helpers/block-on-deploy.ts', import.meta.url)],
+        workerModules: [new URL('./helpers/block-on-undeploy.ts', import.meta.url)],
       });
       t.teardown(() => rt.close());
       await rt.deploy('ticker', TICKER, { capabilities: ['schedule', 'storage'] });
@@ -51,8 +51,9 @@ for (const graceMs of [60_000, 200]) {
       // the worker has imported the module that blocks (a compile may run before that)
       await until('the worker to be ready', async () => rt.stats().idleWorkers === 1, 60_000, 20);
       const tick = firstTick(rt);
-      // its deployment keeps the only worker busy for BLOCK_MS after the pool has it back as free
+      // its undeployment keeps the only worker busy for BLOCK_MS while the pool counts it free
       await rt.deploy('slow', TICKER, { capabilities: [] });
+      rt.undeploy('slow');
       const PERIOD = 3_600_000;
       rt.arm({ harness: 'ticker', id: 'ticker', payload: JSON.stringify({ period_ms: PERIOD }) });
       const { r, waitMs } = await tick;
