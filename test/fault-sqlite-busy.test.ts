@@ -6,6 +6,7 @@
 // every wake armed before or during it fires and every call answered 200 is journaled.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { request } from 'node:http';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,18 +71,33 @@ t.test('a second process holds state.sqlite: bounded waits, 503, nothing lost', 
     t.ok(ms < BOUND_MS, `${what} answered in ${Math.round(ms)} ms (bounded by the busy timeout)`);
     return a;
   };
-  // an arming while the lock is held: 503 with Retry-After naming the lock
+  // an arming while the lock is held: 503 with Retry-After naming the lock. On a connection of its
+  // own: the serving thread waits out SQLite's busy timeout while a drain claims a due wake, and a
+  // reused keep-alive connection's idle timer can fire right after that wait, closing it with this
+  // request unread (ECONNRESET, seen in a fresh clone)
   const armed = await timed(
     'an arming',
-    fetch(`${b.url}/wakes`, {
-      method: 'POST',
-      body: JSON.stringify({ harness: 'qg', id: 'during', delay_ms: 0, payload: 'd' }),
-      headers: { 'content-type': 'application/json' },
-    }).then(async (r) => ({
-      status: r.status,
-      body: (await r.json()) as Record<string, unknown>,
-      retryAfter: r.headers.get('retry-after'),
-    })),
+    new Promise<Answer & { retryAfter?: string | null }>((resolve, reject) => {
+      const body = JSON.stringify({ harness: 'qg', id: 'during', delay_ms: 0, payload: 'd' });
+      const req = request(
+        `${b.url}/wakes`,
+        { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              body: JSON.parse(text) as Record<string, unknown>,
+              retryAfter: (res.headers['retry-after'] as string | undefined) ?? null,
+            }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    }),
   );
   if (armed.status === 201) wakes.add('during');
   else {
