@@ -3,33 +3,19 @@
 // whose instance cannot be made is refused 507 (never acknowledged). The instance memory they
 // keep: test/hostile-memory.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { bermdArgs, startBermd, stopBermd, type Bermd } from './helpers/cluster.js';
 import { elf, REPO } from './helpers/daemon.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
+import { call, put, rss } from './helpers/bermd-load.js';
 
 const ECHO = elf('fixtures/build/echo-gcc-O2.elf');
 const MiB = 1024 * 1024;
 const tmp = mkdtempSync(join(tmpdir(), 'berm-hostile-deploys-'));
 t.teardown(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** The resident set of process `pid` (VmRSS of /proc/PID/status), bytes. */
-function rss(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(m![1]) * 1024;
-}
-
-const put = (b: Bermd, name: string, body: Uint8Array): Promise<Response> =>
-  fetch(`${b.url}/harnesses/${name}`, { method: 'PUT', body, signal: AbortSignal.timeout(60_000) });
-const call = (b: Bermd, name: string, tool: string, args: unknown): Promise<Response> =>
-  fetch(`${b.url}/harnesses/${name}/tools/${tool}`, {
-    method: 'POST',
-    body: JSON.stringify(args),
-    signal: AbortSignal.timeout(60_000),
-  });
 
 t.test('many deployments on 16 workers all answer their calls', async (t) => {
   const b = await startBermd({ root: join(tmp, 'many'), cacheDir: TEST_CACHE, workers: 16 }, 120_000);

@@ -2,34 +2,20 @@
 // 127.0.0.1, port 0), bounded in time: the instances its workers keep between calls are bounded by
 // --max-instance-memory and given back once calls stop (RSS measured from /proc/PID/status). Many
 // deployments and a deploy refused for want of memory: test/hostile-deploys.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { startBermd, stopBermd, type Bermd } from './helpers/cluster.js';
+import { startBermd, stopBermd } from './helpers/cluster.js';
 import { runBerm } from './helpers/berm-cli.js';
 import { elf, REPO } from './helpers/daemon.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
+import { call, put, rss } from './helpers/bermd-load.js';
 
 const HOSTILE = elf('test/data/hostile.elf');
 const MiB = 1024 * 1024;
 const tmp = mkdtempSync(join(tmpdir(), 'berm-hostile-memory-'));
 t.teardown(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** The resident set of process `pid` (VmRSS of /proc/PID/status), bytes. */
-function rss(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(m![1]) * 1024;
-}
-
-const put = (b: Bermd, name: string, body: Uint8Array): Promise<Response> =>
-  fetch(`${b.url}/harnesses/${name}`, { method: 'PUT', body, signal: AbortSignal.timeout(60_000) });
-const call = (b: Bermd, name: string, tool: string, args: unknown): Promise<Response> =>
-  fetch(`${b.url}/harnesses/${name}/tools/${tool}`, {
-    method: 'POST',
-    body: JSON.stringify(args),
-    signal: AbortSignal.timeout(60_000),
-  });
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
