@@ -19,4 +19,4 @@ build:
 # tap rebuilds its runner for the plugin set in package.json (no tsx: see scripts/ts/hooks.mjs)
 unit: build
 	npx tap build >/dev/null
-	npx tap
+	npx tap || { bash scripts/failed-tests.sh; exit 1; }
