@@ -31,7 +31,7 @@ import { MAX_MCP_SESSIONS } from './mcp.js';
 import { MAX_AUTHORITY_CHARS } from '../contract/index.js';
 import { DEFAULT_CALL_LIMITS } from '../harness/harness.js';
 import type { Settings } from './settings.js';
-import { DeploymentStore } from './store.js';
+import { DeploymentFiles } from './deployment-files.js';
 import { openIndex, type IndexSource } from '../index/source.js';
 import { deployInstalled } from './installed.js';
 
@@ -58,7 +58,7 @@ export class BootError extends Error {
  */
 function importUpstreamRoot(
   root: string,
-  store: DeploymentStore,
+  store: DeploymentFiles,
   shared: boolean,
   maxImageBytes: number,
   log: (line: string) => void,
@@ -188,9 +188,9 @@ export async function startDaemon(
     throw e;
   }
   try {
-    let store: DeploymentStore;
+    let store: DeploymentFiles;
     try {
-      store = DeploymentStore.open(path.join(root, 'deployments'));
+      store = DeploymentFiles.open(path.join(root, 'deployments'));
     } catch (e) {
       throw new BootError(`deployment store: ${(e as Error).message}`);
     }

@@ -1,10 +1,10 @@
 /**
  * The daemon's deployments: what is published under which name, with its manifest and grant.
  * A deploy is checked against the translation bounds (src/daemon/image-bounds.ts) and on the
- * serving thread only as far as reading headers goes (ELF structure,
- * manifest, tool exports: parsing, no translation), then compiled by the runtime on a worker,
- * then recorded durably (src/daemon/store.ts), and only then published and acknowledged. Deploys
- * and undeploys of one name are serialised. Listeners of 'changed' (MCP list_changed) hear every
+ * serving thread only as far as reading headers goes (ELF structure, manifest, tool exports:
+ * parsing, no translation), then compiled by the runtime on a worker, then recorded durably
+ * (src/daemon/deployment-files.ts), and only then published and acknowledged. Deploys and
+ * undeploys of one name are serialised. Listeners of 'changed' (MCP list_changed) hear every
  * publish and removal.
  */
 import { EventEmitter } from 'node:events';
@@ -18,7 +18,7 @@ import type { Backend, DeployGrant } from './backend.js';
 import type { Grants } from './grants.js';
 import { HttpError } from './http.js';
 import { checkCodeBounds, checkTableBounds, DEFAULT_IMAGE_BOUNDS, type ImageBounds } from './image-bounds.js';
-import { DeploymentStore, sha256Hex } from './store.js';
+import { DeploymentFiles, sha256Hex } from './deployment-files.js';
 import { storeFault } from '../store/store-fault.js';
 
 /** A published harness. */
@@ -96,7 +96,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   private restoring: { done: number; total: number } | null = null;
 
   constructor(
-    readonly store: DeploymentStore,
+    readonly store: DeploymentFiles,
     private readonly backend: Backend,
     private readonly grants: Grants,
     private readonly bounds: ImageBounds = DEFAULT_IMAGE_BOUNDS,

@@ -14,7 +14,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { HARNESS_NAME } from './http.js';
-import { sha256Hex, writeFileAtomic, type DeploymentStore } from './store.js';
+import { sha256Hex, writeFileAtomic, type DeploymentFiles } from './deployment-files.js';
 
 /** Upstream's image directory under a state root. */
 export const REFERENCE_IMAGES_DIR = 'harnesses';
@@ -51,7 +51,7 @@ function readRecord(file: string): Record<string, string> {
  */
 export function importReferenceRoot(
   root: string,
-  store: DeploymentStore,
+  store: DeploymentFiles,
   maxImageBytes: number,
 ): ReferenceImport {
   const out: ReferenceImport = { imported: [], skipped: [] };

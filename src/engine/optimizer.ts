@@ -1,5 +1,5 @@
 /**
- * The background optimising tier: one worker thread (src/translate/worker.ts) that runs Binaryen's
+ * The background optimising tier: one worker thread (src/translate/optimizer-worker.ts) that runs Binaryen's
  * optimiser on ELFs queued by the engine, one at a time (optimising is CPU-heavy; the foreground
  * keeps the other core). The worker is unreferenced while idle, so it never keeps a process alive;
  * `settled()` references it while someone waits.
@@ -20,9 +20,10 @@ interface Pending {
 }
 
 function workerUrl(): URL {
-  // under the TypeScript loader this module is optimizer.ts and the worker is worker.ts; built, .js
+  // under the TypeScript loader this module is optimizer.ts and the worker is optimizer-worker.ts;
+  // built, .js
   const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-  return new URL(`../translate/worker${ext}`, import.meta.url);
+  return new URL(`../translate/optimizer-worker${ext}`, import.meta.url);
 }
 
 /** A queue of optimisation jobs served by one lazily started worker thread. */

@@ -26,12 +26,12 @@ import type {
 } from './worker-messages.js';
 
 /**
- * The worker's entry module: worker.ts beside this file under a TypeScript loader, worker.js when
- * built. Kept in one place so a build that moves files changes only this.
+ * The worker's entry module: pool-worker.ts beside this file under a TypeScript loader,
+ * pool-worker.js when built. Kept in one place so a build that moves files changes only this.
  */
 export function workerEntry(): URL {
   const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-  return new URL(`./worker${ext}`, import.meta.url);
+  return new URL(`./pool-worker${ext}`, import.meta.url);
 }
 
 /** A deploy the workers could not put in place (no memory for its instance); nothing changed. */
@@ -356,7 +356,7 @@ export class WorkerPool {
     const order = [...live.slice(turn), ...live.slice(0, turn)];
     const warm = order.find((s) => s.job === null) ?? order[0];
     // every worker is sent the deployment; the answer waited for is the one of the worker making
-    // the instance: the others take it in order before any later message (worker.ts runs its
+    // the instance: the others take it in order before any later message (pool-worker.ts runs its
     // messages one after another), so a worker busy with a long call does not hold the deploy
     const answers = live.map(
       (s) =>

@@ -1,5 +1,5 @@
 /**
- * The deployment store under the daemon's root: ELF images by content digest and one index from
+ * The deployment files under the daemon's root: ELF images by content digest and one index from
  * harness name to digest.
  *
  *   <root>/images/<sha256>.elf     the uploaded bytes, written once (temp file, fsync, rename,
@@ -9,7 +9,7 @@
  *
  * A deploy is acknowledged only after both are durable, so after a crash (even SIGKILL mid-write)
  * every acknowledged deploy is in the index and its image is complete; a half-written image only
- * ever exists under a temporary name, which {@link DeploymentStore.open} deletes. Images are
+ * ever exists under a temporary name, which {@link DeploymentFiles.open} deletes. Images are
  * verified against their digest when loaded, so a damaged file is never served.
  *
  * An image no name in the index uses is deleted: when a redeploy supersedes it or an undeploy
@@ -69,7 +69,7 @@ export function writeFileAtomic(file: string, data: Uint8Array | string): void {
 }
 
 /** Images by digest and the name → digest index, on disk under one root directory. */
-export class DeploymentStore {
+export class DeploymentFiles {
   private readonly index = new Map<string, DeploymentEntry>();
 
   private constructor(readonly root: string) {}
@@ -79,8 +79,8 @@ export class DeploymentStore {
    * interrupted writes, and read the index.
    * @throws Error when the index exists but is not the store's JSON (the message names the file).
    */
-  static open(root: string): DeploymentStore {
-    const s = new DeploymentStore(root);
+  static open(root: string): DeploymentFiles {
+    const s = new DeploymentFiles(root);
     fs.mkdirSync(s.imagesDir, { recursive: true, mode: 0o700 });
     for (const dir of [root, s.imagesDir]) {
       for (const n of fs.readdirSync(dir)) if (n.startsWith(TMP_PREFIX)) fs.rmSync(path.join(dir, n));
