@@ -8,10 +8,14 @@
  * journal and a harness registry that can change at run time.
  *
  * BermRuntime is the façade over the components that do each job:
+ *   runtime-options.ts the options checked, the defaults filled in, the store opened
  *   registry.ts        the deployed harnesses
  *   dispatcher.ts      the queue, what runs, the limits on starting, journaling outcomes
- *   wake-scheduler.ts  the due heap, its timer and the delivery of due wakes
+ *   wake-scheduler.ts  the due heap, its timer and the drains that claim due wakes
+ *   wake-delivery.ts   starting claimed wakes, one occurrence per schedule, settling claims
  *   arming.ts          arming and cancelling wakes against the limits
+ *   dead-letter.ts     the dead-letter set: moving spent claims there, dropping entries
+ *   host-calls.ts      guests' host calls back to this thread, and the queue's services
  *
  * Threads: this object lives on the accepting thread and never runs a guest or a translation;
  * workers do (pool.ts). Guest host calls that touch the due-set come back here synchronously
@@ -22,77 +26,26 @@
  * killed in between re-fires it at the next start with attempt + 1.
  */
 import { EventEmitter } from 'node:events';
-import { cpus } from 'node:os';
-import * as path from 'node:path';
-import type { CapabilityLimits, CapabilityReply, Grant } from '../capabilities/types.js';
-import { ok } from '../capabilities/types.js';
+import type { Grant } from '../capabilities/types.js';
 import type { Declarations } from '../config/declarations.js';
 import type { RuntimeStats } from '../contract/index.js';
 import { WakeArming, type ArmSpec, type CallAfterSpec } from './arming.js';
 import { attachConnections } from './connections.js';
 import { dropDeadEntry } from './dead-letter.js';
 import { Dispatcher } from './dispatcher.js';
-import { checkLimits, defaultLimits, LimitError, type LimitSource, type RuntimeLimits } from './limits.js';
+import { HostCalls, type QueueService } from './host-calls.js';
+import { LimitError, type LimitSource, type RuntimeLimits } from './limits.js';
 import { ON_NOTIFY, errorOutcome, type Counters, type InvokeOptions, type Outcome } from './outcome.js';
 import { WorkerPool } from './pool.js';
-import type { ChainSpec, HostRequest } from './worker-messages.js';
+import type { ChainSpec } from './worker-messages.js';
 import { HarnessRegistry, type DeployedHarness } from './registry.js';
-import { SqliteStore } from '../store/sqlite-store.js';
+import { resolveOptions, workerConfig, type RuntimeOptions } from './runtime-options.js';
 import type { DeadWake, RetryDeadResult, RuntimeStore, WakeListOptions, WakeRecord } from '../store/store.js';
 import { storeFault } from '../store/store-fault.js';
 import { WakeScheduler } from './wake-scheduler.js';
-import { defaultInstanceMemory, workerShare } from './instance-budget.js';
 
 /** How long due wakes wait after a drain met a store fault before the next try, ms. */
 const STORE_FAULT_RETRY_MS = 1000;
-
-/** Options of {@link BermRuntime.create}. */
-export interface RuntimeOptions {
-  /** state directory of the SQLite store (default store); ignored when `store` is given */
-  state?: string;
-  /** a storage backend (default: SqliteStore.open(state)) */
-  store?: RuntimeStore;
-  /** workers (default: the number of cores) */
-  poolSize?: number;
-  /** overrides of the queue's limits */
-  limits?: Partial<RuntimeLimits>;
-  /** where each overridden limit came from, for the boot log (default 'option') */
-  limitSources?: Partial<Record<keyof RuntimeLimits, LimitSource>>;
-  /** overrides of the capabilities' limits (maxCallDepth is always the queue's chainDepth) */
-  capabilityLimits?: Partial<CapabilityLimits>;
-  /** engine options of the workers */
-  memorySize?: number;
-  optimizeLevel?: number;
-  /** Wasm cache directory (default: <state>/cache when a state dir is given, else none) */
-  cacheDir?: string | null;
-  /** the runtime's own log lines (spills, replaced workers); default: none */
-  log?: (line: string) => void;
-  /**
-   * Modules (file URLs or specifiers) every worker imports before it takes work: a module that
-   * registers capabilities (registerCapability) must run in the workers too, since each thread
-   * has its own registry. The protocol door's registration module is one.
-   */
-  workerModules?: (string | URL)[];
-  /**
-   * longest a guest waits for this thread to answer a host call (schedule, services), ms (default
-   * 30,000; the thread answers in microseconds unless something blocks it); past it, or past the
-   * invocation's chain deadline if that comes first, the call answers an error
-   */
-  hostReplyTimeoutMs?: number;
-  /**
-   * resident bytes of the instance slots the workers keep between invocations, all together
-   * (default defaultInstanceMemory(): a quarter of the machine's memory; instance-budget.ts)
-   */
-  instanceMemory?: number;
-}
-
-/**
- * A service on the queue's thread that guests reach synchronously through
- * CapabilityContext.service (e.g. the protocol door's event bus). Must not throw; runs on the
- * queue's thread, so it must be quick.
- * @param harness the calling harness; @param chain its chain (pass it on to notify for depth and gas)
- */
-export type QueueService = (harness: string, chain: ChainSpec, request: unknown) => CapabilityReply;
 
 /** The queue, its workers, its due-set and its harness registry. */
 export class BermRuntime extends EventEmitter {
@@ -113,7 +66,8 @@ export class BermRuntime extends EventEmitter {
     cached: 0,
     translated: 0,
   };
-  private readonly services = new Map<string, QueueService>();
+  /** the host calls guests make back to this thread, and the services they reach */
+  private readonly hostCalls: HostCalls;
   /** when the last store fault of a drain was logged (ms since the epoch) */
   private lastStoreFaultLog = -Infinity;
   /** the ws capability's connections, a trigger of this queue (./connections.ts) */
@@ -129,27 +83,12 @@ export class BermRuntime extends EventEmitter {
     super();
     this.limits = Object.freeze(limits);
     this.limitSources = Object.freeze(sources);
-    const capabilityLimits = { ...options.capabilityLimits, maxCallDepth: limits.chainDepth };
     const emit = (event: string, ...args: unknown[]) => void this.emit(event, ...args);
     const log = (line: string) => this.log(line);
     this.pool = new WorkerPool({
       size: poolSize,
-      config: {
-        ...(options.memorySize !== undefined ? { memorySize: options.memorySize } : {}),
-        ...(options.optimizeLevel !== undefined ? { optimizeLevel: options.optimizeLevel } : {}),
-        cacheDir: options.cacheDir ?? null,
-        capabilityLimits,
-        defaultDatabase: store.keys.databaseFile,
-        modules: (options.workerModules ?? []).map(String),
-        ...(options.hostReplyTimeoutMs !== undefined
-          ? { hostReplyTimeoutMs: options.hostReplyTimeoutMs }
-          : {}),
-        ...(() => {
-          const share = workerShare(options.instanceMemory ?? defaultInstanceMemory(), poolSize);
-          return { instanceMemory: share.bytes, instanceSlots: share.slots };
-        })(),
-      },
-      onHost: (req) => this.onHost(req),
+      config: workerConfig(options, store, limits, poolSize),
+      onHost: (req) => this.hostCalls.handle(req),
       onReplace: (why) => this.log(`worker replaced: ${why}`),
       onIdle: () => this.dispatcher.dispatch(),
       // what a harness's instances now run: the optimised tier
@@ -158,9 +97,9 @@ export class BermRuntime extends EventEmitter {
     this.registry = new HarnessRegistry(this.pool, store, this.counters, emit);
     this.dispatcher = new Dispatcher(this.limits, this.pool, store, this.counters, {
       drainDue: () => this.drainDue(),
-      unstarted: (j, why, delayMs) => this.scheduler.unstarted(j, why, delayMs),
-      settle: (j, o, journalError) => this.scheduler.settle(j, o, journalError),
-      finished: (j) => this.scheduler.finished(j),
+      unstarted: (j, why, delayMs) => this.scheduler.delivery.unstarted(j, why, delayMs),
+      settle: (j, o, journalError) => this.scheduler.delivery.settle(j, o, journalError),
+      finished: (j) => this.scheduler.delivery.finished(j),
       emit,
       log,
     });
@@ -176,6 +115,7 @@ export class BermRuntime extends EventEmitter {
       left: (armedBy) => this.arming.unsettle(armedBy),
     });
     this.arming = new WakeArming(this.limits, store, this.registry, () => this.scheduler, emit);
+    this.hostCalls = new HostCalls(this.arming);
     this.connections = attachConnections(this, limits, log, options.state);
   }
 
@@ -185,30 +125,8 @@ export class BermRuntime extends EventEmitter {
    * @throws RangeError for bad limits or pool size; whatever opening the store throws.
    */
   static async create(options: RuntimeOptions): Promise<BermRuntime> {
-    const poolSize = options.poolSize ?? Math.max(1, cpus().length);
-    if (!Number.isSafeInteger(poolSize) || poolSize < 1)
-      throw new RangeError(`pool size must be a positive integer, got ${poolSize}`);
-    const im = options.instanceMemory;
-    if (im !== undefined && !(Number.isSafeInteger(im) && im > 0))
-      throw new RangeError(`instance memory must be a positive number of bytes, got ${im}`);
-    const limits = { ...defaultLimits(poolSize), ...options.limits };
-    checkLimits(limits);
-    const sources = {} as Record<keyof RuntimeLimits, LimitSource>;
-    for (const k of Object.keys(limits) as (keyof RuntimeLimits)[]) {
-      sources[k] = options.limits?.[k] !== undefined ? (options.limitSources?.[k] ?? 'option') : 'default';
-    }
-    let store = options.store;
-    if (!store) {
-      if (options.state === undefined) throw new RangeError('a state directory or a store is required');
-      store = SqliteStore.open(options.state, {
-        journalRotateBytes: limits.journalRotateBytes,
-        journalKeep: limits.journalKeep,
-      });
-    }
-    const opts = { ...options };
-    if (opts.cacheDir === undefined && options.state !== undefined)
-      opts.cacheDir = path.join(options.state, 'cache');
-    const rt = new BermRuntime(store, opts, limits, sources, poolSize);
+    const r = resolveOptions(options);
+    const rt = new BermRuntime(r.store, r.options, r.limits, r.sources, r.poolSize);
     rt.scheduler.load();
     return rt;
   }
@@ -451,56 +369,7 @@ export class BermRuntime extends EventEmitter {
    * CapabilityContext.service.
    */
   registerService(name: string, service: QueueService): void {
-    this.services.set(name, service);
-  }
-
-  /** The schedule capability's calls and service requests, coming from a worker. */
-  private onHost(req: HostRequest): CapabilityReply {
-    const r = req.req as Record<string, unknown>;
-    if (req.op === 'service') {
-      const service = this.services.get(r.name as string);
-      if (!service) return { error: `no service named ${String(r.name)} runs on the queue` };
-      return service(req.harness, req.chain, r.request);
-    }
-    try {
-      switch (req.op) {
-        case 'arm': {
-          const w = this.arm({
-            harness: req.harness,
-            // an absolute instant stays one (the schedule capability sends the invocation's
-            // instant + delay): converting it back to a delay would move it by the time between
-            // the start of the invocation and this call; the delay is still checked against
-            // maxDelayMs (instant)
-            ...(r.at !== undefined ? { at: r.at as number } : {}),
-            delayMs: r.delayMs as number,
-            payload: r.payload as string,
-            ...(typeof r.id === 'string' ? { id: r.id } : {}),
-            armedBy: req.harness,
-            guest: true,
-            chain: req.chain,
-          });
-          return ok(w.id);
-        }
-        case 'cancel':
-          return ok(this.cancel(r.id as string, req.harness) ? '1' : '0');
-        case 'callAfter': {
-          const w = this.callAfter({
-            by: req.harness,
-            delayMs: r.delayMs as number,
-            ...(r.at !== undefined ? { at: r.at as number } : {}),
-            harness: r.harness as string,
-            tool: r.tool as string,
-            args: r.args as string,
-            chain: req.chain,
-          });
-          return ok(w.id);
-        }
-      }
-    } catch (e) {
-      const name =
-        req.op === 'arm' ? 'berm.wake.arm' : req.op === 'cancel' ? 'berm.wake.cancel' : 'berm.call.after';
-      return { refused: `${name}: ${(e as Error).message}` };
-    }
+    this.hostCalls.register(name, service);
   }
 
   // ---------------------------------------------------------------- observability, shutdown
@@ -598,3 +467,5 @@ export {
   type Outcome,
   type Trigger,
 } from './outcome.js';
+export type { QueueService } from './host-calls.js';
+export type { RuntimeOptions } from './runtime-options.js';

@@ -1,27 +1,22 @@
 /**
- * The wake scheduler: delivery of the due-set. It keeps the due heap (when, seq) of pending wakes,
- * a timer for the earliest, the claimed wakes to deliver again, and per schedule the occurrence
- * running; each drain claims due wakes in the store while the dispatcher has room and starts them.
+ * The wake scheduler: what of the due-set is due, and when. It keeps the due heap (when, seq) of
+ * pending wakes, a timer for the earliest and the claimed wakes to deliver again; each drain
+ * claims due wakes in the store while the dispatcher has room and hands them to wake delivery
+ * (wake-delivery.ts), which starts them, holds a schedule to one occurrence at a time and settles
+ * each claim (finished, delivered again, or dead-lettered: docs/wakes.md).
  *
  * Delivery is at-least-once (docs/runtime-queue.md): a wake is claimed in the store (its attempt
  * counted) before it runs and forgotten only after its outcome is journaled (dispatcher.ts), so a
  * process killed in between re-fires it at the next start with attempt + 1.
- *
- * Retries and the dead-letter set (docs/wakes.md): a delivery that ends through a host fault (its
- * worker lost after the guest started, its journal record not written) is delivered again after a
- * backoff while its attempt is below `wakeAttempts`; one that is out of attempts, or a claim whose
- * attempt is already past them when it is delivered (its process died during each delivery),
- * moves to the store's dead-letter set instead of running. While a retry waits out its backoff the
- * schedule stays held: an occurrence falling due meanwhile waits behind the retry.
  */
 import type { RuntimeLimits } from './limits.js';
 import { DueHeap } from './dueset.js';
 import type { Dispatcher } from './dispatcher.js';
-import { ON_WAKE, type Counters, type InvocationInfo, type Job, type Outcome } from './outcome.js';
+import type { Counters } from './outcome.js';
 import type { WorkerPool } from './pool.js';
-import type { ChainSpec } from './worker-messages.js';
 import type { HarnessRegistry } from './registry.js';
-import type { DeadReason, JournalRecord, RuntimeStore, WakeRecord } from '../store/store.js';
+import { WakeDelivery } from './wake-delivery.js';
+import type { RuntimeStore, WakeRecord } from '../store/store.js';
 
 /**
  * The longest the due timer sleeps, ms. Due instants are wall-clock instants but timers run on the
@@ -50,7 +45,7 @@ export interface WakeSchedulerDeps {
   left(armedBy: string): void;
 }
 
-/** The due heap, its timer and the delivery of due wakes. */
+/** The due heap, its timer and the drains that claim due wakes for delivery. */
 export class WakeScheduler {
   private heap = new DueHeap();
   /**
@@ -87,20 +82,18 @@ export class WakeScheduler {
   private started = false;
   /** wakes started since the runtime was created (a drain that starts none may sleep) */
   private wakesStarted = 0;
-  /**
-   * schedule keys with an occurrence running or waiting out a retry's backoff: the chain ids its
-   * deliveries ran in (what it arms itself carries one), the occurrence deferred behind it, and the
-   * seq of the claim whose retry holds the schedule (null while a delivery runs)
-   */
-  private readonly schedules = new Map<
-    string,
-    { chains: string[]; deferred: WakeRecord | null; retry: number | null }
-  >();
   private lastSpillLog = 0;
   private readonly d: WakeSchedulerDeps;
+  /** starts what a drain claims and settles each claim once its outcome is known */
+  readonly delivery: WakeDelivery;
 
   constructor(deps: WakeSchedulerDeps) {
     this.d = deps;
+    this.delivery = new WakeDelivery({
+      ...deps,
+      redeliver: this.redeliver,
+      armTimer: () => this.armTimer(),
+    });
   }
 
   private get closed(): boolean {
@@ -183,169 +176,12 @@ export class WakeScheduler {
   }
 
   /**
-   * A wake's worker was lost: before the guest started (the worker crashed or was replaced while
-   * the run waited in its messages; `delayMs` 0), or after it started with attempts left (the
-   * dispatcher's backoff, `delayMs` > 0). Either way it is a host fault, not an outcome of the
-   * guest, and nothing is journaled. Its claim stays, and it is delivered again with attempt + 1
-   * (counted in `redeliveries`) after `delayMs`, as after a crash of the process; while shutting
-   * down, the claim is left for the next start.
-   */
-  unstarted(j: Job, why: string, delayMs = 0): void {
-    const w = j.wake!;
-    this.d.log(
-      delayMs > 0
-        ? `wake ${w.id} of ${j.harness} (attempt ${w.attempt}) is delivered again in ${delayMs} ms: its worker was lost (${why})`
-        : `wake ${w.id} of ${j.harness} (attempt ${w.attempt}) is delivered again: its worker was lost before the guest started (${why})`,
-    );
-    this.again(j, delayMs);
-  }
-
-  /**
-   * Deliver the claimed wake of `j` again after `delayMs`. With a delay its schedule stays held
-   * for the retry (an occurrence falling due meanwhile is deferred behind it); without one (nothing
-   * of it ran) the schedule is released and its deferred occurrence goes along.
-   */
-  private again(j: Job, delayMs: number): void {
-    const w = j.wake!;
-    const sched = j.scheduleKey !== undefined ? this.schedules.get(j.scheduleKey) : undefined;
-    if (this.closed) {
-      if (j.scheduleKey !== undefined) this.schedules.delete(j.scheduleKey);
-      return;
-    }
-    if (delayMs > 0) {
-      if (sched) sched.retry = w.seq;
-      setTimeout(() => {
-        // while shutting down the claim is left for the next start
-        if (this.closed) return;
-        this.redeliver.push(w);
-        this.armTimer();
-      }, delayMs).unref();
-      return;
-    }
-    if (j.scheduleKey !== undefined) this.schedules.delete(j.scheduleKey);
-    this.redeliver.push(w);
-    if (sched?.deferred) this.redeliver.push(sched.deferred);
-    this.armTimer();
-  }
-
-  /**
-   * Settle a wake's claim once its outcome is known (the dispatcher journaled it, or failed to):
-   * finished; or, for a host fault, delivered again after the backoff while attempts are left and
-   * else moved to the dead-letter set. A guest's own outcome (ok, failed, a trap) is final.
-   * @returns true when the wake is delivered again (its schedule stays held for it)
-   */
-  settle(j: Job, o: Outcome, journalError: string | null): boolean {
-    const w = j.wake!;
-    const limits = this.d.limits;
-    if (journalError !== null) {
-      // the run's record is not durable: as a lost worker, it is delivered again or dead-lettered
-      const why = `its journal record could not be written (${journalError})`;
-      if (this.closed) return false; // the claim stays for the next start
-      if (w.attempt < limits.wakeAttempts) {
-        const delayMs = limits.wakeRetryMs * 2 ** (w.attempt - 1);
-        this.d.log(
-          `wake ${w.id} of ${j.harness} (attempt ${w.attempt}) is delivered again in ${delayMs} ms: ${why}`,
-        );
-        this.again(j, delayMs);
-        return true;
-      }
-      this.bury(w, 'store-error', why, w.attempt, j.chain.id);
-      return false;
-    }
-    if (o.status === 'error' && o.code === 'worker-lost') {
-      // the dispatcher retries a lost worker while attempts are left: this was the last
-      this.bury(w, 'worker-lost', o.message, w.attempt, j.chain.id);
-      return false;
-    }
-    this.d.store.dues.finish(w.id, w.seq);
-    return false;
-  }
-
-  /**
-   * Move claim `w` to the dead-letter set, journaled (trigger `dead`) and counted; when the store
-   * cannot take it the claim stays (delivered again at the next start, and dead-lettered then).
-   * @returns whether it moved
-   */
-  private bury(
-    w: WakeRecord,
-    reason: DeadReason,
-    lastError: string,
-    attempts: number,
-    chain: string,
-  ): boolean {
-    const now = Date.now();
-    const rec: JournalRecord = {
-      trigger: 'dead',
-      harness: w.harness,
-      entry: w.entry,
-      chain,
-      depth: w.depth,
-      wake: w.id,
-      attempt: attempts,
-      scheduledAt: w.when,
-      start: now,
-      ms: 0,
-      outcome: 'error',
-      detail: clip(`${reason} after ${attempts} deliveries: ${lastError}`),
-      fuel: 0,
-    };
-    try {
-      this.d.store.journal.append(rec);
-    } catch (e) {
-      // the dead-letter entry is the durable record; the journal line is its echo
-      this.d.log(`journal record of dead-lettered wake ${w.id} not written: ${(e as Error).message}`);
-    }
-    let moved: boolean;
-    try {
-      moved = this.d.store.dues.deadLetter(w.id, w.seq, {
-        reason,
-        lastError: clip(lastError),
-        attempts,
-        deadAt: now,
-      });
-    } catch (e) {
-      this.d.log(
-        `wake ${w.id} of ${w.harness} could not be moved to the dead-letter set (${(e as Error).message}); it stays claimed`,
-      );
-      return false;
-    }
-    if (!moved) return false;
-    this.d.counters.deadLettered++;
-    this.d.log(
-      `wake ${w.id} of ${w.harness} moved to the dead-letter set: ${reason} after ${attempts} deliveries (${lastError})`,
-    );
-    this.d.emit('dead', { id: w.id, harness: w.harness, reason, attempts, lastError, deadAt: now });
-    // after the record of the run that ended it, which the dispatcher emits once this returns
-    queueMicrotask(() => this.d.emit('invocation', rec, null));
-    return true;
-  }
-
-  /**
    * A drain met a store fault (a full disk, a database locked by another process): the wake it was
    * claiming stayed due, and due work waits `ms` before the next drain tries again.
    */
   storeFaulted(ms: number): void {
     this.notBefore = Date.now() + ms;
     this.armTimer();
-  }
-
-  /** A wake's run ended: its schedule's deferred occurrence, if any, is delivered next. */
-  finished(j: Job): void {
-    if (j.scheduleKey === undefined) return;
-    const deferred = this.schedules.get(j.scheduleKey)?.deferred;
-    this.schedules.delete(j.scheduleKey);
-    if (deferred) this.redeliver.push(deferred);
-  }
-
-  /**
-   * A retry holding schedule `key` will not start (its claim is gone, or it was dead-lettered):
-   * the schedule is released and its deferred occurrence delivered.
-   */
-  private releaseRetry(key: string, seq: number): void {
-    const sched = this.schedules.get(key);
-    if (!sched || sched.retry !== seq) return;
-    this.schedules.delete(key);
-    if (sched.deferred) this.redeliver.push(sched.deferred);
   }
 
   /** Set the timer for the earliest due work (now for re-deliveries). */
@@ -445,7 +281,7 @@ export class WakeScheduler {
       const again = dues.reclaim(w.id, w.seq); // a store fault leaves it to re-deliver
       this.redeliver.shift();
       if (!again) {
-        this.releaseRetry(`${w.harness}\0${w.id}`, w.seq);
+        this.delivery.releaseRetry(`${w.harness}\0${w.id}`, w.seq);
         continue;
       }
       this.d.counters.redeliveries++;
@@ -574,110 +410,9 @@ export class WakeScheduler {
     this.armTimer();
   }
 
-  /** Launch a claimed wake, or journal why it cannot run (no harness, no on_wake, overrun skip). */
+  /** Hand a claimed wake to delivery, counting it as started by this drain. */
   private startWake(w: WakeRecord, now: number): void {
-    const q = this.d.dispatcher;
     this.wakesStarted++;
-    this.d.left(w.armedBy);
-    const h = this.d.registry.get(w.harness);
-    const chain: ChainSpec = {
-      ...q.freshChain(w.authority ?? undefined),
-      depth: w.depth,
-      ...(w.chain && w.kind === 'call' ? { id: w.chain } : {}),
-    };
-    const key = `${w.harness}\0${w.id}`;
-    const job: Omit<Job, 'resolve' | 'enqueuedAt'> = {
-      trigger: 'wake',
-      harness: w.harness,
-      kind: w.kind === 'wake' ? 'export' : 'tool',
-      entry: w.entry,
-      args:
-        w.kind === 'wake'
-          ? JSON.stringify({ id: w.id, scheduled_at: w.when, now, attempt: w.attempt, payload: w.payload })
-          : w.payload,
-      chain,
-      fresh: true,
-      wake: w,
-      scheduleKey: key,
-      now,
-    };
-    const fail = (code: 'unknown-harness' | 'harness', message: string) => {
-      const o: Outcome = { status: 'error', code, message, logs: [], info: noRunInfo(job, now) };
-      q.finish({ ...job, enqueuedAt: now, resolve: () => {} }, o);
-    };
-    if (!h) return fail('unknown-harness', `no harness named ${w.harness} is deployed; the wake is dropped`);
-    if (w.kind === 'wake' && !h.onWake)
-      return fail('harness', `harness ${w.harness} does not export ${ON_WAKE}`);
-    if (w.attempt > this.d.limits.wakeAttempts) {
-      // every delivery it had was started and never ended (its process died, or shut down past
-      // its drain bound, each time): not run again
-      const lastError = `no outcome of delivery ${w.attempt - 1}: the process running it stopped (killed, crashed or shut down) before it ended`;
-      this.bury(w, 'interrupted', lastError, w.attempt - 1, chain.id);
-      this.releaseRetry(key, w.seq);
-      return;
-    }
-    const running = this.schedules.get(key);
-    if (running && running.retry === w.seq) {
-      // the retry of the occurrence that holds the schedule: it runs now
-      running.retry = null;
-      running.chains.push(chain.id);
-    } else if (running) {
-      // an occurrence the running one armed itself (a recurring schedule re-arms first, and its
-      // next instant may already be due: docs/wakes.md) is the schedule's continuation: dropping
-      // it would end the schedule, so it waits for the running one, whatever overrun says
-      if (this.d.limits.overrun === 'defer' || (w.chain !== null && running.chains.includes(w.chain))) {
-        running.deferred = w; // runs when the previous occurrence finishes (the latest replaces)
-        return;
-      }
-      this.d.counters.overrunSkips++;
-      const rec: JournalRecord = {
-        trigger: 'skip',
-        harness: w.harness,
-        entry: w.entry,
-        chain: chain.id,
-        depth: w.depth,
-        wake: w.id,
-        attempt: w.attempt,
-        scheduledAt: w.when,
-        start: now,
-        ms: 0,
-        outcome: 'refused',
-        detail: `refused by limit overrun = skip: the previous occurrence of ${w.id} is still running`,
-        fuel: 0,
-      };
-      this.d.store.journal.append(rec);
-      this.d.store.dues.finish(w.id, w.seq);
-      this.d.emit('invocation', rec, null);
-      return;
-    } else this.schedules.set(key, { chains: [chain.id], deferred: null, retry: null });
-    this.d.emit('wake', {
-      id: w.id,
-      harness: w.harness,
-      scheduledAt: w.when,
-      firedAt: now,
-      lateMs: now - w.when,
-      attempt: w.attempt,
-    });
-    q.launch({ ...job, enqueuedAt: now, resolve: () => {} });
+    this.delivery.start(w, now);
   }
-}
-
-/** A message cut to the journal's detail length (500 characters). */
-function clip(text: string): string {
-  return text.length > 500 ? text.slice(0, 500) + '...' : text;
-}
-
-/** The facts of a job that ended without running (no start in a worker, no fuel). */
-function noRunInfo(j: Omit<Job, 'resolve' | 'enqueuedAt'>, now: number): InvocationInfo {
-  return {
-    trigger: j.trigger,
-    harness: j.harness,
-    entry: j.entry,
-    chain: j.chain.id,
-    depth: j.chain.depth,
-    start: now,
-    ms: 0,
-    waitMs: 0,
-    fuel: 0,
-  };
 }
