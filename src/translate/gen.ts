@@ -100,7 +100,7 @@ export class Gen {
 
   /** An i64 constant from a number (a safe integer) or a bigint, wrapped to 64 bits. */
   c64(v: number | bigint): Ref {
-    // binaryen 132 wants one BigInt; the (low, high) form aborts (FACTS.md)
+    // binaryen 132 wants one BigInt; its (low, high) form aborts
     return this.m.i64.const(BigInt.asIntN(64, BigInt(v)));
   }
 
