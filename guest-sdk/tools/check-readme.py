@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Check that every SDK name a document mentions exists: each `berm_*`, `BERM_*` and `json_*`
 identifier in backticks (a trailing `*` or `_X` means "some name with this prefix") must be defined
-in guest-sdk/include/*.h, guest-sdk/host/berm_host.h or guest-sdk/berm.mk (make variables).
+in guest-sdk/include/*.h, guest-sdk/host/berm_host.h or guest-sdk/berm.mk (make variables), or be
+one of the host's own names a guest document may mention: a /metrics series (src/daemon/metrics.ts)
+or a PostgreSQL table (src/store/pg-schema.ts).
 
 Usage: check-readme.py DOC.md...
 """
@@ -15,6 +17,11 @@ headers = glob.glob(os.path.join(SDK, "include", "*.h")) + [os.path.join(SDK, "h
                                                             os.path.join(SDK, "berm.mk")]
 text = "".join(open(h).read() for h in headers)
 defined = set(re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\b", text))
+ROOT = os.path.join(SDK, "..")
+for host_file in ("src/daemon/metrics.ts", "src/store/pg-schema.ts"):
+    host_text = open(os.path.join(ROOT, host_file)).read()
+    defined |= set(re.findall(r"'(berm_[a-z0-9_]+)'", host_text))
+    defined |= set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(berm_[a-z0-9_]+)", host_text))
 
 bad = 0
 count = 0
