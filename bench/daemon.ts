@@ -12,6 +12,8 @@
  * Defaults: 30 s for the tool, 10 s for each health phase (BENCH_QUICK=1: 3 s and 2 s). bermd runs
  * as a child process with 2 workers; the load generator is this process (both share the machine).
  * With --json the last stdout line is `{"figures": {...}}` (bench/run.ts reads it).
+ * BERMD_NODE_ARGS adds Node flags to bermd's command line, e.g. to profile the serving thread:
+ * `BERMD_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' node ... bench/daemon.ts`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -43,6 +45,7 @@ function startBermd(root: string, cacheDir: string): Promise<{ proc: ChildProces
     const proc = spawn(
       process.execPath,
       [
+        ...(process.env.BERMD_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
         join(ROOT, 'bin/bermd.js'),
         ...['--addr', '127.0.0.1:0', '--root', root, '--cache-dir', cacheDir, '--workers', '2'],
         // the per-harness rate limit (default 1000/s) would refuse most of the load: lift it, the
