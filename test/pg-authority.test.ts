@@ -109,10 +109,12 @@ t.test('a schema-1 database is migrated in place; its pending wakes have no auth
   pool.on('error', () => {});
   t.teardown(() => pool.end());
   // schema 1 as a berm of that version left it: no authority columns, no armed_by index, no
-  // dead-letter set (schema 5), one pending wake
+  // dead-letter set (schema 5), no journal write ids (schema 6), one pending wake, one journal row
   await sql.migrate(pool, 'setup', 'test');
   await pool.query(`ALTER TABLE berm_wakes DROP COLUMN authority; ALTER TABLE berm_claims DROP COLUMN authority;
-    DROP INDEX berm_wakes_armed_by; DROP TABLE berm_dead; UPDATE berm_schema SET version = 1`);
+    DROP INDEX berm_wakes_armed_by; DROP TABLE berm_dead; ALTER TABLE berm_journal DROP COLUMN wid;
+    UPDATE berm_schema SET version = 1`);
+  await pool.query(`INSERT INTO berm_journal (daemon, rec) VALUES ('old', '{"trigger": "call"}')`);
   await pool.query(
     `INSERT INTO berm_wakes (id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at)
      VALUES ('old', 'wake', 'h', 'on_wake', 1, 'p', 'api', NULL, 0, 1)`,
@@ -121,7 +123,26 @@ t.test('a schema-1 database is migrated in place; its pending wakes have no auth
   t.teardown(() => store.close());
   const v = await pool.query<{ version: number }>('SELECT version FROM berm_schema');
   t.same(v.rows, [{ version: sql.SCHEMA_VERSION }], 'migrated to the current schema');
-  t.equal(sql.SCHEMA_VERSION, 5);
+  t.equal(sql.SCHEMA_VERSION, 6);
+  store.journal.append({
+    trigger: 'call',
+    harness: 'h',
+    entry: 'e',
+    chain: 'c',
+    depth: 0,
+    start: 3,
+    ms: 0,
+    outcome: 'ok',
+    fuel: 0,
+  });
+  t.same(
+    (await sql.readJournal(pool)).map((r) => [r.daemon, r.trigger]),
+    [
+      ['old', 'call'],
+      ['new', 'call'],
+    ],
+    'the old journal row is kept; a new one is written after it',
+  );
   const old = store.dues.get('old')!;
   t.same([old.payload, old.authority], ['p', null], 'the old wake is kept, with no authority');
   const fresh = store.dues.arm({

@@ -12,6 +12,7 @@ import {
   WAKES_CHANNEL,
   appendJournal,
   wake,
+  type JournalRow,
   type Queryable,
   type WakeRow,
 } from './pg-sql.js';
@@ -42,7 +43,7 @@ function dead(r: DeadRow): PgDead {
 export async function deadLetter(
   pool: pg.Pool,
   by: string,
-  recs: readonly object[],
+  recs: readonly JournalRow[],
   id: string,
   seq: number,
   spec: DeadSpec,

@@ -114,12 +114,12 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
       case 'listDeployments':
         return sql.listDeployments(p);
       case 'appendJournal':
-        return sql.appendJournal(p, a[0] as string, a[1] as object[]);
+        return sql.appendJournal(p, a[0] as string, a[1] as sql.JournalRow[]);
       case 'deadLetter':
         return dead.deadLetter(
           p,
           a[0] as string,
-          a[1] as object[],
+          a[1] as sql.JournalRow[],
           a[2] as string,
           a[3] as number,
           a[4] as dead.PgDeadSpec,
@@ -134,7 +134,7 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
         return dead.dropDead(p, a[0] as string);
       case 'flush': {
         // journal records then finished claims, in that order (at-least-once: never the reverse)
-        await sql.appendJournal(p, a[0] as string, a[1] as object[]);
+        await sql.appendJournal(p, a[0] as string, a[1] as sql.JournalRow[]);
         await sql.finish(p, a[2] as [string, number][]);
         return null;
       }

@@ -14,7 +14,9 @@
  *   berm_images       ELF bytes by sha256, stored once.
  *   berm_deployments  name -> sha256, grant, deployed_at.
  *   berm_kv           the storage capability's keys (same shape as its SQLite table).
- *   berm_journal      one row per finished invocation (the JSONL record as jsonb) and its daemon.
+ *   berm_journal      one row per finished invocation (the JSONL record as jsonb) and its daemon;
+ *                     since schema 6 the record's write id (`wid`, unique), so a record written
+ *                     again after its first write's answer was lost is stored once.
  *   berm_dead         the dead-letter set (schema 5): one row per wake id, the claim's columns,
  *                     why (reason, last_error), deliveries started, when it entered (dead_at).
  *   berm_schema       the version, who wrote it and when (created by {@link migrate}).
@@ -22,7 +24,7 @@
 import type pg from 'pg';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /** Key of the advisory lock held while the schema is created or migrated. */
 const SCHEMA_LOCK = 0x6265726e;
@@ -137,6 +139,14 @@ const MIGRATIONS: string[] = [
     dead_at double precision NOT NULL,
     dead_by text NOT NULL);
   CREATE INDEX berm_dead_at ON berm_dead (dead_at, seq);
+  `,
+  // 5 -> 6: each journal record carries the write id its daemon gave it, unique: a write whose
+  // answer was lost (the connection dropped after the commit, or between the record and the
+  // claim it settles) is repeated on reconnection and must not store the record twice. Rows
+  // written before have none (NULL, never equal to another)
+  `
+  ALTER TABLE berm_journal ADD COLUMN wid text;
+  CREATE UNIQUE INDEX berm_journal_wid ON berm_journal (wid);
   `,
 ];
 

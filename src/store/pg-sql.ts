@@ -547,13 +547,28 @@ export async function listDeployments(db: Queryable): Promise<PgDeployment[]> {
 
 // ------------------------------------------------------------------ journal
 
-/** Append journal records of daemon `by` (one statement). */
-export async function appendJournal(db: Queryable, by: string, recs: readonly object[]): Promise<void> {
+/**
+ * A journal record as the PostgreSQL store writes it: the record and the write id its daemon gave
+ * it when it was appended (a random UUID), kept with it until the write is confirmed.
+ */
+export interface JournalRow {
+  wid: string;
+  rec: object;
+}
+
+/**
+ * Append journal records of daemon `by` (one statement). A record whose write id is stored
+ * already is skipped: writing a batch again after its first write's answer was lost (a dropped
+ * connection, a call given up on while its statement ran on) stores each record once.
+ */
+export async function appendJournal(db: Queryable, by: string, recs: readonly JournalRow[]): Promise<void> {
   if (recs.length === 0) return;
-  await db.query('INSERT INTO berm_journal (daemon, rec) SELECT $1, r FROM unnest($2::jsonb[]) AS r', [
-    by,
-    recs.map((r) => JSON.stringify(r)),
-  ]);
+  await db.query(
+    `INSERT INTO berm_journal (daemon, wid, rec)
+     SELECT $1, w, r FROM unnest($2::text[], $3::jsonb[]) AS x(w, r)
+     ON CONFLICT (wid) DO NOTHING`,
+    [by, recs.map((r) => r.wid), recs.map((r) => JSON.stringify(r.rec))],
+  );
 }
 
 /** Every journal record, oldest first, with the daemon that wrote it. */

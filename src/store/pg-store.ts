@@ -21,13 +21,16 @@
  *
  * The database going away: claims fail (the wake stays pending in the database and is
  * re-announced to every daemon once the database is back), finished claims and their journal
- * records wait in memory and are written on reconnection (in that order), arming and deploying
+ * records wait in memory and are written on reconnection (in that order; a write that failed may
+ * have committed before its answer was lost, so each record carries a write id from its append
+ * on, and the database stores a record of a given id once: the delivery it records is journaled
+ * once, with its attempt), arming and deploying
  * throw (the caller refuses the request), {@link PgStore.available} turns false so callers can
  * refuse invocations cleanly.
  */
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { runSync } from '../sync/bridge.js';
 import type { KvJob } from './pg-kv.js';
@@ -148,10 +151,14 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   private resync = false;
   private closed = false;
   private leaseBusy = false;
-  /** journal records of wakes, written together with their finished claims */
-  private heldJournal: JournalRecord[] = [];
+  /**
+   * journal records of wakes, written together with their finished claims. Each record has its
+   * write id from its append on (sql.JournalRow): a write that failed is repeated with the same
+   * ids, and a record whose first write did commit (its answer lost) is not stored again
+   */
+  private heldJournal: sql.JournalRow[] = [];
   /** journal records and finished claims not yet written (the database was away) */
-  private unwrittenJournal: JournalRecord[] = [];
+  private unwrittenJournal: sql.JournalRow[] = [];
   private unwrittenFinish: [string, number][] = [];
   /** names whose next remove() is the local echo of a remote undeploy (already removed there) */
   private readonly echoRemoves = new Set<string>();
@@ -631,8 +638,9 @@ export class PgStore extends EventEmitter implements RuntimeStore {
 
   private makeJournal(): Journal {
     return {
-      append: (rec: JournalRecord) => {
-        if (rec.wake !== undefined && rec.trigger !== 'drop') {
+      append: (record: JournalRecord) => {
+        const rec: sql.JournalRow = { wid: randomUUID(), rec: record };
+        if (record.wake !== undefined && record.trigger !== 'drop') {
           // a wake's record is written with its finished claim (one round trip; never after it);
           // a dropped dead-letter entry has no claim: its record is written now
           this.heldJournal.push(rec);
