@@ -236,6 +236,20 @@ export function labelCacheEntry(engine: Engine, key: string, source: string, elf
   });
 }
 
+/**
+ * V8's dynamic-tiering budget (--wasm-tiering-budget units, "a rough approximation of bytes
+ * executed" per function) for the modules of a process that exits after one call: call, exec and
+ * `call --config` (engine/v8-flags.ts compileWithTieringBudget). At V8's default (1.8 M) a
+ * function is queued for TurboFan after well under a millisecond of hot code, and the process then
+ * waits at exit for a compile whose code it will not run: a warm `berm call` of text-clang-O0 wrote
+ * its answer at ~60 ms and exited ~100 ms later. 10^9, 555 times the default: the first calls of
+ * the bench's start-up fixtures stay in Liftoff (big-gcc-O2's big_run needs more than 3 x 10^7,
+ * the most of them), and a function that stays hot for longer (fib_rec of compute-gcc-O2 from
+ * n = 31, some tens of ms) still gets TurboFan: `exec fib_rec 41` took 1.68 s of CPU against
+ * 1.47 s at the default and 5.1 s without TurboFan at all (bench/README.md, "Process start").
+ */
+export const ONE_SHOT_TIERING_BUDGET = 1_000_000_000;
+
 /** The fix printed with an unusable cache directory. */
 const CACHE_FIX =
   'choose a writable directory with --cache-dir or $BERM_CACHE_DIR (default $XDG_CACHE_HOME/berm, else ~/.cache/berm), or run with --no-cache';
@@ -250,12 +264,14 @@ const CACHE_FIX =
 export function engineFor(opts: GlobalOptions, tier?: Tier): Engine {
   try {
     // every command using this engine exits after its work: a background optimiser would be cut
-    // off before it reached the cache (only `berm compile` writes the optimised tier)
+    // off before it reached the cache (only `berm compile` writes the optimised tier), and V8's
+    // TurboFan compiles still in flight would hold the exit (ONE_SHOT_TIERING_BUDGET)
     const engine = new Engine({
       cacheDir: cacheDirOf(opts),
       memorySize: opts.memory,
       tier,
       optimizeInBackground: false,
+      wasmTieringBudget: ONE_SHOT_TIERING_BUDGET,
     });
     const problem = engine.cache?.problem();
     if (problem) throw new CliError(`cache directory ${problem}; ${CACHE_FIX}`);

@@ -35,7 +35,13 @@ import { INSTRUMENT_VERSION, instrument, memoryLimits } from '../wasm/instrument
 import { WASM_PAGE } from '../wasm/reader.js';
 import { BackgroundOptimizer } from './optimizer.js';
 import { appendSummary, findSummary } from './summary-section.js';
-import { enableBranchHints, enableWasmInlining, restoreStackSizeFlag } from './v8-flags.js';
+import {
+  checkTieringBudget,
+  compileWithTieringBudget,
+  enableBranchHints,
+  enableWasmInlining,
+  restoreStackSizeFlag,
+} from './v8-flags.js';
 import { warmWrapperCompiler } from './warmup.js';
 import { monotonicMs } from '../util/clock.js';
 import { readRegularFile } from '../util/read-file.js';
@@ -79,6 +85,14 @@ export interface EngineConfig {
    * Binaryen and be cut off at exit on every run, never reaching the cache.
    */
   optimizeInBackground?: boolean;
+  /**
+   * V8's dynamic-tiering budget for the modules compile() makes (v8-flags.ts
+   * compileWithTieringBudget): how much a function runs in Liftoff before V8 recompiles it with
+   * TurboFan; default V8's own (1.8 M units). A process that exits after one call (the CLI's call
+   * and exec) raises it: TurboFan work still in flight holds its exit. The background optimiser's
+   * upgraded modules (tier 'auto'), which serve long-lived processes, keep V8's default.
+   */
+  wasmTieringBudget?: number;
   /**
    * Bounds of the instance slots kept between invocations over all modules (slot-keeper.ts;
    * default DEFAULT_KEEPER_LIMITS)
@@ -142,6 +156,7 @@ export class Engine {
   readonly keeper: SlotKeeper<Slot | WebAssembly.Memory>;
   readonly tier: Tier;
   private readonly optimizeInBackground: boolean;
+  private readonly wasmTieringBudget: number | undefined;
   private optimizer: BackgroundOptimizer | null = null;
   /** the parts of this engine's cache keys after the ELF's digest, by tier (see keyOf) */
   private readonly keyParts: Record<'baseline' | 'optimized', string[]>;
@@ -164,6 +179,8 @@ export class Engine {
     this.keeper = new SlotKeeper({ ...DEFAULT_KEEPER_LIMITS, ...config.keep }, config.reclaim ?? null);
     this.tier = config.tier ?? 'auto';
     this.optimizeInBackground = config.optimizeInBackground ?? true;
+    this.wasmTieringBudget = config.wasmTieringBudget;
+    if (this.wasmTieringBudget !== undefined) checkTieringBudget(this.wasmTieringBudget);
     if (!['auto', 'optimized', 'baseline'].includes(this.tier)) {
       throw new RangeError(`tier ${String(this.tier)}: must be auto, optimized or baseline`);
     }
@@ -321,8 +338,9 @@ export class Engine {
     try {
       // without the summary section when it is the last one (as the engine appends it): V8 would
       // copy and hash it with the module's bytes, and keep it for the module's life
-      compiled = new WebAssembly.Module(
+      compiled = compileWithTieringBudget(
         found !== null && found.moduleBytes < wasm.length ? wasm.subarray(0, found.moduleBytes) : wasm,
+        this.wasmTieringBudget,
       );
     } catch {
       this.cache?.delete(key);
@@ -387,7 +405,7 @@ export class Engine {
     const c0 = monotonicMs();
     let compiled: WebAssembly.Module;
     try {
-      compiled = new WebAssembly.Module(wasm);
+      compiled = compileWithTieringBudget(wasm, this.wasmTieringBudget);
     } catch (e) {
       this.cache?.delete(key);
       throw refusedByV8(image, e);
@@ -473,7 +491,7 @@ export class Engine {
       const image = this.inspect(bytes).image as WasmImage;
       const c0 = monotonicMs();
       try {
-        const compiled = new WebAssembly.Module(hit);
+        const compiled = compileWithTieringBudget(hit, this.wasmTieringBudget);
         const c1 = monotonicMs();
         return new GuestModule(this, image, this.wasmLayout(), compiled, {
           tier: 'optimized',
@@ -505,7 +523,7 @@ export class Engine {
     const c0 = monotonicMs();
     let compiled: WebAssembly.Module;
     try {
-      compiled = new WebAssembly.Module(wasm);
+      compiled = compileWithTieringBudget(wasm, this.wasmTieringBudget);
     } catch (e) {
       throw new WasmImageError(
         `V8 refused the instrumented module (a berm bug): ${e instanceof Error ? e.message : String(e)}`,

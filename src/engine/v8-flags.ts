@@ -1,6 +1,7 @@
 /**
  * V8 options the engine's compiled modules rely on, set once per process before its first
- * WebAssembly compile.
+ * WebAssembly compile; and the dynamic-tiering budget of one compile
+ * ({@link compileWithTieringBudget}), which one-shot processes raise.
  *
  * Branch hints (WebAssembly branch hinting, a standard since 2024; V8 reads the
  * `metadata.code.branch_hint` section by default from V8 13.6 / Chrome 136, and before that behind
@@ -96,4 +97,71 @@ export function enableWasmInlining(
     inlining = true;
   }
   return true;
+}
+
+/**
+ * V8's default for its --wasm-tiering-budget flag in V8 11 (`node --v8-options`: "budget for
+ * dynamic tiering (rough approximation of bytes executed)", default 1800000).
+ */
+export const V8_WASM_TIERING_BUDGET_DEFAULT = 1_800_000;
+
+/**
+ * Whether this process chose its own dynamic-tiering budget: `execArgv` (node's own options) holds
+ * `--wasm-tiering-budget=N` or `--wasm_tiering_budget=N`. Such a process keeps it: the engine's
+ * budget ({@link compileWithTieringBudget}) would otherwise replace it, and setting the flag back
+ * afterwards would leave V8's default in its place.
+ */
+export function wasmTieringBudgetChosen(execArgv: readonly string[] = process.execArgv): boolean {
+  return execArgv.some((a) => /^--wasm[-_]tiering[-_]budget(=|$)/.test(a));
+}
+
+/**
+ * Compile `bytes` to a module whose functions V8 recompiles with TurboFan only after each has
+ * spent `budget` (V8's --wasm-tiering-budget units, "a rough approximation of bytes executed")
+ * in its first tier, Liftoff.
+ *
+ * Why: V8 compiles a module's functions with Liftoff when first called and, under dynamic tiering,
+ * recompiles a function with TurboFan on a background thread once it has run through its budget
+ * (by default 1.8 M units: well under a millisecond of a hot loop). A process that exits right
+ * after its one call waits for those compilations at exit: Node's exit shuts V8's platform down,
+ * which joins its worker threads, and a running compile job finishes its queue first. A warm
+ * `berm call` of text-clang-O0 wrote its answer at ~60 ms and exited ~100 ms later, waiting for
+ * TurboFan on the one function (15 KB of Wasm) that had gone through its budget. A higher budget
+ * lets a short call finish in Liftoff while a long one still tiers up its hot functions.
+ *
+ * V8 11 (Node 20) reads the flag when it creates the module (each function's budget starts from
+ * it) and when a function's budget runs out: the flag is set for this synchronous compile only
+ * and put back to V8's default at once, so other modules, later compiles and V8's other readers
+ * see the default. V8 shares one compiled module between compiles of the same bytes in a process:
+ * a module compiled before, under another budget, keeps the budgets it was made with. Only on V8 11, where this was measured (bench/README.md), and only when the
+ * process did not choose a budget itself ({@link wasmTieringBudgetChosen}); otherwise, and with
+ * `budget` undefined, a plain `new WebAssembly.Module(bytes)`.
+ * @param budget a positive integer of at most 2^31 - 1 (V8 keeps budgets as 32-bit integers)
+ * @throws RangeError for another budget; WebAssembly.CompileError as `new WebAssembly.Module`
+ */
+export function compileWithTieringBudget(
+  bytes: Uint8Array,
+  budget: number | undefined,
+  v8Version = process.versions.v8,
+  chosen = wasmTieringBudgetChosen(),
+): WebAssembly.Module {
+  if (budget === undefined) return new WebAssembly.Module(bytes);
+  checkTieringBudget(budget);
+  const major = Number(/^(\d+)\./.exec(v8Version)?.[1] ?? NaN);
+  if (major !== 11 || chosen) return new WebAssembly.Module(bytes);
+  setFlagsFromString(`--wasm-tiering-budget=${budget}`);
+  try {
+    return new WebAssembly.Module(bytes);
+  } finally {
+    setFlagsFromString(`--wasm-tiering-budget=${V8_WASM_TIERING_BUDGET_DEFAULT}`);
+  }
+}
+
+/**
+ * Check a dynamic-tiering budget ({@link compileWithTieringBudget}).
+ * @throws RangeError unless `budget` is an integer from 1 to 2^31 - 1
+ */
+export function checkTieringBudget(budget: number): void {
+  if (!Number.isInteger(budget) || budget < 1 || budget > 0x7fff_ffff)
+    throw new RangeError(`Wasm tiering budget ${budget}: must be an integer from 1 to 2147483647`);
 }
