@@ -10,14 +10,11 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
-  cpSync,
-  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
-  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -26,7 +23,6 @@ import { fileURLToPath } from 'node:url';
 import { Engine, Linker, basicHostFunctions, type GuestModule } from '../src/engine/engine.js';
 import { readElf } from '../src/elf/reader.js';
 import { Harness } from '../src/harness/harness.js';
-import { builtIsCurrent } from '../bin/launch.js';
 import {
   fmt,
   geomean,
@@ -40,6 +36,7 @@ import {
 import { benchQueue } from './queue.js';
 import { benchIndex } from './index.js';
 import { benchFailover } from './failover.js';
+import { benchStartup } from './startup.js';
 import { benchWs } from './ws.js';
 import { benchWasm } from './wasm.js';
 import { buildDrivers, runDriver, type SpeedProgram } from './lib/native.js';
@@ -280,101 +277,6 @@ async function compiledInto(
   const engine = new Engine({ cacheDir, ...config });
   await engine.compile(elf);
   engine.cache?.flush();
-}
-
-// ---------------------------------------------------------------------------------------------
-// 6. Process start: the CLI making one tool call from the warm cache, start to exit, against
-//    `node -e 0` measured in the same run (interleaved, medians), and `berm --version`; the call
-//    both from this checkout and from an installed copy of the package.
-// ---------------------------------------------------------------------------------------------
-function benchStartup(): void {
-  const n = QUICK ? 5 : 21;
-  const elf = join(FIX, 'echo-gcc-O2.elf');
-  const berm = join(ROOT, 'bin', 'berm.js');
-  const call = [berm, '--cache-dir', CACHE, 'call', elf, 'echo', '{"x":1}'];
-  const version = [berm, '--version'];
-  const built = builtIsCurrent();
-  // What `npm install` leaves (the package's files: bin/, dist/, package.json; no src/), in a scratch
-  // folder with node_modules linked: bin/launch.js then runs dist/ as built, without the walk of
-  // src/ that a checkout makes at every start to find edits made after the build (bin/launch.js
-  // currentBuild; ~2 ms for its ~150 files).
-  let installedCall: string[] | null = null;
-  if (built) {
-    const installed = join(WORK, 'installed');
-    mkdirSync(installed);
-    for (const p of ['bin', 'dist', 'package.json'])
-      cpSync(join(ROOT, p), join(installed, p), { recursive: true });
-    symlinkSync(join(ROOT, 'node_modules'), join(installed, 'node_modules'));
-    installedCall = [join(installed, 'bin', 'berm.js'), ...call.slice(1)];
-  }
-  progress(`process start: node -e 0, berm call, berm --version x${n} (${built ? 'dist/' : 'TS sources'})`);
-  // NODE_EXTRA_CA_CERTS makes every Node process parse that CA bundle at start (~45 ms here with
-  // Debian's 220 KB bundle, set by this machine's environment): it would add the same constant to
-  // both sides and hide the CLI's own cost, so the target figures are measured without it and the
-  // ratio with the inherited environment is reported beside them
-  const inherited = process.env.NODE_EXTRA_CA_CERTS;
-  const clean = { ...process.env };
-  delete clean.NODE_EXTRA_CA_CERTS;
-  const time = (args: string[], expect?: string, env: NodeJS.ProcessEnv = clean): number => {
-    const t0 = hr();
-    const r = spawnSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env });
-    const ms = hr() - t0;
-    if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`);
-    if (expect !== undefined && r.stdout.trim() !== expect)
-      throw new Error(`${args.join(' ')} printed ${r.stdout}`);
-    return ms;
-  };
-  // the optimised tier in the cache, as `berm compile` (CI) leaves it: with only the baseline tier a
-  // short-lived process would start the background optimiser on every call
-  time([berm, '--cache-dir', CACHE, 'compile', elf]);
-  time(call, '{"x":1}');
-  if (installedCall) time(installedCall, '{"x":1}');
-  const node: number[] = [];
-  const calls: number[] = [];
-  const installedCalls: number[] = [];
-  const versions: number[] = [];
-  const nodeEnv: number[] = [];
-  const callsEnv: number[] = [];
-  for (let i = 0; i < n; i++) {
-    node.push(time(['-e', '0']));
-    calls.push(time(['--stack-size=4000', ...call], '{"x":1}'));
-    if (installedCall) installedCalls.push(time(['--stack-size=4000', ...installedCall], '{"x":1}'));
-    versions.push(time(['--stack-size=4000', ...version]));
-    if (inherited !== undefined) {
-      nodeEnv.push(time(['-e', '0'], undefined, process.env));
-      callsEnv.push(time(['--stack-size=4000', ...call], '{"x":1}', process.env));
-    }
-  }
-  const [base, c, v] = [median(node), median(calls), median(versions)];
-  const bundle = join(ROOT, 'dist', 'berm-cli.cjs');
-  const from = !built
-    ? 'TS sources (dist/ absent or stale: npm run build)'
-    : !existsSync(bundle)
-      ? 'compiled dist/, no bundle'
-      : existsSync(`${bundle}.v8cache`)
-        ? 'dist/berm-cli.cjs with its code cache'
-        : 'dist/berm-cli.cjs, no code cache';
-  fig('startup.node_e0_ms', base, 'ms', 'node -e 0, process start to exit (same run, interleaved)');
-  fig('startup.cli_call_ms', c, 'ms', `berm call echo, warm cache, start to exit (${from})`);
-  fig('startup.cli_call_vs_node', c / base, 'x', 'berm call / node -e 0 (target <= 2)');
-  if (installedCalls.length > 0) {
-    const ic = median(installedCalls);
-    fig('startup.installed_cli_call_ms', ic, 'ms', 'the same call from an installed copy (no src/ to check)');
-    fig('startup.installed_cli_call_vs_node', ic / base, 'x', 'installed berm call / node -e 0');
-  }
-  fig('startup.cli_version_ms', v, 'ms', 'berm --version, start to exit');
-  fig('startup.cli_version_vs_node', v / base, 'x', 'berm --version / node -e 0');
-  if (inherited !== undefined) {
-    const [be, ce] = [median(nodeEnv), median(callsEnv)];
-    fig('startup.env_node_e0_ms', be, 'ms', 'node -e 0 with NODE_EXTRA_CA_CERTS as inherited');
-    fig('startup.env_cli_call_ms', ce, 'ms', 'berm call echo with NODE_EXTRA_CA_CERTS as inherited');
-    fig(
-      'startup.env_cli_call_vs_node',
-      ce / be,
-      'x',
-      'the same ratio with NODE_EXTRA_CA_CERTS (not the target)',
-    );
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -801,7 +703,7 @@ const SECTIONS: Record<string, () => Promise<void>> = {
   invoke64: () => benchInvocation(64 * MiB),
   invoke1: () => benchInvocation(MiB),
   hostcall: benchHostCall,
-  startup: async () => benchStartup(),
+  startup: () => benchStartup(fig, progress, WORK, CACHE),
   speed: benchSpeed,
   queue: () => benchQueue(fig, progress),
   compile: async () => benchCompile(),
