@@ -116,8 +116,11 @@ t.test('a claim of a daemon that died during each delivery is dead-lettered, not
   if (!p) return;
   const { a, pool } = p;
   // a wake claimed by a daemon that is gone (no owner lock: the liveness check takes it back at
-  // once) after its third delivery started: what three kills during the run leave behind
-  const { records } = await sql.arm(pool, [
+  // once) after its third delivery started: what three kills during the run leave behind. Armed,
+  // claimed and given its attempt in one transaction, so neither running daemon can claim it first
+  const db = await pool.connect();
+  await db.query('BEGIN');
+  const { records } = await sql.arm(db, [
     {
       id: 'killed',
       kind: 'wake',
@@ -132,8 +135,10 @@ t.test('a claim of a daemon that died during each delivery is dead-lettered, not
       authority: null,
     },
   ]);
-  t.ok(await sql.claim(pool, records[0]!.seq, 'ghost', 60_000));
-  await pool.query("UPDATE berm_claims SET attempt = 3 WHERE id = 'killed'");
+  t.ok(await sql.claim(db, records[0]!.seq, 'ghost', 60_000));
+  await db.query("UPDATE berm_claims SET attempt = 3 WHERE id = 'killed'");
+  await db.query('COMMIT');
+  db.release();
   await until('the dead record', async () =>
     (await journal(pool, 'killed')).some((r) => r.trigger === 'dead'),
   );
