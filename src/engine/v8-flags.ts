@@ -133,9 +133,10 @@ export function wasmTieringBudgetChosen(execArgv: readonly string[] = process.ex
  * it) and when a function's budget runs out: the flag is set for this synchronous compile only
  * and put back to V8's default at once, so other modules, later compiles and V8's other readers
  * see the default. V8 shares one compiled module between compiles of the same bytes in a process:
- * a module compiled before, under another budget, keeps the budgets it was made with. Only on V8 11, where this was measured (bench/README.md), and only when the
- * process did not choose a budget itself ({@link wasmTieringBudgetChosen}); otherwise, and with
- * `budget` undefined, a plain `new WebAssembly.Module(bytes)`.
+ * a module compiled before, under another budget, keeps the budgets it was made with. Only on
+ * V8 11, where this was measured (bench/README.md), and only when the process did not choose a
+ * budget itself ({@link wasmTieringBudgetChosen}); otherwise, and with `budget` undefined, a plain
+ * `new WebAssembly.Module(bytes)`.
  * @param budget a positive integer of at most 2^31 - 1 (V8 keeps budgets as 32-bit integers)
  * @throws RangeError for another budget; WebAssembly.CompileError as `new WebAssembly.Module`
  */
