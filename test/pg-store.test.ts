@@ -317,7 +317,7 @@ t.test(
     const images = await query<{ n: string }>(r.url, 'SELECT count(*) AS n FROM berm_images');
     t.same(images, [{ n: '1' }], 'two names, one image');
     const got = b.deployments.get('two')!;
-    t.same([...got.elf], [...elf]);
+    t.same([...got.elf!], [...elf]);
     t.same(got.grant, { x: 1 });
     t.same(
       b.deployments.list().map((d) => d.name),

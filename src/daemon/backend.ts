@@ -14,6 +14,7 @@ import type {
   WakeRequest,
 } from '../contract/index.js';
 import type { Deployments } from './deployments.js';
+import type { DeploymentStore } from '../store/store.js';
 
 /** The capabilities the operator's declaration grants a harness (empty for an undeclared one). */
 export interface DeployGrant {
@@ -49,8 +50,13 @@ export interface Backend {
    *   nothing is published then.
    */
   deploy(name: string, elf: Uint8Array, grant: DeployGrant): Promise<void>;
-  /** Stop routing calls to `name` (in-flight calls finish). */
+  /** Stop routing calls to `name` (in-flight calls finish); its record is the daemon's to remove. */
   undeploy(name: string): Promise<void>;
+  /**
+   * The runtime store's deployments: the one record of which name serves which image, written by
+   * the daemon (src/daemon/deployments.ts).
+   */
+  deploymentRecords(): DeploymentStore;
   /**
    * Run `tool` of `harness` with `argsJson` (already validated against the tool's schema).
    * `onLog` receives each berm.log line while the call runs. `signal` aborts when the caller went

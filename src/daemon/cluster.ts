@@ -3,17 +3,19 @@
  * the database, wakes armed on any daemon reach every daemon's due heap, and invocations are
  * refused cleanly while the database is away.
  *
- * - A deploy or undeploy acknowledged here is written to the database first (a local publish
- *   whose database write fails is reported as a failed request) and announced; the daemon's own
- *   file store under --root stays its local copy.
+ * - A deploy or undeploy acknowledged here was recorded in the database (the runtime's store: the
+ *   one record of every daemon's deployments; src/daemon/deployments.ts writes it before the
+ *   acknowledgement, a write that fails is a failed request) and is announced; the image files
+ *   under --root are this daemon's local copies.
  * - A deploy announced by another daemon is read from the database and deployed here through the
  *   same path as an upload (this daemon's declaration decides the grant; the image compiles on
  *   this daemon's workers and cache), so MCP clients of every daemon get list_changed.
- * - At boot the database is the source of truth: what it holds and this daemon lacks (or holds
- *   with another digest) is deployed, what this daemon holds and it lacks is removed.
+ * - At boot the database is the source of truth: the daemon restores what it records, then what
+ *   it holds and this daemon lacks (or holds with another digest) is deployed, what this daemon
+ *   holds and it lacks is removed.
  */
 import type { DueFollower, PgStore } from '../store/pg-store.js';
-import { storeFault } from '../store/store-fault.js';
+import { untilStoreAnswers } from '../store/store-fault.js';
 import type { InvokeOutcome } from '../contract/index.js';
 import type { BermRuntime } from '../runtime/index.js';
 import type { Backend } from './backend.js';
@@ -74,31 +76,21 @@ export async function joinCluster(
   runtime: Rescannable,
   log: (line: string) => void,
 ): Promise<string[]> {
-  // changes applied here because another daemon made them: not written back
-  const echoes = new Set<string>();
   const problems: string[] = [];
 
+  // changes another daemon made: the database holds them already, so they are applied here
+  // without being written back
   const applyPut = async (name: string): Promise<void> => {
     const rec = store.deployments.get(name);
     if (!rec) return;
     if (deployments.get(name)?.digest === rec.sha256) return;
-    const key = `${name}\0${rec.sha256}`;
-    echoes.add(key);
-    try {
-      await deployments.deploy(name, rec.elf);
-    } finally {
-      echoes.delete(key);
-    }
+    // the shared store holds every record's bytes (holdsImages)
+    if (rec.elf === null) throw new Error(`the shared store holds no image for ${name}`);
+    await deployments.deploy(name, rec.elf, { recordedAt: rec.deployedAt });
   };
   const applyRemove = async (name: string): Promise<void> => {
     if (!deployments.get(name)) return;
-    const key = `${name}\0-`;
-    echoes.add(key);
-    try {
-      await deployments.undeploy(name);
-    } finally {
-      echoes.delete(key);
-    }
+    await deployments.undeploy(name, { recorded: true });
   };
 
   // listen before reading the database, so no change made meanwhile is missed; apply changes only
@@ -116,20 +108,10 @@ export async function joinCluster(
   // the database may be away for a moment (restarted while this daemon started): the daemon
   // listens already and answers 503 until its deployments are in place, so it waits for the
   // database rather than exit
-  let records: ReturnType<PgStore['deployments']['list']>;
-  for (let wait = 250; ; wait = Math.min(2 * wait, 5000)) {
-    try {
-      records = store.deployments.list();
-      break;
-    } catch (e) {
-      const fault = storeFault(e);
-      if (fault === null) throw e;
-      log(
-        `the shared store's deployments cannot be read yet (${fault}: ${(e as Error).message}); again in ${wait} ms`,
-      );
-      await new Promise((r) => setTimeout(r, wait));
-    }
-  }
+  const records = await untilStoreAnswers(
+    () => store.deployments.list(),
+    (why, wait) => log(`the shared store's deployments cannot be read yet (${why}); again in ${wait} ms`),
+  );
   const shared = new Set<string>();
   for (const rec of records) {
     shared.add(rec.name);
@@ -142,24 +124,6 @@ export async function joinCluster(
     }
   }
   for (const d of deployments.list()) if (!shared.has(d.name)) await applyRemove(d.name);
-
-  deployments.on('changed', (name, kind) => {
-    const d = deployments.get(name);
-    if (kind === 'deployed' && d) {
-      if (echoes.has(`${name}\0${d.digest}`)) return;
-      store.deployments.put({
-        name,
-        sha256: d.digest,
-        elf: deployments.store.readImage(d.digest),
-        capabilities: d.granted.capabilities,
-        grant: d.granted.grant as Record<string, unknown>,
-        deployedAt: d.deployedAt,
-      });
-    } else if (kind === 'removed') {
-      if (echoes.has(`${name}\0-`)) return;
-      store.deployments.remove(name);
-    }
-  });
 
   release();
   return problems;

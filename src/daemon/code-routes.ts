@@ -69,7 +69,7 @@ export class CodeListings {
       if (!Number.isSafeInteger(pc)) throw new HttpError(404, `no function contains pc ${pcText}`);
       q = { kind: 'pc', pc };
     }
-    const result = await this.ask(d.digest, this.deployments.store.imagePath(d.digest), q);
+    const result = await this.ask(d.digest, this.deployments.images.imagePath(d.digest), q);
     if (q.kind === 'functions') {
       const fns = result as { name: string; pc: number; size: number }[];
       sendJson(res, 200, { functions: fns.map((f) => ({ name: f.name, pc: hex(f.pc), size: f.size })) });

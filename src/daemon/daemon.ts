@@ -1,12 +1,13 @@
 /**
- * Assembly of bermd: settings → token check → grants → runtime → HTTP server listening (answering
- * 503 with the progress to everything that needs the deployments) → deployment store (restored
- * without running a guest) → served, with the boot log, and the graceful stop (stop accepting,
- * drain up to a bound, persist, release workers).
+ * Assembly of bermd: settings → token check → grants → runtime → deployments read from the
+ * runtime's store (on SQLite before listening; a shared store may be away, so after) → HTTP server
+ * listening (answering 503 with the progress to everything that needs the deployments) →
+ * deployments restored without running a guest → served, with the boot log, and the graceful stop
+ * (stop accepting, drain up to a bound, persist, release workers).
  *
  * Boot refusals (thrown as {@link BootError}): a non-loopback address without a token, a token
  * file that cannot be read, a declaration file with refused entries or an fs/exec root that does
- * not exist (each with its fix), a damaged deployment index. A `--root` held by another process
+ * not exist (each with its fix), a damaged legacy deployment index (deployments.json). A `--root` held by another process
  * is a {@link RootInUseError} (src/runtime/state-lock.ts): the lock is taken before anything
  * under the root is read and released by the stop (or the process's end).
  */
@@ -31,7 +32,7 @@ import { MAX_MCP_SESSIONS } from './mcp.js';
 import { MAX_AUTHORITY_CHARS } from '../contract/index.js';
 import { DEFAULT_CALL_LIMITS } from '../harness/harness.js';
 import type { Settings } from './settings.js';
-import { DeploymentFiles } from './deployment-files.js';
+import { ImageFiles } from './image-files.js';
 import { openIndex, type IndexSource } from '../index/source.js';
 import { deployInstalled } from './installed.js';
 
@@ -58,7 +59,7 @@ export class BootError extends Error {
  */
 function importUpstreamRoot(
   root: string,
-  store: DeploymentFiles,
+  store: Deployments,
   shared: boolean,
   maxImageBytes: number,
   log: (line: string) => void,
@@ -188,17 +189,17 @@ export async function startDaemon(
     throw e;
   }
   try {
-    let store: DeploymentFiles;
+    let images: ImageFiles;
     try {
-      store = DeploymentFiles.open(path.join(root, 'deployments'));
+      images = ImageFiles.open(path.join(root, 'deployments'));
     } catch (e) {
-      throw new BootError(`deployment store: ${(e as Error).message}`);
+      throw new BootError(`deployment images: ${(e as Error).message}`);
     }
     // the state is the operator's alone (arguments, results, stored values, images): the root and
     // its folders 0700, its files 0600, whatever an older version or the umask left
     narrowFolder(root);
-    narrowFolder(store.root);
-    narrowFolder(store.imagesDir);
+    narrowFolder(images.root);
+    narrowFolder(images.imagesDir);
 
     log(`bermd ${packageVersion()} (node ${process.version}, pid ${process.pid})`);
     const show = (label: string, s: { value: unknown; source: string }, v = String(s.value)): void =>
@@ -208,8 +209,6 @@ export async function startDaemon(
     const cacheDir = settings.cacheDir.value ?? path.join(root, 'cache');
     show('cache-dir', settings.cacheDir, cacheDir);
     privateDir(cacheDir);
-    if (store.removedAtOpen.length > 0)
-      log(`  removed ${store.removedAtOpen.length} stored images no deployment uses (deployments/images)`);
     show('config', settings.config, settings.config.value ?? 'none: every harness runs without capabilities');
     log(
       `  ${'token'.padEnd(16)} ${token.token === null ? 'none (loopback only)' : 'required'}  (${token.source})`,
@@ -284,7 +283,6 @@ export async function startDaemon(
       }
     }
 
-    importUpstreamRoot(root, store, settings.store.value !== null, settings.maxImageBytes.value, log);
     const backend = await makeBackend({
       root,
       cacheDir,
@@ -301,7 +299,8 @@ export async function startDaemon(
     for (const [k, v, source] of backend.limits?.() ?? []) log(`  ${k.padEnd(16)} ${v}  (${source})`);
     for (const [k, v] of FIXED_LIMITS) log(`  ${k.padEnd(16)} ${v}  (fixed)`);
     const deployments = new Deployments(
-      store,
+      images,
+      backend.deploymentRecords(),
       backend,
       grants,
       {
@@ -311,6 +310,34 @@ export async function startDaemon(
       },
       settings.maxImages.value,
     );
+    const shared = settings.store.value !== null;
+    // the deployments the store records; a shared store may be away while this daemon starts, so
+    // its are read once the daemon listens (answering 503 until they are restored)
+    const load = async (): Promise<void> => {
+      let r;
+      try {
+        r = await deployments.load(log);
+      } catch (e) {
+        throw new BootError(`deployments: ${(e as Error).message}`);
+      }
+      if (r.migrated !== null)
+        log(
+          shared
+            ? `  deleted deployments/deployments.json, this daemon's copy of the shared store's deployments (they are the database's)`
+            : `  moved ${r.migrated} deployments from deployments/deployments.json into the store; the file is deleted`,
+        );
+      if (r.removed.length > 0)
+        log(`  removed ${r.removed.length} stored images no deployment uses (deployments/images)`);
+    };
+    if (!shared) {
+      try {
+        await load();
+        importUpstreamRoot(root, deployments, shared, settings.maxImageBytes.value, log);
+      } catch (e) {
+        await backend.close(0);
+        throw e;
+      }
+    } else importUpstreamRoot(root, deployments, shared, settings.maxImageBytes.value, log);
     const server = new DaemonServer({
       backend,
       deployments,
@@ -332,7 +359,7 @@ export async function startDaemon(
     // with a shared store, the deployments follow the database) every request that needs them is
     // answered 503 with the progress, so no client meets a deployment it acknowledged missing and
     // no wake is armed or fires for a harness not yet restored; /health and /metrics answer.
-    const restoring = deployments.store.entries().length;
+    let restoring = deployments.storedCount();
     const gated = restoring > 0 || backend.join !== undefined;
     if (gated) {
       server.setBooting(() => {
@@ -363,6 +390,10 @@ export async function startDaemon(
     try {
       // a few deployments in flight per worker keep every worker (and this thread's reading and
       // checking of the images) busy; more would only queue on the workers
+      if (shared) {
+        await load();
+        restoring = deployments.storedCount();
+      }
       const t0 = Date.now();
       problems = await deployments.restore(Math.min(16, 2 * settings.workers.value));
       restored = restoring - problems.length;

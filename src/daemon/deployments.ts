@@ -2,10 +2,17 @@
  * The daemon's deployments: what is published under which name, with its manifest and grant.
  * A deploy is checked against the translation bounds (src/daemon/image-bounds.ts) and on the
  * serving thread only as far as reading headers goes (ELF structure, manifest, tool exports:
- * parsing, no translation), then compiled by the runtime on a worker, then recorded durably
- * (src/daemon/deployment-files.ts), and only then published and acknowledged. Deploys and
+ * parsing, no translation), then its image is stored durably (src/daemon/image-files.ts), then it
+ * is compiled by the runtime on a worker, then its record is committed to the runtime's store (the
+ * one record of which name serves which image: src/store/store.ts DeploymentStore, SQLite under
+ * --root or the shared PostgreSQL), and only then is it published and acknowledged. Deploys and
  * undeploys of one name are serialised. Listeners of 'changed' (MCP list_changed) hear every
  * publish and removal.
+ *
+ * An image no record uses is deleted: when a redeploy supersedes it or an undeploy removes it
+ * (once the record is gone, unless a deploy of the same bytes is in progress; calls run the
+ * compiled module in memory, never the file, so calls of it in flight finish unaffected), and at
+ * {@link Deployments.load}, for images a crash left between the record's change and the deletion.
  */
 import { EventEmitter } from 'node:events';
 import type { ValidateFunction } from 'ajv';
@@ -18,8 +25,9 @@ import type { Backend, DeployGrant } from './backend.js';
 import type { Grants } from './grants.js';
 import { HttpError } from './http.js';
 import { checkCodeBounds, checkTableBounds, DEFAULT_IMAGE_BOUNDS, type ImageBounds } from './image-bounds.js';
-import { DeploymentFiles, sha256Hex } from './deployment-files.js';
-import { storeFault } from '../store/store-fault.js';
+import { ImageFiles, readLegacyIndex, retireLegacyIndex, sha256Hex } from './image-files.js';
+import { storeFault, untilStoreAnswers } from '../store/store-fault.js';
+import type { DeploymentStore } from '../store/store.js';
 
 /** A published harness. */
 export interface Deployment {
@@ -84,6 +92,23 @@ export function inspectImage(bytes: Uint8Array, bounds: ImageBounds = DEFAULT_IM
   }
 }
 
+/** A name's record in the store, as last read or committed. */
+interface Stored {
+  digest: string;
+  /** ms since the Unix epoch */
+  deployedAt: number;
+}
+
+/** What {@link Deployments.load} found and did, for the boot log. */
+export interface LoadReport {
+  /** records in the store */
+  records: number;
+  /** digests of stored images no record uses, deleted */
+  removed: string[];
+  /** entries of a legacy `deployments.json` moved into the store (null: there was none) */
+  migrated: number | null;
+}
+
 /** Published harnesses, their durable record, and argument validators. */
 export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'deployed' | 'removed'] }> {
   private readonly published = new Map<string, Deployment>();
@@ -94,9 +119,20 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   private readonly busy = (digest: string): boolean => this.deploying.has(digest);
   /** progress of a restore in progress, or null */
   private restoring: { done: number; total: number } | null = null;
+  /** the store's records by name, as last read or committed (a copy: the store is the record) */
+  private readonly stored = new Map<string, Stored>();
+  /** how many records name each digest */
+  private readonly uses = new Map<string, number>();
+  /** bytes a shared store handed {@link load}, until {@link restore} used them */
+  private readonly loadedBytes = new Map<string, Uint8Array>();
 
+  /**
+   * @param images the image files under --root (`<root>/deployments`)
+   * @param records the runtime store's deployments: the record of which name serves which digest
+   */
   constructor(
-    readonly store: DeploymentFiles,
+    readonly images: ImageFiles,
+    private readonly records: DeploymentStore,
     private readonly backend: Backend,
     private readonly grants: Grants,
     private readonly bounds: ImageBounds = DEFAULT_IMAGE_BOUNDS,
@@ -104,6 +140,100 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     private readonly maxImages = Infinity,
   ) {
     super();
+  }
+
+  /**
+   * Read the store's records, first moving a legacy index (`<root>/deployments/deployments.json`
+   * of earlier versions) into the store and deleting it durably, then delete the stored images no
+   * record uses. A shared store is the truth about every daemon's deployments, so a legacy index
+   * (this daemon's local copy) is deleted without being imported. While the store is unreachable
+   * (a shared one restarted while the daemon starts) the read is tried again (250 ms doubling to
+   * 5 s, a `log` line each time). Call once, before {@link restore}.
+   * @throws Error naming the file when the legacy index is not its JSON; the store's error when
+   *   it is not a store fault
+   */
+  async load(log: (line: string) => void): Promise<LoadReport> {
+    let migrated: number | null = null;
+    const legacy = readLegacyIndex(this.images.root);
+    if (legacy !== null) {
+      if (!this.records.holdsImages) {
+        for (const [name, e] of legacy) {
+          const granted = this.grants.grantFor(name, e.digest);
+          this.records.put({
+            name,
+            sha256: e.digest,
+            elf: null,
+            capabilities: granted.capabilities,
+            grant: granted.grant as Record<string, unknown>,
+            deployedAt: e.deployed_at,
+          });
+        }
+      }
+      retireLegacyIndex(this.images.root);
+      migrated = this.records.holdsImages ? 0 : legacy.size;
+    }
+    const list = await untilStoreAnswers(
+      () => this.records.list(),
+      (why, wait) => log(`the store's deployments cannot be read yet (${why}); again in ${wait} ms`),
+    );
+    for (const r of list) {
+      this.setStored(r.name, { digest: r.sha256, deployedAt: r.deployedAt });
+      if (r.elf !== null) this.loadedBytes.set(r.name, r.elf);
+    }
+    const removed = this.images.removeUnused(new Set(this.uses.keys()));
+    return { records: list.length, removed, migrated };
+  }
+
+  /** How many deployments the store records (after {@link load}). */
+  storedCount(): number {
+    return this.stored.size;
+  }
+
+  /** The digest the store records for `name`, or undefined. */
+  storedDigest(name: string): string | undefined {
+    return this.stored.get(name)?.digest;
+  }
+
+  /**
+   * Store `bytes` and record them as `name`'s deployment without publishing them (an import at
+   * boot, before {@link restore} publishes what the store records).
+   * @throws the image write's or the store's error
+   */
+  importImage(name: string, bytes: Uint8Array): void {
+    const digest = this.images.putImage(bytes);
+    const granted = this.grants.grantFor(name, digest);
+    const superseded = this.stored.get(name)?.digest;
+    const deployedAt = Date.now();
+    this.records.put({
+      name,
+      sha256: digest,
+      elf: this.records.holdsImages ? bytes : null,
+      capabilities: granted.capabilities,
+      grant: granted.grant as Record<string, unknown>,
+      deployedAt,
+    });
+    this.setStored(name, { digest, deployedAt });
+    if (superseded !== undefined) this.dropIfUnused(superseded);
+  }
+
+  private setStored(name: string, s: Stored): void {
+    this.deleteStored(name);
+    this.stored.set(name, s);
+    this.uses.set(s.digest, (this.uses.get(s.digest) ?? 0) + 1);
+  }
+
+  private deleteStored(name: string): void {
+    const old = this.stored.get(name);
+    if (old === undefined) return;
+    this.stored.delete(name);
+    const n = (this.uses.get(old.digest) ?? 1) - 1;
+    if (n > 0) this.uses.set(old.digest, n);
+    else this.uses.delete(old.digest);
+  }
+
+  /** Delete the image `digest` unless a record uses it or a deploy of it is in progress. */
+  private dropIfUnused(digest: string): void {
+    if (!this.uses.has(digest) && !this.busy(digest)) this.images.remove(digest);
   }
 
   /**
@@ -118,7 +248,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
    * @returns the problems, one line each, in the store's order (empty when everything came back)
    */
   async restore(concurrency = 1): Promise<string[]> {
-    const entries = [...this.store.entries()];
+    const entries = [...this.stored.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const problems: (string | null)[] = entries.map(() => null);
     let next = 0;
     const progress = { done: 0, total: entries.length };
@@ -128,7 +258,12 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
         const i = next++;
         const [name, entry] = entries[i]!;
         try {
-          const bytes = this.store.readImage(entry.digest);
+          const loaded = this.loadedBytes.get(name);
+          this.loadedBytes.delete(name);
+          // bytes from a shared store get their local file (what a failed redeploy puts back)
+          if (loaded !== undefined && this.images.putImage(loaded) !== entry.digest)
+            throw new Error(`the store's image does not hash to ${entry.digest}: it is damaged`);
+          const bytes = loaded ?? this.images.readImage(entry.digest);
           const manifest = inspectImage(bytes, this.bounds);
           const granted = this.grants.grantFor(name, entry.digest);
           await this.backend.deploy(name, bytes, granted);
@@ -137,7 +272,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
             digest: entry.digest,
             manifest,
             granted,
-            deployedAt: entry.deployed_at,
+            deployedAt: entry.deployedAt,
           });
         } catch (e) {
           problems[i] =
@@ -152,6 +287,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
       await Promise.all(Array.from({ length: lanes }, lane));
     } finally {
       this.restoring = null;
+      this.loadedBytes.clear();
     }
     return problems.filter((p): p is string => p !== null);
   }
@@ -185,14 +321,22 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   }
 
   /**
-   * Deploy `bytes` as `name`.
+   * Deploy `bytes` as `name`: acknowledged (resolved) once the image file is durable and the
+   * store's record committed.
+   * @param opts.recordedAt the deploy time of a record the store already holds (a change another
+   *   daemon made to a shared store): the deployment is published without writing it again
    * @returns the deployment and whether anything changed (false when the same bytes with the same
    *   grant were already published under that name: a free re-deploy)
    * @throws HttpError 400 (not a harness; compile failure), 403 (sha256 differs from the declaration),
    *   507 (the workers cannot make an instance of it: no memory left for one)
-   *   or (a new image while the store holds --max-images others)
+   *   or (a new image while the store holds --max-images others), 503 (a store fault: the disk is
+   *   full, the shared store away; nothing was acknowledged)
    */
-  deploy(name: string, bytes: Uint8Array): Promise<{ deployment: Deployment; changed: boolean }> {
+  deploy(
+    name: string,
+    bytes: Uint8Array,
+    opts: { recordedAt?: number } = {},
+  ): Promise<{ deployment: Deployment; changed: boolean }> {
     return this.serial(name, async () => {
       const digest = sha256Hex(bytes);
       const granted = this.grants.grantFor(name, digest);
@@ -210,10 +354,10 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
         if (n > 0) this.deploying.set(digest, n);
         else this.deploying.delete(digest);
       };
-      let entry;
+      let deployedAt: number;
       try {
         try {
-          this.store.putImage(bytes);
+          this.images.putImage(bytes);
         } catch (e) {
           release();
           throw storeWriteError('the image could not be stored', e);
@@ -222,7 +366,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
           await this.backend.deploy(name, bytes, granted);
         } catch (e) {
           release();
-          this.store.dropIfUnused(digest, this.busy);
+          this.dropIfUnused(digest);
           if (e instanceof HttpError) throw e;
           // the workers could not make an instance of it (runtime/pool.ts DeployRefused): not a
           // fault of the image, and nothing was published
@@ -233,27 +377,39 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
             `the image does not compile: ${(e as Error).name}: ${(e as Error).message}`,
           );
         }
-        const superseded = this.store.get(name)?.digest;
+        const superseded = this.stored.get(name)?.digest;
+        deployedAt = opts.recordedAt ?? Date.now();
         try {
-          entry = this.store.setDeployment(name, digest);
+          if (opts.recordedAt === undefined)
+            this.records.put({
+              name,
+              sha256: digest,
+              elf: this.records.holdsImages ? bytes : null,
+              capabilities: granted.capabilities,
+              grant: granted.grant as Record<string, unknown>,
+              deployedAt,
+            });
+          this.setStored(name, { digest, deployedAt });
         } finally {
           release();
         }
-        // the index no longer names the old image: its file goes unless another name (or a deploy
-        // in progress) uses it. Calls run the compiled module in memory, never the file, so calls
-        // of the old image still in flight finish unaffected
-        if (superseded !== undefined && superseded !== digest) this.store.dropIfUnused(superseded, this.busy);
+        // the record no longer names the old image: its file goes unless another name (or a
+        // deploy in progress) uses it. Calls run the compiled module in memory, never the file, so
+        // calls of the old image still in flight finish unaffected
+        if (superseded !== undefined && superseded !== digest) this.dropIfUnused(superseded);
       } catch (e) {
         if (e instanceof HttpError) throw e;
-        // not recorded, so not acknowledged: put back what the runtime served before
+        // not recorded, so not acknowledged: put back what the runtime served before, and drop
+        // the new image unless something else uses it
+        this.dropIfUnused(digest);
         if (cur)
           await this.backend
-            .deploy(name, this.store.readImage(cur.digest), cur.granted)
+            .deploy(name, this.images.readImage(cur.digest), cur.granted)
             .catch(() => undefined);
         else await this.backend.undeploy(name).catch(() => undefined);
         throw storeWriteError('the deployment could not be recorded', e);
       }
-      const deployment: Deployment = { name, digest, manifest, granted, deployedAt: entry.deployed_at };
+      const deployment: Deployment = { name, digest, manifest, granted, deployedAt };
       this.published.set(name, deployment);
       for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
       this.emit('changed', name, 'deployed');
@@ -269,12 +425,16 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
    */
   private checkImageCap(name: string, digest: string): void {
     if (!Number.isFinite(this.maxImages)) return;
-    const kept = new Set<string>(this.deploying.keys());
-    for (const [n, e] of this.store.entries()) if (n !== name) kept.add(e.digest);
-    if (kept.has(digest) || kept.size < this.maxImages) return;
+    if (this.uses.has(digest) || this.deploying.has(digest)) return;
+    // the images records use, less the one this deploy supersedes when only `name` uses it, and
+    // those of deploys in progress that no record uses yet
+    const own = this.stored.get(name)?.digest;
+    let kept = this.uses.size - (own !== undefined && this.uses.get(own) === 1 ? 1 : 0);
+    for (const d of this.deploying.keys()) if (!this.uses.has(d)) kept++;
+    if (kept < this.maxImages) return;
     throw new HttpError(
       507,
-      `refused by limit max-images = ${this.maxImages}: the deployment store holds ${kept.size} images; undeploy a harness (DELETE /harnesses/{name}) or raise --max-images`,
+      `refused by limit max-images = ${this.maxImages}: the deployment store holds ${kept} images; undeploy a harness (DELETE /harnesses/{name}) or raise --max-images`,
       { limit: 'max-images' },
     );
   }
@@ -282,15 +442,25 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   /**
    * Undeploy `name`: a published deployment, or one in the store that was not restored at boot (its
    * image damaged, no longer valid): never served, it is removed from the store all the same, else
-   * it could only be cleared by editing the index by hand and would be warned about at every start.
-   * @throws HttpError 404 when it is neither published nor stored.
+   * it could only be cleared by editing the store by hand and would be warned about at every start.
+   * Its image is deleted once the record is gone, unless another record or a deploy in progress
+   * uses it.
+   * @param opts.recorded the store no longer holds it (another daemon removed it from a shared
+   *   store): it is unpublished without writing
+   * @throws HttpError 404 when it is neither published nor stored; the store's error when the
+   *   record could not be removed
    */
-  undeploy(name: string): Promise<void> {
+  undeploy(name: string, opts: { recorded?: boolean } = {}): Promise<void> {
     return this.serial(name, async () => {
-      if (!this.published.has(name) && this.store.get(name) === undefined) this.require(name);
+      if (!this.published.has(name) && !this.stored.has(name)) this.require(name);
       if (this.published.has(name)) await this.backend.undeploy(name);
       this.published.delete(name);
-      this.store.removeDeployment(name, this.busy);
+      const old = this.stored.get(name);
+      if (old !== undefined) {
+        if (!opts.recorded) this.records.remove(name);
+        this.deleteStored(name);
+        this.dropIfUnused(old.digest);
+      }
       for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
       this.emit('changed', name, 'removed');
     });

@@ -1,8 +1,9 @@
 /**
  * The daemon's {@link Backend} over the queue's runtime (src/runtime): guests and translations run
  * on its worker pool, wakes live in its due-set, every invocation is journaled by it. The daemon
- * keeps its own deployment store (content-addressed files under --root), so deploys go to the
- * runtime unpersisted.
+ * writes the deployment records into the runtime's store itself (src/daemon/deployments.ts: after
+ * its image file is durable and the runtime serves it), so deploys and undeploys go to the runtime
+ * unpersisted.
  */
 import {
   BermRuntime,
@@ -22,6 +23,7 @@ import type {
   WakeInfo,
   WakeRequest,
 } from '../contract/index.js';
+import type { DeploymentStore } from '../store/store.js';
 import type { Backend, DeployGrant, WakeEvent } from './backend.js';
 
 /** Map the runtime's outcome to the daemon's. */
@@ -72,7 +74,11 @@ export class QueueBackend implements Backend {
   }
 
   async undeploy(name: string): Promise<void> {
-    this.runtime.undeploy(name);
+    this.runtime.undeploy(name, { persist: false });
+  }
+
+  deploymentRecords(): DeploymentStore {
+    return this.runtime.store.deployments;
   }
 
   async invoke(

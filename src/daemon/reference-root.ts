@@ -1,8 +1,8 @@
 /**
  * Upstream's state root, read by bermd: upstream's daemon keeps each deployed harness as
  * `<root>/harnesses/<name>.elf` (and its engine's code cache under `<root>/cache/`). A bermd
- * started with `--root` on such a directory imports those images into its own deployment store
- * (`<root>/deployments/`, beside them) before it restores, so moving from one daemon to the other
+ * started with `--root` on such a directory imports those images into its own deployments (image
+ * files under `<root>/deployments/`, beside them; records in the runtime's store) before it restores, so moving from one daemon to the other
  * loses no deployment. Upstream's files are only ever read: never moved, rewritten or deleted.
  *
  * Each import is recorded in `<root>/deployments/reference-imports.json` (`{"version":1,
@@ -14,12 +14,22 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { HARNESS_NAME } from './http.js';
-import { sha256Hex, writeFileAtomic, type DeploymentFiles } from './deployment-files.js';
+import { sha256Hex, writeFileAtomic } from './image-files.js';
 
 /** Upstream's image directory under a state root. */
 export const REFERENCE_IMAGES_DIR = 'harnesses';
 /** The record of imported upstream images, under the deployment store's directory. */
 export const REFERENCE_IMPORTS_FILE = 'reference-imports.json';
+
+/** Where {@link importReferenceRoot} imports to (src/daemon/deployments.ts Deployments has it). */
+export interface ImportTarget {
+  /** the deployment images' folder, `<root>/deployments`: the import record is kept there */
+  readonly images: { readonly root: string };
+  /** the digest the store records for `name`, or undefined */
+  storedDigest(name: string): string | undefined;
+  /** store `bytes` and record them as `name`'s deployment (durably; not published yet) */
+  importImage(name: string, bytes: Uint8Array): void;
+}
 
 /** What {@link importReferenceRoot} did. */
 export interface ReferenceImport {
@@ -51,7 +61,7 @@ function readRecord(file: string): Record<string, string> {
  */
 export function importReferenceRoot(
   root: string,
-  store: DeploymentFiles,
+  store: ImportTarget,
   maxImageBytes: number,
 ): ReferenceImport {
   const out: ReferenceImport = { imported: [], skipped: [] };
@@ -63,7 +73,7 @@ export function importReferenceRoot(
   } catch {
     return out;
   }
-  const recordFile = path.join(store.root, REFERENCE_IMPORTS_FILE);
+  const recordFile = path.join(store.images.root, REFERENCE_IMPORTS_FILE);
   const record = readRecord(recordFile);
   let changed = false;
   for (const file of names) {
@@ -94,9 +104,8 @@ export function importReferenceRoot(
     }
     const digest = sha256Hex(bytes);
     if (record[name] === digest) continue;
-    if (store.get(name)?.digest !== digest) {
-      store.putImage(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
-      store.setDeployment(name, digest);
+    if (store.storedDigest(name) !== digest) {
+      store.importImage(name, new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
       out.imported.push(name);
     }
     record[name] = digest;

@@ -102,11 +102,14 @@ export class HarnessRegistry {
     return d;
   }
 
-  /** Remove a harness; its pending wakes stay in the due-set (they fail if it never returns). */
-  undeploy(name: string): boolean {
+  /**
+   * Remove a harness; its pending wakes stay in the due-set (they fail if it never returns). With
+   * `persist` false its record in the store is left alone (the caller keeps the records, as bermd).
+   */
+  undeploy(name: string, opts: { persist?: boolean } = {}): boolean {
     const had = this.byName.delete(name);
     this.pool.undeploy(name);
-    this.store.deployments.remove(name);
+    if (opts.persist ?? true) this.store.deployments.remove(name);
     if (had) this.emit('undeploy', name);
     return had;
   }
@@ -132,10 +135,14 @@ export class HarnessRegistry {
     return out;
   }
 
-  /** Re-deploy what the store holds (a daemon's restart). No guest runs. */
+  /**
+   * Re-deploy what the store holds (a daemon's restart). No guest runs. A record without its bytes
+   * (a bermd's, whose images are files under its root) is left to that daemon.
+   */
   async restoreDeployments(): Promise<DeployedHarness[]> {
     const out: DeployedHarness[] = [];
     for (const d of this.store.deployments.list()) {
+      if (d.elf === null) continue;
       out.push(
         await this.deploy(
           d.name,

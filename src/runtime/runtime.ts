@@ -148,9 +148,12 @@ export class BermRuntime extends EventEmitter {
     return this.registry.deploy(name, elf, grant, opts);
   }
 
-  /** Remove a harness; its pending wakes stay in the due-set (they fail if it never returns). */
-  undeploy(name: string): boolean {
-    return this.registry.undeploy(name);
+  /**
+   * Remove a harness; its pending wakes stay in the due-set (they fail if it never returns). Its
+   * record is removed from the store unless `persist` is false.
+   */
+  undeploy(name: string, opts: { persist?: boolean } = {}): boolean {
+    return this.registry.undeploy(name, opts);
   }
 
   /**

@@ -305,6 +305,8 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       JSON.stringify([...local.capabilities].sort()) === JSON.stringify([...d.capabilities].sort())
     )
       return;
+    // the shared store holds every record's bytes (holdsImages)
+    if (d.elf === null) throw new PgStoreError(`deployment ${d.name} has no image in the shared store`);
     await rt.deploy(d.name, d.elf, { capabilities: d.capabilities, grant: d.grant }, { persist: false });
   }
 
@@ -670,7 +672,14 @@ export class PgStore extends EventEmitter implements RuntimeStore {
 
   private makeDeployments(): DeploymentStore {
     return {
-      put: (d: DeploymentRecord) => this.call('putDeployment', d, this.owner),
+      holdsImages: true,
+      put: (d: DeploymentRecord) => {
+        if (d.elf === null)
+          throw new PgStoreError(
+            `deployment ${d.name}: the shared store needs the image's bytes (the other daemons deploy from them)`,
+          );
+        this.call('putDeployment', d, this.owner);
+      },
       remove: (name: string) => {
         if (this.echoRemoves.has(name)) return false;
         return this.call<boolean>('removeDeployment', name, this.owner);

@@ -7,7 +7,8 @@
  *   wakes        (seq INTEGER PRIMARY KEY AUTOINCREMENT, id UNIQUE, kind, harness, entry, when_ms,
  *                 payload, armed_by, chain, depth, armed_at, attempt, authority)
  *   claims       (the wake's columns) PRIMARY KEY (id, seq): fired, outcome not yet journaled
- *   deployments  (name PRIMARY KEY, sha256, elf, capabilities, grant_json, deployed_at)
+ *   deployments  (name PRIMARY KEY, sha256, elf, capabilities, grant_json, deployed_at): elf NULL
+ *                when the image is a content-addressed file outside the database (schema 4)
  *   dead         (id PRIMARY KEY, the claim's columns, reason, last_error, attempts, dead_at): the
  *                dead-letter set (schema 3)
  * a key-value file (the storage capability's `database`, and <state>/kv.sqlite):
@@ -18,7 +19,7 @@
 import type { SqliteDatabase } from './sqlite-driver.js';
 
 /** Schema version of state.sqlite, kept in PRAGMA user_version; a newer one is refused. */
-export const STATE_SCHEMA_VERSION = 3;
+export const STATE_SCHEMA_VERSION = 4;
 
 const STATE_TABLES = `
   CREATE TABLE IF NOT EXISTS wakes (
@@ -35,7 +36,7 @@ const STATE_TABLES = `
     chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL, attempt INTEGER NOT NULL,
     authority TEXT, PRIMARY KEY (id, seq));
   CREATE TABLE IF NOT EXISTS deployments (
-    name TEXT PRIMARY KEY, sha256 TEXT NOT NULL, elf BLOB NOT NULL, capabilities TEXT NOT NULL,
+    name TEXT PRIMARY KEY, sha256 TEXT NOT NULL, elf BLOB, capabilities TEXT NOT NULL,
     grant_json TEXT NOT NULL, deployed_at REAL NOT NULL);
   CREATE TABLE IF NOT EXISTS dead (
     id TEXT PRIMARY KEY, seq INTEGER NOT NULL, kind TEXT NOT NULL, harness TEXT NOT NULL,
@@ -56,7 +57,19 @@ export function createStateSchema(db: SqliteDatabase, file: string): void {
       `${file} has schema version ${version}, newer than this berm's ${STATE_SCHEMA_VERSION}; fix: run a newer berm or use another --state directory`,
     );
   }
-  db.exec(STATE_TABLES);
+  // schema 3 -> 4: a deployment's elf may be NULL (SQLite changes a column's constraint only by
+  // copying the table: the old one is renamed, the current one created, the rows copied over)
+  const deploymentCols = db.prepare('PRAGMA table_info(deployments)').all() as {
+    name: string;
+    notnull: number;
+  }[];
+  const elfRequired = deploymentCols.some((c) => c.name === 'elf' && c.notnull === 1);
+  db.transaction(() => {
+    if (elfRequired) db.exec('ALTER TABLE deployments RENAME TO deployments_schema3');
+    db.exec(STATE_TABLES);
+    if (elfRequired)
+      db.exec('INSERT INTO deployments SELECT * FROM deployments_schema3; DROP TABLE deployments_schema3');
+  })();
   // schema 2 -> 3: the dead-letter set (the CREATE TABLE IF NOT EXISTS above)
   // schema 1 -> 2: wakes keep the arming invocation's authority
   for (const table of ['wakes', 'claims']) {

@@ -337,24 +337,42 @@ class SqliteDues implements DueStore {
   }
 }
 
+/**
+ * The deployments table. Its writes commit with `synchronous = FULL` (the WAL synced at the
+ * commit): a deploy is acknowledged on its record, so the record must outlive a power loss as the
+ * image file written before it does, where the due-set's commits (NORMAL) need only outlive the
+ * process. One fsync per deploy or undeploy.
+ */
 class SqliteDeployments implements DeploymentStore {
+  readonly holdsImages = false;
   constructor(private readonly db: Database) {}
   put(d: DeploymentRecord): void {
-    this.db
-      .prepare(
-        'INSERT OR REPLACE INTO deployments (name, sha256, elf, capabilities, grant_json, deployed_at) VALUES (?, ?, ?, ?, ?, ?)',
-      )
-      .run(
-        d.name,
-        d.sha256,
-        Buffer.from(d.elf),
-        JSON.stringify(d.capabilities),
-        JSON.stringify(d.grant),
-        d.deployedAt,
-      );
+    this.synced(() =>
+      this.db
+        .prepare(
+          'INSERT OR REPLACE INTO deployments (name, sha256, elf, capabilities, grant_json, deployed_at) VALUES (?, ?, ?, ?, ?, ?)',
+        )
+        .run(
+          d.name,
+          d.sha256,
+          d.elf === null ? null : Buffer.from(d.elf),
+          JSON.stringify(d.capabilities),
+          JSON.stringify(d.grant),
+          d.deployedAt,
+        ),
+    );
   }
   remove(name: string): boolean {
-    return this.db.prepare('DELETE FROM deployments WHERE name = ?').run(name).changes > 0;
+    return this.synced(() => this.db.prepare('DELETE FROM deployments WHERE name = ?').run(name).changes > 0);
+  }
+  /** Run the write `f` (one implicit transaction) committed with synchronous = FULL. */
+  private synced<T>(f: () => T): T {
+    this.db.pragma('synchronous = FULL');
+    try {
+      return f();
+    } finally {
+      this.db.pragma('synchronous = NORMAL');
+    }
   }
   get(name: string): DeploymentRecord | undefined {
     const r = this.db.prepare('SELECT * FROM deployments WHERE name = ?').get(name) as
@@ -371,7 +389,7 @@ class SqliteDeployments implements DeploymentStore {
 interface DeploymentRow {
   name: string;
   sha256: string;
-  elf: Buffer;
+  elf: Buffer | null;
   capabilities: string;
   grant_json: string;
   deployed_at: number;
@@ -380,7 +398,7 @@ function deployment(r: DeploymentRow): DeploymentRecord {
   return {
     name: r.name,
     sha256: r.sha256,
-    elf: new Uint8Array(r.elf),
+    elf: r.elf === null ? null : new Uint8Array(r.elf),
     capabilities: JSON.parse(r.capabilities) as string[],
     grant: JSON.parse(r.grant_json) as Record<string, unknown>,
     deployedAt: r.deployed_at,

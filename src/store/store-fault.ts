@@ -23,3 +23,24 @@ export function storeFault(e: unknown): string | null {
   if (e.name === 'PgStoreError') return 'the shared store is unreachable';
   return null;
 }
+
+/**
+ * Run `read` until it answers: a store fault (see {@link storeFault}) is met by `onFault` (its
+ * cause and the wait, ms) and another try after 250 ms, doubling to 5 s; any other error is thrown.
+ * For a boot that must wait for a shared store restarted meanwhile, rather than exit.
+ */
+export async function untilStoreAnswers<T>(
+  read: () => T,
+  onFault: (why: string, waitMs: number) => void,
+): Promise<T> {
+  for (let wait = 250; ; wait = Math.min(2 * wait, 5000)) {
+    try {
+      return read();
+    } catch (e) {
+      const fault = storeFault(e);
+      if (fault === null) throw e;
+      onFault(`${fault}: ${(e as Error).message}`, wait);
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}

@@ -178,12 +178,20 @@ export interface DeadLetterStore {
   dropDead(id: string): DeadWake | null;
 }
 
-/** A deployed harness as persisted: the bytes and the grant, never compiled code. */
+/**
+ * A deployed harness as persisted: which image (by digest) serves the name, with the grant, never
+ * compiled code. The store's deployments are the one record of which name serves which digest.
+ */
 export interface DeploymentRecord {
   name: string;
   /** lowercase hex sha256 of the ELF */
   sha256: string;
-  elf: Uint8Array;
+  /**
+   * The ELF bytes, or null when the image is kept outside the store as a content-addressed file
+   * (bermd keeps `<root>/deployments/images/<sha256>.elf`, written durably before the record);
+   * allowed only where {@link DeploymentStore.holdsImages} is false.
+   */
+  elf: Uint8Array | null;
   /** granted capability names */
   capabilities: string[];
   /** the grant's arguments (src/capabilities/types.ts Grant), as JSON-compatible data */
@@ -192,11 +200,28 @@ export interface DeploymentRecord {
   deployedAt: number;
 }
 
-/** Deployments by name. */
+/**
+ * Deployments by name. A put or remove is durable when it returns (it survives the process being
+ * killed and, on SQLite, the machine losing power: the deployment record is what a deploy is
+ * acknowledged on).
+ */
 export interface DeploymentStore {
+  /**
+   * Whether every record must carry its bytes: true where the store is the images' only home
+   * (PostgreSQL: every daemon deploys from the bytes another one stored), false where a record may
+   * name its image by digest alone (`elf` null).
+   */
+  readonly holdsImages: boolean;
+  /**
+   * Record `d` (replacing the record of its name).
+   * @throws Error when `d.elf` is null and {@link holdsImages} is true; the backend's write error
+   *   (a full disk, the database away) when it could not be made durable: nothing changed then
+   */
   put(d: DeploymentRecord): void;
+  /** Remove the record of `name`. @returns false when there was none */
   remove(name: string): boolean;
   get(name: string): DeploymentRecord | undefined;
+  /** Every record, by name. */
   list(): DeploymentRecord[];
 }
 
