@@ -115,8 +115,12 @@ t.test(
         acked.set('base', sha(ECHO));
       }
 
-      // deploys and invocations in flight; kill at a random moment
+      // deploys and invocations in flight; kill at a random moment after this round's first
+      // acknowledged deploy (so every round has something acknowledged to lose, however slow the
+      // machine: a fixed delay killed before any deploy was answered under heavy load)
       let stop = false;
+      let firstAck: () => void = () => {};
+      const acknowledged = new Promise<void>((r) => (firstAck = r));
       const deployer = async (k: number): Promise<void> => {
         for (let i = 0; !stop; i++) {
           const img = IMAGES[(round + k + i) % IMAGES.length]!;
@@ -126,6 +130,7 @@ t.test(
             if (r.status === 200) {
               const j = (await r.json()) as { digest: string };
               acked.set(name, j.digest);
+              firstAck();
             }
           } catch {
             return; // killed
@@ -144,7 +149,8 @@ t.test(
         }
       };
       const work = [deployer(0), deployer(1), invoker(), invoker()];
-      await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 1200)));
+      await Promise.race([acknowledged, new Promise((r) => setTimeout(r, 60_000))]);
+      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 1200)));
       await kill9(b);
       stop = true;
       await Promise.all(work);
