@@ -38,32 +38,53 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
     res.end();
     return;
   }
-  const bytes = Buffer.from(JSON.stringify(body));
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': bytes.length,
-    'cache-control': 'no-store',
-  });
-  endSliced(res, bytes);
+  sendJsonBytes(res, status, Buffer.from(JSON.stringify(body)));
 }
 
 /**
- * End `res` with `bytes`: at once when they fit one {@link REPLY_SLICE_BYTES} slice, else slice by
- * slice, each written once the socket drained the last (backpressure), so a slow reader shows
- * progress to the write timeout and a reader that stops pins at most one slice in the socket.
+ * Send a JSON text already encoded as UTF-8, in `chunks` (as {@link sendJson}, for a body encoded
+ * elsewhere: a large tool result, encoded slice by slice).
  */
-export function endSliced(res: ServerResponse, bytes: Buffer): void {
-  if (bytes.length <= REPLY_SLICE_BYTES) {
-    res.end(bytes);
+export function sendJsonBytes(res: ServerResponse, status: number, chunks: Buffer | Buffer[]): void {
+  if (res.headersSent) {
+    res.end();
     return;
   }
+  const list = Array.isArray(chunks) ? chunks : [chunks];
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': list.reduce((n, c) => n + c.length, 0),
+    'cache-control': 'no-store',
+  });
+  endSliced(res, list);
+}
+
+/**
+ * End `res` with `bytes` (one buffer or chunks in order): at once when they fit one
+ * {@link REPLY_SLICE_BYTES} slice, else slice by slice, each written once the socket drained the
+ * last (backpressure), so a slow reader shows progress to the write timeout and a reader that
+ * stops pins at most one slice in the socket.
+ */
+export function endSliced(res: ServerResponse, bytes: Buffer | Buffer[]): void {
+  const list = Array.isArray(bytes) ? bytes : [bytes];
+  const total = list.reduce((n, c) => n + c.length, 0);
+  if (total <= REPLY_SLICE_BYTES) {
+    res.end(list.length === 1 ? list[0] : Buffer.concat(list, total));
+    return;
+  }
+  let i = 0;
   let off = 0;
   const pump = (): void => {
-    while (off < bytes.length) {
-      const end = Math.min(off + REPLY_SLICE_BYTES, bytes.length);
-      const more = res.write(bytes.subarray(off, end));
+    while (i < list.length) {
+      const chunk = list[i]!;
+      const end = Math.min(off + REPLY_SLICE_BYTES, chunk.length);
+      const more = res.write(chunk.subarray(off, end));
       off = end;
-      if (!more && off < bytes.length) {
+      if (off >= chunk.length) {
+        i++;
+        off = 0;
+      }
+      if (!more && i < list.length) {
         res.once('drain', pump);
         return;
       }

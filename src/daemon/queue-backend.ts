@@ -26,6 +26,13 @@ import type {
 import type { DeploymentStore } from '../store/store.js';
 import type { Backend, DeployGrant, WakeEvent } from './backend.js';
 
+/**
+ * Results and failure messages longer than this (UTF-16 units) reach their callers in a turn of the
+ * event loop of their own (see {@link QueueBackend.invoke}); a shorter one is encoded in well under
+ * a millisecond.
+ */
+export const LARGE_RESULT_CHARS = 64 * 1024;
+
 /** Map the runtime's outcome to the daemon's. */
 export function toInvokeOutcome(o: Outcome): InvokeOutcome {
   const chain = o.info?.chain;
@@ -92,6 +99,15 @@ export class QueueBackend implements Backend {
       ...(options.authority ? { authority: options.authority } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    // A large result is handed on in a turn of the event loop of its own. The workers' outcomes
+    // arrive on message ports, and Node drains a port greedily: the messages that arrive while it
+    // delivers one are delivered in the same turn (up to 1,000). A worker finishes the next large
+    // result while this thread encodes the last one's reply, so a front end that encodes a reply
+    // in one go (MCP's, through its SDK) would encode reply after reply in one turn, accepting no
+    // connection and answering no /health until the queue ran dry. (HTTP replies are encoded a
+    // slice per turn: ./reply-size.ts.)
+    const text = o.status === 'ok' ? o.result : o.status === 'failed' ? o.message : '';
+    if (text.length > LARGE_RESULT_CHARS) await new Promise((r) => setImmediate(r));
     return toInvokeOutcome(o);
   }
 

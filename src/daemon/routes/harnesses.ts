@@ -18,8 +18,8 @@ import { MAX_AUTHORITY_CHARS } from '../../contract/index.js';
 import type { Authority, InvokeOutcome, InvokeReply } from '../../contract/index.js';
 import type { CodeListings } from '../code-routes.js';
 import { describe } from '../deployments.js';
-import { HttpError, endSliced, readBody, routeHarnessName, sendJson } from '../http.js';
-import { boundEncodedResult, replyReserve } from '../reply-size.js';
+import { HttpError, endSliced, readBody, routeHarnessName, sendJson, sendJsonBytes } from '../http.js';
+import { encodeText, replyReserve } from '../reply-size.js';
 import type { RouteContext } from './context.js';
 import { segment, type Resource, type RouteRequest } from './router.js';
 
@@ -83,6 +83,8 @@ export const STORE_UNAVAILABLE = 'store-unavailable';
 /** Retry-After of that 503, seconds. */
 export const STORE_RETRY_AFTER_S = 1;
 
+const CLOSE = Buffer.from('}');
+
 /**
  * The harness resource of the route table.
  * @param code the code listings of `GET /harnesses/{name}/code`
@@ -142,8 +144,14 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
     });
     const signal = gone.signal;
     if (!sse) {
-      const out = boundEncodedResult(await ctx.backend.invoke(harness, tool, args, { authority, signal }));
+      const out = await ctx.backend.invoke(harness, tool, args, { authority, signal });
       if (out.chain !== undefined) res.setHeader('x-berm-chain', out.chain);
+      // a result or failure message (it may be megabytes): encoded once, slice by slice
+      const encoded = await encodeText(out);
+      if (encoded !== null) {
+        sendJsonBytes(res, 200, [Buffer.from(`{"${encoded.key}":`), ...encoded.json, CLOSE]);
+        return;
+      }
       const [status, reply] = outcomeReply(harness, tool, out);
       if (status === 503) res.setHeader('retry-after', String(STORE_RETRY_AFTER_S));
       sendJson(res, status, reply);
@@ -155,17 +163,23 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
       'x-accel-buffering': 'no',
     });
     res.flushHeaders();
-    const out = boundEncodedResult(
-      await ctx.backend.invoke(harness, tool, args, {
-        authority,
-        signal,
-        onLog: (line) => {
-          if (!res.writableEnded) res.write(sseEvent('log', line));
-        },
-      }),
-    );
-    const [status, reply] = outcomeReply(harness, tool, out);
+    const out = await ctx.backend.invoke(harness, tool, args, {
+      authority,
+      signal,
+      onLog: (line) => {
+        if (!res.writableEnded) res.write(sseEvent('log', line));
+      },
+    });
     const chain = out.chain !== undefined ? { chain: out.chain } : {};
+    // the result event's data is one line: JSON escapes every line break in the text
+    const encoded = await encodeText(out);
+    if (encoded !== null) {
+      const tail = out.chain !== undefined ? `,"chain":${JSON.stringify(out.chain)}}\n\n` : '}\n\n';
+      const head = `event: result\ndata: {"status":200,"${encoded.key}":`;
+      endSliced(res, [Buffer.from(head), ...encoded.json, Buffer.from(tail)]);
+      return;
+    }
+    const [status, reply] = outcomeReply(harness, tool, out);
     endSliced(res, Buffer.from(sseEvent('result', JSON.stringify({ status, ...reply, ...chain }))));
   };
 
