@@ -694,6 +694,23 @@ function benchScaleOut(): void {
   Object.assign(figures, (JSON.parse(last) as { figures: Record<string, Figure> }).figures);
 }
 
+/**
+ * Many deployments (bench/deploys.ts, its own process tree: bermd --workers 16 and the client):
+ * 1,000 distinct images deployed 8 at a time, each acknowledged one answering or refused 507
+ * (the bench fails otherwise); deploys/s, PUT latency of the first and last tenth, RSS, restart.
+ */
+function benchDeploys(): void {
+  progress('deploys: 1,000 distinct images on bermd --workers 16');
+  const r = spawnSync(
+    process.execPath,
+    ['--stack-size=4000', '--import', './scripts/ts/register.mjs', 'bench/deploys.ts', '--json'],
+    { cwd: ROOT, encoding: 'utf8', maxBuffer: 16 * MiB, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  if (r.status !== 0) throw new Error(`bench/deploys.ts failed (status ${r.status})`);
+  const last = r.stdout.trim().split('\n').pop() ?? '{}';
+  Object.assign(figures, (JSON.parse(last) as { figures: Record<string, Figure> }).figures);
+}
+
 /** Run one section in a fresh process (so GC state and JIT of one do not distort the next). */
 function section(name: string): void {
   Object.assign(figures, nodeChild(['section', name]).figures);
@@ -725,6 +742,7 @@ async function main(): Promise<void> {
     await benchMemory();
     benchDaemon();
     benchScaleOut();
+    benchDeploys();
 
     const results: Results = {
       version: 1,
@@ -769,7 +787,7 @@ if (process.argv[2] === 'section') {
     rmSync(WORK, { recursive: true, force: true });
     process.stderr.write(
       `bench/run.ts section: no section ${JSON.stringify(name)}; the sections are ${Object.keys(SECTIONS).join(', ')} ` +
-        '(memory, daemon and scale-out run only in the whole bench; bench/daemon.ts and bench/scale-out.ts run alone)\n',
+        '(memory, daemon, scale-out and deploys run only in the whole bench; bench/daemon.ts, bench/scale-out.ts and bench/deploys.ts run alone)\n',
     );
     process.exit(2);
   }
