@@ -1,22 +1,37 @@
 // Chaos, bounded: three bermd on one PostgreSQL (a cluster of this test's own) under a load of
-// tool calls and wakes from six clients, while daemons are SIGKILLed at random and started again
-// and the database is restarted once. Afterwards: no acknowledged call is missing from the journal
-// (each exactly once), no acknowledged wake is lost, and a wake delivered more than once was so
-// only as the documented at-least-once re-delivery, each delivery journaled with its own attempt
-// number, and none given up on (the dead-letter set is empty); no answer but 200/201, 503 (with
-// Retry-After) or a connection to a killed daemon lost.
+// tool calls and wakes from six clients, while daemons are SIGKILLed at random and started again,
+// the database is restarted once, and the disk holding the daemons' roots (a small tmpfs the test
+// mounts: their deployment images) is filled to the last byte for a few seconds and
+// freed. Afterwards: no acknowledged call is missing from the journal (each exactly once), no
+// acknowledged wake is lost, and a wake delivered more than once was so only as the documented
+// at-least-once re-delivery, each delivery journaled with its own attempt number, and none given
+// up on (the dead-letter set is empty: neither fault is one a wake's delivery meets); no answer
+// but 200/201, 503 (with Retry-After) or a connection to a killed daemon lost; a deploy while the
+// disk is full is refused 503 naming it, and once the space is back it is acknowledged and stored.
 import t from 'tap';
-import { startBermd, stopBermd, type Answer } from './helpers/cluster.js';
+import pgLib from 'pg';
+import { http, startBermd, stopBermd, type Answer, type Bermd } from './helpers/cluster.js';
 import { ownCluster } from './helpers/pg.js';
-import { QG, checkWakes, cluster, journal, sleep, until } from './helpers/scale-out.js';
+import { ECHO, QG, checkWakes, cluster, journal, sleep, until } from './helpers/scale-out.js';
+import { smallDisk } from './helpers/tmpfs.js';
 
 const LOAD_MS = 16_000;
-const RESTART_DB_AT_MS = 7000;
+const RESTART_DB_AT_MS = 6000;
+/** the disk-full episode: from, and how long */
+const DISK_FULL_AT_MS = 10_000;
+const DISK_FULL_MS = 3000;
 
-t.test('chaos: 3 bermd, random SIGKILLs, a database restart', async (t) => {
+t.test('chaos: 3 bermd, random SIGKILLs, a database restart, a full disk', async (t) => {
+  const t0 = Date.now();
+  // where the time goes (seconds since the start), printed at the end
+  const phases: string[] = [];
+  const phase = (what: string) => phases.push(`${what} ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   const pg = await ownCluster(t);
   if (pg === null) return;
-  const { nodes, opts } = await cluster(t, pg.url, 3);
+  // the roots take a few MiB (qg's and echo's images, the protocol door's database)
+  const disk = smallDisk(t, 32 << 20);
+  if (disk === null) return;
+  const { nodes, opts } = await cluster(t, pg.url, 3, {}, { under: disk.dir, together: true });
   const put = await fetch(`${nodes[0]!.url}/harnesses/qg`, { method: 'PUT', body: QG });
   t.equal(put.status, 200, 'qg deployed');
   await until(
@@ -48,6 +63,7 @@ t.test('chaos: 3 bermd, random SIGKILLs, a database restart', async (t) => {
       return { status: 0, body: { error: (e as Error).message } };
     }
   };
+  phase('cluster up, qg everywhere');
   const end = Date.now() + LOAD_MS;
   const load = async (k: number) => {
     for (let i = 0; Date.now() < end; i++) {
@@ -72,10 +88,29 @@ t.test('chaos: 3 bermd, random SIGKILLs, a database restart', async (t) => {
   // once, in the middle of the load
   let kills = 0;
   const starting = new Map<number, Promise<void>>();
+  // a daemon that cannot start (its root's disk full) is started again, as a supervisor would
+  const bootFailures: string[] = [];
+  const restart = async (i: number): Promise<Bermd> => {
+    for (let n = 0; ; n++) {
+      try {
+        return await startBermd(opts(i));
+      } catch (e) {
+        if (n === 5) throw e;
+        bootFailures.push(
+          ((e as Error).message.split('\n').find((l) => /error|cannot/i.test(l)) ?? '?').trim(),
+        );
+        await sleep(500);
+      }
+    }
+  };
   const killer = async () => {
-    while (Date.now() < end - 2000) {
+    // the last kill 5 s before the load ends: its start (seconds under load) overlaps the load
+    while (Date.now() < end - 5000) {
       await sleep(1500 + Math.random() * 1500);
+      // one daemon is always left up: a start takes seconds under load, and with all three down
+      // together nothing would be served (nor refused) for lack of a daemon
       const up = [0, 1, 2].filter((i) => !starting.has(i));
+      if (up.length < 2) continue;
       const i = up[Math.floor(Math.random() * up.length)];
       if (i === undefined) continue;
       await stopBermd(nodes[i]!);
@@ -83,7 +118,7 @@ t.test('chaos: 3 bermd, random SIGKILLs, a database restart', async (t) => {
       // started again in the background: the kills go on meanwhile
       starting.set(
         i,
-        startBermd(opts(i)).then((b) => {
+        restart(i).then((b) => {
           nodes[i] = b;
           starting.delete(i);
         }),
@@ -97,12 +132,57 @@ t.test('chaos: 3 bermd, random SIGKILLs, a database restart', async (t) => {
     await pg.restart();
     restartedAt = LOAD_MS - (end - Date.now());
   };
-  await Promise.all([...loaders, killer(), dbRestart()]);
+  // the disk full: deploys meanwhile of an image new to the daemons (echo: its file must be written
+  // before its record goes to the database), to every daemon at once, until one is refused naming
+  // the full disk; none may be acknowledged. Calls and wakes go to the database.
+  const deployFull: string[] = [];
+  let okDuringFull = 0;
+  let fullMs = -1;
+  let filled = 0;
+  const deployEcho = (url: string) =>
+    fetch(`${url}/harnesses/echo`, { method: 'PUT', body: ECHO, signal: AbortSignal.timeout(10_000) })
+      .then(
+        async (r) =>
+          `${r.status} ${r.headers.get('retry-after') === null ? 'no Retry-After' : 'Retry-After'} ${await r.text()}`,
+      )
+      .catch(
+        (e: unknown) => `0 ${String((e as { cause?: { code?: string } }).cause?.code ?? (e as Error).name)}`,
+      );
+  const namesDisk = (a: string) => /^503 Retry-After .*(no space|disk is full)/i.test(a);
+  const diskFull = async () => {
+    await sleep(DISK_FULL_AT_MS);
+    filled = disk.fill();
+    const from = Date.now();
+    const okBefore = statuses.get(200) ?? 0;
+    while (Date.now() < from + DISK_FULL_MS || (!deployFull.some(namesDisk) && Date.now() < from + 20_000)) {
+      deployFull.push(...(await Promise.all(nodes.map((b) => deployEcho(b.url)))));
+      await sleep(200);
+    }
+    okDuringFull = (statuses.get(200) ?? 0) - okBefore;
+    disk.free();
+    fullMs = Date.now() - from;
+  };
+  await Promise.all([...loaders, killer(), dbRestart(), diskFull()]);
+  phase('load over, daemons started again');
   t.ok(kills >= 2, `${kills} daemons SIGKILLed and started again under the load`);
   t.ok(
     restartedAt > 0 && restartedAt < LOAD_MS,
     `the database was restarted under the load (back at ${restartedAt} ms)`,
   );
+  t.ok(filled > 0 && fullMs > 0, `the disk was full for ${fullMs} ms (${filled} bytes of filler)`);
+  t.ok(
+    deployFull.some(namesDisk),
+    'a deploy while the disk was full was refused 503 with Retry-After, naming the full disk',
+  );
+  t.same(
+    deployFull.filter((a) => !a.startsWith('503 Retry-After') && !a.startsWith('0 ')),
+    [],
+    'no deploy acknowledged while the disk was full (503 with Retry-After, or a daemon killed)',
+  );
+  t.comment(`deploys while the disk was full: ${JSON.stringify(deployFull)}`.slice(0, 2000));
+  t.comment(`${okDuringFull} calls answered 200 while the disk was full`);
+  if (bootFailures.length > 0)
+    t.comment(`starts that failed and were tried again: ${bootFailures.join('; ')}`);
   t.same(other, [], 'no answer but 200/201, 503 or a lost connection');
   t.equal(noRetryAfter, 0, 'every 503 carries Retry-After');
   t.comment(`answers: ${JSON.stringify([...statuses])}`);
@@ -115,6 +195,7 @@ t.test('chaos: 3 bermd, random SIGKILLs, a database restart', async (t) => {
     },
     60_000,
   ).catch((e: unknown) => t.fail((e as Error).message));
+  phase('every wake fired');
   const recs = await journal(pg.url);
   const times = new Map<string, number>();
   for (const r of recs)
@@ -133,8 +214,42 @@ t.test('chaos: 3 bermd, random SIGKILLs, a database restart', async (t) => {
       ]);
   for (const [id, d] of deliveries) if (d.length > 1) t.comment(`${id}: ${d.join('; ')}`);
   const repeats = checkWakes(t, recs, wakes);
+  // once the space is back a deploy is acknowledged, and then it is the database's
+  let deployed = 0;
+  await until(
+    'a deploy acknowledged once the space is back',
+    async () => {
+      for (const b of nodes) {
+        deployed = (await http(`${b.url}/harnesses/echo`, 'PUT', ECHO)).status;
+        if (deployed === 200) return true;
+      }
+      return false;
+    },
+    30_000,
+  ).catch((e: unknown) => t.fail((e as Error).message));
+  t.equal(deployed, 200, 'a deploy is acknowledged once the space is back');
+  t.same(
+    await deploymentNames(pg.url),
+    ['echo', 'qg'],
+    'the deployments in the database: qg, and echo once acknowledged',
+  );
   // no wake was given up on: the dead-letter set is empty
+  phase('deploy acknowledged');
   const dead = await fetch(`${nodes[0]!.url}/wakes/dead`).then((r) => r.json() as Promise<{ count: number }>);
   t.equal(dead.count, 0, 'the dead-letter set is empty');
   t.comment(`${repeats} re-deliveries, each journaled with its own attempt`);
+  t.comment(`phases: ${phases.join(', ')}`);
 });
+
+/** The names deployed in the database at `url`. */
+async function deploymentNames(url: string): Promise<string[]> {
+  const c = new pgLib.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<{ name: string }>('SELECT name FROM berm_deployments ORDER BY name')).rows.map(
+      (r) => r.name,
+    );
+  } finally {
+    await c.end();
+  }
+}

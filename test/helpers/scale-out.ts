@@ -27,15 +27,21 @@ export function declarations(): string {
   return file;
 }
 
-/** Three (or n) daemons on one store; stopped (SIGKILL) at teardown. */
+/**
+ * Three (or n) daemons on one store, their roots fresh directories under `at.under` (default: the
+ * system's temporary directory); stopped (SIGKILL) at teardown. The first starts alone (it creates
+ * the schema) and then the others together, or with `at.together` all at once (the schema's
+ * creation is serialised by its advisory lock: src/store/pg-schema.ts).
+ */
 export async function cluster(
   t: Test,
   url: string,
   n = 3,
   extra: Partial<BermdOptions> = {},
+  at: { under?: string; together?: boolean } = {},
 ): Promise<{ nodes: Bermd[]; opts: (i: number) => BermdOptions }> {
   const config = declarations();
-  const roots = Array.from({ length: n }, () => mkdtempSync(join(tmpdir(), 'bermd-scale-')));
+  const roots = Array.from({ length: n }, () => mkdtempSync(join(at.under ?? tmpdir(), 'bermd-scale-')));
   const opts = (i: number): BermdOptions => ({
     root: roots[i]!,
     store: url,
@@ -45,9 +51,11 @@ export async function cluster(
     leaseMs: LEASE_MS,
     ...extra,
   });
-  // one first (creates the schema), then the rest together
-  const nodes = [await startBermd(opts(0))];
-  nodes.push(...(await Promise.all(Array.from({ length: n - 1 }, (_, i) => startBermd(opts(i + 1))))));
+  const nodes = at.together ? [] : [await startBermd(opts(0))];
+  const first = nodes.length;
+  nodes.push(
+    ...(await Promise.all(Array.from({ length: n - first }, (_, i) => startBermd(opts(i + first))))),
+  );
   t.teardown(async () => {
     await Promise.all(nodes.map((b) => stopBermd(b)));
   });
