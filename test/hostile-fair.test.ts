@@ -202,6 +202,40 @@ t.test('8 abandoned spinning calls are cancelled: dropped if queued, interrupted
   );
 });
 
+t.test('a call whose POST /mcp is dropped by its client is cancelled, the session kept', async (t) => {
+  const d = await sharedDaemon(t);
+  const before = journal(d, 'h').length;
+  const running = await metric(d, 'berm_calls_cancelled_total{state="running"}');
+  // a session opened by the SDK's client; the call is a POST of its own on a raw socket
+  const client = new Client({ name: 'hostile-fair', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`));
+  await client.connect(transport);
+  t.teardown(() => client.close());
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 7,
+    method: 'tools/call',
+    params: { name: 'h.spin', arguments: {} },
+  });
+  const s = connect({ port: d.address.port, host: '127.0.0.1' });
+  s.on('error', () => undefined);
+  s.write(
+    `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+      `Accept: application/json, text/event-stream\r\nMcp-Session-Id: ${transport.sessionId}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  t.ok(await until(async () => (await metric(d, 'berm_in_flight')) === 1, 5000), 'the spin runs');
+  s.destroy();
+  t.ok(await until(() => journal(d, 'h').length === before + 1, 3000), 'journaled within 3 s');
+  const rec = journal(d, 'h')[before];
+  t.equal(rec?.outcome, 'cancelled');
+  t.match(rec?.detail ?? '', /interrupted/);
+  t.equal(await metric(d, 'berm_calls_cancelled_total{state="running"}'), running + 1);
+  // the session outlives the dropped request
+  const r = await client.callTool({ name: 'e.echo', arguments: { after: 'drop' } });
+  t.same(r.content, [{ type: 'text', text: '{"after":"drop"}' }]);
+});
+
 t.test('a call whose MCP session ends is cancelled', async (t) => {
   const d = await sharedDaemon(t);
   const before = journal(d, 'h').length;

@@ -157,6 +157,18 @@ export const RESOURCE_NOT_FOUND = -32002;
 /** Default bound on open MCP sessions (least recently used closed first). */
 export const MAX_MCP_SESSIONS = 1024;
 
+/** The ids of the JSON-RPC requests in a POSTed message or batch (notifications have none). */
+function requestIds(body: unknown): (string | number)[] {
+  const ids: (string | number)[] = [];
+  for (const m of Array.isArray(body) ? body : [body]) {
+    if (typeof m !== 'object' || m === null || typeof (m as { method?: unknown }).method !== 'string')
+      continue;
+    const id = (m as { id?: unknown }).id;
+    if (typeof id === 'string' || typeof id === 'number') ids.push(id);
+  }
+  return ids;
+}
+
 /** The MCP endpoint: sessions, their servers, and change notifications. */
 export class McpEndpoint {
   /** in order of last use, least recent first */
@@ -207,6 +219,19 @@ export class McpEndpoint {
         });
         return;
       }
+      // a client that drops its POST before the reply cancels the requests it carried, as a
+      // notifications/cancelled of each would (the SDK aborts their handlers); the session stays
+      const ids = req.method === 'POST' ? requestIds(body) : [];
+      if (ids.length > 0)
+        res.once('close', () => {
+          if (res.writableFinished) return;
+          for (const requestId of ids)
+            s.transport.onmessage?.({
+              jsonrpc: '2.0',
+              method: 'notifications/cancelled',
+              params: { requestId, reason: 'the HTTP client dropped its request before the reply' },
+            });
+        });
       await s.transport.handleRequest(req, res, body);
       return;
     }
@@ -292,7 +317,8 @@ export class McpEndpoint {
       if (session !== undefined) authority.session = session;
       if (sender !== undefined) authority.sender = sender;
       // the SDK aborts extra.signal when the session closes (DELETE, eviction, shutdown) or the
-      // client sends notifications/cancelled: the call is cancelled then
+      // client sends notifications/cancelled (or drops its POST: see handle): the call is
+      // cancelled then
       const gone = new AbortController();
       const onAbort = () => {
         const why: unknown = extra.signal.reason;
