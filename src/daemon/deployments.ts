@@ -204,6 +204,19 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     const granted = this.grants.grantFor(name, digest);
     const superseded = this.stored.get(name)?.digest;
     const deployedAt = Date.now();
+    this.putRecord(name, digest, bytes, granted, deployedAt);
+    this.setStored(name, { digest, deployedAt });
+    if (superseded !== undefined) this.dropIfUnused(superseded);
+  }
+
+  /** Commit `name`'s record to the store (its bytes too where the store keeps images). */
+  private putRecord(
+    name: string,
+    digest: string,
+    bytes: Uint8Array,
+    granted: DeployGrant,
+    deployedAt: number,
+  ): void {
     this.records.put({
       name,
       sha256: digest,
@@ -212,8 +225,6 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
       grant: granted.grant as Record<string, unknown>,
       deployedAt,
     });
-    this.setStored(name, { digest, deployedAt });
-    if (superseded !== undefined) this.dropIfUnused(superseded);
   }
 
   private setStored(name: string, s: Stored): void {
@@ -380,15 +391,7 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
         const superseded = this.stored.get(name)?.digest;
         deployedAt = opts.recordedAt ?? Date.now();
         try {
-          if (opts.recordedAt === undefined)
-            this.records.put({
-              name,
-              sha256: digest,
-              elf: this.records.holdsImages ? bytes : null,
-              capabilities: granted.capabilities,
-              grant: granted.grant as Record<string, unknown>,
-              deployedAt,
-            });
+          if (opts.recordedAt === undefined) this.putRecord(name, digest, bytes, granted, deployedAt);
           this.setStored(name, { digest, deployedAt });
         } finally {
           release();
