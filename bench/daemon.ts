@@ -10,10 +10,12 @@
  *
  * bermd runs with the per-harness rate limit lifted (it would refuse most of the load).
  * Defaults: 30 s for the tool, 10 s for each health phase (BENCH_QUICK=1: 3 s and 2 s). bermd runs
- * as a child process with 2 workers; the load generator is this process (both share the machine).
+ * as a child process with its default pool (a worker per core plus the reserve that one harness may
+ * not take); the load generator is this process (both share the machine).
  * With --json the last stdout line is `{"figures": {...}}` (bench/run.ts reads it).
  * BERMD_NODE_ARGS adds Node flags to bermd's command line, e.g. to profile the serving thread:
- * `BERMD_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' node ... bench/daemon.ts`.
+ * `BERMD_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' node ... bench/daemon.ts`; BERMD_ARGS adds
+ * bermd flags, e.g. `BERMD_ARGS='--workers 2'` to compare pools.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -47,10 +49,11 @@ function startBermd(root: string, cacheDir: string): Promise<{ proc: ChildProces
       [
         ...(process.env.BERMD_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
         join(ROOT, 'bin/bermd.js'),
-        ...['--addr', '127.0.0.1:0', '--root', root, '--cache-dir', cacheDir, '--workers', '2'],
+        ...['--addr', '127.0.0.1:0', '--root', root, '--cache-dir', cacheDir],
         // the per-harness rate limit (default 1000/s) would refuse most of the load: lift it, the
         // figure is the throughput of the path, not of the limiter
         ...['--limit', 'harnessRate=1000000', '--limit', 'harnessBurst=1000000'],
+        ...(process.env.BERMD_ARGS ?? '').split(/\s+/).filter(Boolean),
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );

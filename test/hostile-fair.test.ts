@@ -4,6 +4,7 @@
 // pool, and the queue serves harnesses round-robin), and calls whose HTTP client disconnected or
 // whose MCP session ended are cancelled — dropped from the queue or interrupted — and journaled
 // `cancelled`, counted in /metrics, long before their deadline.
+import { availableParallelism } from 'node:os';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import { connect, type Socket } from 'node:net';
@@ -88,11 +89,19 @@ function journal(d: TestDaemon, harness: string): { outcome: string; detail?: st
     .filter((r) => r.harness === harness);
 }
 
-/** A daemon on 2 workers with the spinning harness `h` and the echo harness `e` deployed and warm. */
-async function daemon(t: Test, limits: string[] = [], owner: Test = t): Promise<TestDaemon> {
+/**
+ * A daemon on 2 workers (`workers` null: bermd's default pool) with the spinning harness `h`
+ * and the echo harness `e` deployed and warm.
+ */
+async function daemon(
+  t: Test,
+  limits: string[] = [],
+  owner: Test = t,
+  workers: string | null = '2',
+): Promise<TestDaemon> {
   const t0 = performance.now();
   const d = await testDaemon({
-    workers: '2',
+    workers: workers ?? undefined,
     limit: [`timeoutMs=${SPIN_DEADLINE_MS}`, 'drainMs=500', 'graceMs=1000', ...limits],
   });
   owner.teardown(() => d.stop());
@@ -152,6 +161,39 @@ t.test('8 spinning calls of one harness leave a worker for another harness', asy
     journal(d, 'h').map((r) => r.outcome),
     Array(8).fill('cancelled'),
   );
+});
+
+t.test('the default pool: one spin per core runs, and another harness still finds a worker', async (t) => {
+  const cores = availableParallelism();
+  const d = await daemon(t, [], t, null);
+  const logs = d.logs.join('\n');
+  t.match(
+    logs,
+    new RegExp(`workers +${cores + 1} +\\(default: ${cores} cores \\+ 1`),
+    'a worker per core, plus one',
+  );
+  t.match(logs, new RegExp(`harnessConcurrency +${cores} +\\(default\\)`), 'one harness may use every core');
+  const gone = new AbortController();
+  const spins = Array.from({ length: 8 }, () =>
+    post(d, '/harnesses/h/tools/spin', '{}', gone.signal).catch(() => null),
+  );
+  t.ok(
+    await until(
+      async () =>
+        (await metric(d, 'berm_in_flight')) === cores && (await metric(d, 'berm_queue_depth')) === 8 - cores,
+      5000,
+    ),
+    `${cores} spins run (one per core), ${8 - cores} wait`,
+  );
+  const ms = await echoTimes(t, d, 10);
+  t.comment(`echo beside ${cores} running spins: ${ms.map((x) => x.toFixed(1)).join(' ')} ms`);
+  // the reserve worker shares the cores with the spins, time-sliced: bounds as in the first test
+  t.ok(median(ms) < 500, `median echo ${median(ms).toFixed(1)} ms < 500 ms`);
+  t.ok(Math.max(...ms) < 5000, `slowest echo ${Math.max(...ms).toFixed(1)} ms < 5 s`);
+  t.equal(await metric(d, 'berm_in_flight'), cores, 'the spins still run');
+  gone.abort();
+  await Promise.all(spins);
+  t.ok(await until(() => journal(d, 'h').length === 8, 3000), 'the 8 spins ended');
 });
 
 t.test('8 abandoned spinning calls are cancelled: dropped if queued, interrupted if running', async (t) => {

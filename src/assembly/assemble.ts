@@ -27,7 +27,7 @@ export interface RuntimeSettings {
   leaseMs?: number;
   /** the Wasm cache directory, or null for none */
   cacheDir: string | null;
-  /** worker threads (default: the number of cores) */
+  /** worker threads (default: the number of cores + 1, runtime/limits.ts defaultPoolSize) */
   workers?: number;
   /** resident bytes of the instance slots the workers keep, all together (default the runtime's) */
   instanceMemory?: number;

@@ -11,6 +11,7 @@
  * is a {@link RootInUseError} (src/runtime/state-lock.ts): the lock is taken before anything
  * under the root is read and released by the stop (or the process's end).
  */
+import { availableParallelism } from 'node:os';
 import * as fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
@@ -255,7 +256,13 @@ export async function startDaemon(
       log(
         `  warning: max-buffered-bytes ${settings.maxBufferedBytes.value} is below max-image-bytes ${settings.maxImageBytes.value}: the largest uploads will be refused 503`,
       );
-    show('workers', settings.workers);
+    show('workers', {
+      value: settings.workers.value,
+      source:
+        settings.workers.source === 'default'
+          ? `default: ${availableParallelism()} cores + 1, the reserve no single harness may take`
+          : settings.workers.source,
+    });
     show('max-instance-memory', {
       value: settings.maxInstanceMemory.value,
       source:

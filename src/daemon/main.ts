@@ -82,7 +82,7 @@ const program = new Command('bermd')
   )
   .option(
     '--workers <n>',
-    'worker threads for guests and translations (default: the core count; env BERMD_WORKERS)',
+    'worker threads for guests and translations (default: the core count + 1; env BERMD_WORKERS)',
   )
   .option(
     '--index <source>',

@@ -3,9 +3,10 @@
  * its default, and remembered with its source so the boot log can say where every limit came
  * from ("flag --max-image-bytes", "env BERMD_MAX_IMAGE_BYTES", "default").
  */
-import { availableParallelism, homedir } from 'node:os';
+import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { defaultInstanceMemory } from '../runtime/instance-budget.js';
+import { defaultPoolSize } from '../runtime/limits.js';
 import { defaultBufferBudget } from './budget.js';
 import { DEFAULT_IMAGE_BOUNDS } from './image-bounds.js';
 
@@ -261,7 +262,7 @@ export function resolveSettings(flags: Flags, env: NodeJS.ProcessEnv): Settings 
     workers: {
       flag: 'workers',
       env: 'BERMD_WORKERS',
-      def: () => availableParallelism(),
+      def: () => defaultPoolSize(),
       parse: parsePositive,
     },
   };

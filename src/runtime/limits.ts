@@ -4,6 +4,7 @@
  * the limit and its value, so a caller can tell "queue full" from "rate" from "depth".
  */
 
+import { availableParallelism } from 'node:os';
 import { WS_DEFAULT_LIMITS } from '../capabilities/ws/limits.js';
 
 /** How a schedule's next occurrence is handled while the previous one is still running. */
@@ -86,6 +87,18 @@ export interface RuntimeLimits {
 
 /** Where a limit's value came from, for the boot log. */
 export type LimitSource = 'default' | 'file' | 'flag' | 'env' | 'option';
+
+/**
+ * The default worker pool: one worker per core, plus one. harnessConcurrency keeps one worker of
+ * the pool back from any single harness, so the extra worker is that reserve: a lone harness
+ * still runs a guest on every core (its throughput is what a pool of one per core gives), and a
+ * call of another harness always finds a worker even while every core spins on one harness's
+ * calls (it then shares the cores with them, time-sliced, instead of waiting for their deadline).
+ * @returns a worker count >= 2
+ */
+export function defaultPoolSize(): number {
+  return availableParallelism() + 1;
+}
 
 /**
  * Defaults of {@link RuntimeLimits} for a pool of `poolSize` workers. harnessConcurrency is one

@@ -3,11 +3,16 @@
  * the pool size, the queue's limits with where each came from, the store (SQLite under the state
  * directory unless one is given), the Wasm cache directory and each worker's configuration.
  */
-import { cpus } from 'node:os';
 import * as path from 'node:path';
 import type { CapabilityLimits } from '../capabilities/types.js';
 import { defaultInstanceMemory, workerShare } from './instance-budget.js';
-import { checkLimits, defaultLimits, type LimitSource, type RuntimeLimits } from './limits.js';
+import {
+  checkLimits,
+  defaultLimits,
+  defaultPoolSize,
+  type LimitSource,
+  type RuntimeLimits,
+} from './limits.js';
 import type { PoolOptions } from './pool.js';
 import { SqliteStore } from '../store/sqlite-store.js';
 import type { RuntimeStore } from '../store/store.js';
@@ -18,7 +23,7 @@ export interface RuntimeOptions {
   state?: string;
   /** a storage backend (default: SqliteStore.open(state)) */
   store?: RuntimeStore;
-  /** workers (default: the number of cores) */
+  /** workers (default {@link defaultPoolSize}: one per core plus one) */
   poolSize?: number;
   /** overrides of the queue's limits */
   limits?: Partial<RuntimeLimits>;
@@ -62,14 +67,14 @@ export interface ResolvedOptions {
 }
 
 /**
- * Check `options` and fill in the defaults: the pool size (the number of cores), the limits
+ * Check `options` and fill in the defaults: the pool size (one worker per core plus one), the limits
  * (defaultLimits over the overrides, each source 'default' or the one given, 'option' when none
  * is), the store (SQLite under `state`, opened here) and the cache directory (`<state>/cache`).
  * @throws RangeError for a bad pool size, instance memory or limit, or neither a state directory
  *   nor a store; whatever opening the store throws.
  */
 export function resolveOptions(options: RuntimeOptions): ResolvedOptions {
-  const poolSize = options.poolSize ?? Math.max(1, cpus().length);
+  const poolSize = options.poolSize ?? defaultPoolSize();
   if (!Number.isSafeInteger(poolSize) || poolSize < 1)
     throw new RangeError(`pool size must be a positive integer, got ${poolSize}`);
   const im = options.instanceMemory;

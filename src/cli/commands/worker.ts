@@ -99,7 +99,7 @@ export function registerWorker(program: Command, ctx: CliContext): void {
       'share the due-set, storage keys and journal with other processes in PostgreSQL (postgres://user@host:port/db); default: SQLite under --state',
     )
     .option('--lease <ms>', 'with --store: lease of a claimed wake (default 10000)', parsePositiveInt)
-    .option('--workers <n>', 'worker threads (default: the number of cores)', parsePositiveInt)
+    .option('--workers <n>', 'worker threads (default: the number of cores + 1)', parsePositiveInt)
     .option('--limit <key=value>', 'set a limit, e.g. --limit timeoutMs=5000 (repeatable)', collect)
     .action(
       (
