@@ -13,6 +13,7 @@ import type {
   WakeInfo,
   WakeRequest,
 } from '../contract/index.js';
+import type { CancelSignal } from '../runtime/index.js';
 import type { Deployments } from './deployments.js';
 import type { DeploymentStore } from '../store/store.js';
 
@@ -67,7 +68,7 @@ export interface Backend {
     harness: string,
     tool: string,
     argsJson: string,
-    options: { onLog?: (line: string) => void; authority?: Authority; signal?: AbortSignal },
+    options: { onLog?: (line: string) => void; authority?: Authority; signal?: CancelSignal },
   ): Promise<InvokeOutcome>;
   /**
    * Arm a wake of `harness`'s on_wake.

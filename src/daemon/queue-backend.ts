@@ -8,6 +8,7 @@
 import {
   BermRuntime,
   LIST_WAKES_MAX_BYTES,
+  type CancelSignal,
   deadWakeInfo,
   wakeInfo,
   type Outcome,
@@ -92,7 +93,7 @@ export class QueueBackend implements Backend {
     harness: string,
     tool: string,
     argsJson: string,
-    options: { onLog?: (line: string) => void; authority?: Authority; signal?: AbortSignal },
+    options: { onLog?: (line: string) => void; authority?: Authority; signal?: CancelSignal },
   ): Promise<InvokeOutcome> {
     const o = await this.runtime.invoke(harness, tool, argsJson, {
       ...(options.onLog ? { onLog: options.onLog } : {}),

@@ -13,7 +13,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Authority } from '../contract/index.js';
 import { LimitError, TokenBucket, type RuntimeLimits } from './limits.js';
-import { fromRun, refused, type Counters, type InvocationInfo, type Job, type Outcome } from './outcome.js';
+import {
+  fromRun,
+  refused,
+  type CancelSignal,
+  type Counters,
+  type InvocationInfo,
+  type Job,
+  type Outcome,
+} from './outcome.js';
 import type { WorkerPool } from './pool.js';
 import type { ChainSpec } from './worker-messages.js';
 import type { JournalRecord, RuntimeStore } from '../store/store.js';
@@ -418,7 +426,7 @@ export class Dispatcher {
 }
 
 /** The reason a caller's signal was aborted with, as text (a default when it gave none). */
-function reasonOf(signal: AbortSignal | undefined): string {
+function reasonOf(signal: CancelSignal | undefined): string {
   const r: unknown = signal?.reason;
   return typeof r === 'string' ? r : 'the caller went away before the reply';
 }

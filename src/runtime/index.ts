@@ -20,6 +20,7 @@ export {
   wakeSpec,
   type ArmSpec,
   BermRuntime,
+  type CancelSignal,
   ON_NOTIFY,
   ON_WAKE,
   type DeployedHarness,

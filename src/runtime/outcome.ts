@@ -77,9 +77,26 @@ export interface InvokeOptions {
   /**
    * aborted when nobody waits for the outcome any more (the HTTP client disconnected, the MCP
    * session ended): the invocation is dropped if still queued, interrupted if running, and
-   * journaled `cancelled`; its reason (a string) is the record's detail
+   * journaled `cancelled`; its reason (a string) is the record's detail. An AbortSignal will do.
    */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
+}
+
+/**
+ * What the queue reads of a caller's cancellation: whether it has happened, why, and one listener
+ * for when it does. An AbortSignal has this shape; so does the daemon's per-request hook, which
+ * costs nothing until its client leaves (an AbortController per call does: an EventTarget, its
+ * listener list and the signal's bookkeeping, on every call that is never cancelled).
+ */
+export interface CancelSignal {
+  /** true once cancelled */
+  readonly aborted: boolean;
+  /** why (a string, journaled as the cancelled record's detail), once aborted */
+  readonly reason: unknown;
+  /** call `listener` once when cancelled (never when already cancelled: check `aborted` first) */
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  /** forget `listener` (the outcome came first) */
+  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 /** One guest start waiting in the queue or running in a worker. */
@@ -108,7 +125,7 @@ export interface Job {
   /** builds the arguments at launch from the invocation's instant (a notify record's `now`) */
   argsAt?: (now: number) => string;
   /** aborted when nobody waits for the outcome any more (InvokeOptions.signal) */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
   /** the run's interrupt word, once launched */
   interrupt?: SharedArrayBuffer;
   /** why the run was cancelled, once its signal aborted while it ran */

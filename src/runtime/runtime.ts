@@ -465,6 +465,7 @@ export type { DeployedHarness } from './registry.js';
 export {
   ON_NOTIFY,
   ON_WAKE,
+  type CancelSignal,
   type InvocationInfo,
   type InvokeOptions,
   type Outcome,

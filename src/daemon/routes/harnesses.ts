@@ -16,6 +16,7 @@
 import type { IncomingMessage } from 'node:http';
 import { MAX_AUTHORITY_CHARS } from '../../contract/index.js';
 import type { Authority, InvokeOutcome, InvokeReply } from '../../contract/index.js';
+import { ClientGone } from '../client-gone.js';
 import type { CodeListings } from '../code-routes.js';
 import { describe } from '../deployments.js';
 import { HttpError, endSliced, readBody, routeHarnessName, sendJson, sendJsonBytes } from '../http.js';
@@ -138,11 +139,7 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
     const authority = authorityFromHeaders(req);
     // a client that disconnects before its reply cancels the call: dropped if queued, interrupted
     // if running (a reply handed to the socket in full is finished, not cancelled)
-    const gone = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) gone.abort('the HTTP client disconnected before the reply');
-    });
-    const signal = gone.signal;
+    const signal = new ClientGone(res);
     if (!sse) {
       const out = await ctx.backend.invoke(harness, tool, args, { authority, signal });
       if (out.chain !== undefined) res.setHeader('x-berm-chain', out.chain);
