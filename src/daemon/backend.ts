@@ -109,9 +109,11 @@ export interface Backend {
    */
   start?(): void;
   /**
-   * With a store shared by several daemons: bring `deployments` in line with the store and keep
-   * them in step (src/daemon/cluster.ts); called after the local restore, before {@link start}.
-   * @returns problems met, one line each
+   * With a store shared by several daemons: apply to `deployments` the changes other daemons made
+   * since the backend was built (it holds them from then on, before the store's records are read
+   * for the restore) and keep them in step (src/daemon/cluster.ts); called after the restore,
+   * before {@link start}.
+   * @returns problems met applying the held changes, one line each
    */
   join?(deployments: Deployments): Promise<string[]>;
   /** Every limit of the runtime as [name, value, source] for the boot log (optional). */

@@ -10,19 +10,19 @@
  * - A deploy announced by another daemon is read from the database and deployed here through the
  *   same path as an upload (this daemon's declaration decides the grant; the image compiles on
  *   this daemon's workers and cache), so MCP clients of every daemon get list_changed.
- * - At boot the database is the source of truth: the daemon restores what it records, then what
- *   it holds and this daemon lacks (or holds with another digest) is deployed, what this daemon
- *   holds and it lacks is removed.
+ * - At boot the database is the source of truth: the daemon restores what it records (one read of
+ *   each record with its bytes, src/daemon/deployments.ts load), and the changes other daemons
+ *   announce from the moment the backend exists (before that read) are held and applied once the
+ *   restore is done, so none made meanwhile is missed and nothing is read twice.
  */
 import type { DueFollower, PgStore } from '../store/pg-store.js';
-import { untilStoreAnswers } from '../store/store-fault.js';
 import type { InvokeOutcome } from '../contract/index.js';
 import type { BermRuntime } from '../runtime/index.js';
 import type { Backend } from './backend.js';
 import type { Deployments } from './deployments.js';
 import { QueueBackend } from './queue-backend.js';
 
-/** What {@link joinCluster} needs of the runtime behind the backend (BermRuntime has it). */
+/** What {@link followCluster} needs of the runtime behind the backend (BermRuntime has it). */
 export type Rescannable = DueFollower;
 
 /**
@@ -31,7 +31,11 @@ export type Rescannable = DueFollower;
  * {@link Backend.join} keeping deployments and the due heap in step with the other daemons.
  */
 export class ClusterBackend extends QueueBackend {
+  private readonly following: ClusterFollower;
+
   /**
+   * Starts holding the deployment changes other daemons announce (see {@link followCluster}), so
+   * it is constructed before the store's deployments are read.
    * @param runtime the queue, on `store`
    * @param store the shared PostgreSQL store the runtime was opened on
    * @param log one line per event worth the operator's attention (a deployment that failed to follow)
@@ -39,9 +43,10 @@ export class ClusterBackend extends QueueBackend {
   constructor(
     runtime: BermRuntime,
     private readonly store: PgStore,
-    private readonly log: (line: string) => void,
+    log: (line: string) => void,
   ) {
     super(runtime);
+    this.following = followCluster(store, runtime, log);
   }
 
   /**
@@ -59,72 +64,72 @@ export class ClusterBackend extends QueueBackend {
     return super.invoke(...args);
   }
 
-  /** Follow the other daemons: see {@link joinCluster}. */
+  /** Follow the other daemons: see {@link followCluster}. */
   join(deployments: Deployments): Promise<string[]> {
-    return joinCluster(deployments, this.store, this.runtime, this.log);
+    return this.following.join(deployments);
   }
 }
 
+/** The deployment changes of the other daemons, held from {@link followCluster} until `join`. */
+export interface ClusterFollower {
+  /**
+   * Apply the changes held so far to `deployments` (restored from the store's records, read after
+   * {@link followCluster} was called), then every later one as it comes, and follow the due heap
+   * of the other daemons. Call once; resolves when the held changes are applied.
+   * @returns the held changes that could not be applied, one line each (later ones are logged)
+   */
+  join(deployments: Deployments): Promise<string[]>;
+}
+
 /**
- * Bring `deployments` in line with the database, then keep it (and the runtime's due heap) in
- * step with the other daemons.
- * @returns problems met at boot, one line each (an image that no longer deploys here)
+ * Start holding the deployment changes the other daemons announce on `store`. Called before the
+ * store's deployments are read for the restore, so each record is read once at boot: a change
+ * made before that read is in it, one made after is held here, and one made in between is in
+ * both (its record is then read again and left as it is when the restore published that digest).
+ * A change is applied without being written back: the database holds it already.
  */
-export async function joinCluster(
-  deployments: Deployments,
+export function followCluster(
   store: PgStore,
   runtime: Rescannable,
   log: (line: string) => void,
-): Promise<string[]> {
-  const problems: string[] = [];
-
-  // changes another daemon made: the database holds them already, so they are applied here
-  // without being written back
-  const applyPut = async (name: string): Promise<void> => {
+): ClusterFollower {
+  let target: Deployments | null = null;
+  /** failures of the changes held until join, then null (later failures are logged) */
+  let held: string[] | null = [];
+  const applyPut = async (d: Deployments, name: string): Promise<void> => {
     const rec = store.deployments.get(name);
     if (!rec) return;
-    if (deployments.get(name)?.digest === rec.sha256) return;
+    if (d.get(name)?.digest === rec.sha256) return;
     // the shared store holds every record's bytes (holdsImages)
     if (rec.elf === null) throw new Error(`the shared store holds no image for ${name}`);
-    await deployments.deploy(name, rec.elf, { recordedAt: rec.deployedAt });
+    await d.deploy(name, rec.elf, { recordedAt: rec.deployedAt });
   };
-  const applyRemove = async (name: string): Promise<void> => {
-    if (!deployments.get(name)) return;
-    await deployments.undeploy(name, { recorded: true });
+  const applyRemove = async (d: Deployments, name: string): Promise<void> => {
+    if (!d.get(name)) return;
+    await d.undeploy(name, { recorded: true });
   };
-
-  // listen before reading the database, so no change made meanwhile is missed; apply changes only
-  // after the boot sync (in order, one at a time)
+  // changes apply in order, one at a time, once join released them
   let release!: () => void;
   let chain = new Promise<void>((r) => (release = r));
   store.on('deployment', (c: { name: string; op: 'put' | 'remove'; by: string }) => {
     chain = chain
-      .then(() => (c.op === 'put' ? applyPut(c.name) : applyRemove(c.name)))
-      .catch((e: unknown) => log(`deployment ${c.name} from ${c.by} not applied: ${(e as Error).message}`));
+      .then(() => (c.op === 'put' ? applyPut(target!, c.name) : applyRemove(target!, c.name)))
+      .catch((e: unknown) => {
+        const line = `deployment ${c.name} from ${c.by} not applied: ${(e as Error).message}`;
+        if (held !== null) held.push(line);
+        else log(line);
+      });
   });
-  store.follow(runtime);
-  runtime.rescan();
-
-  // the database may be away for a moment (restarted while this daemon started): the daemon
-  // listens already and answers 503 until its deployments are in place, so it waits for the
-  // database rather than exit
-  const records = await untilStoreAnswers(
-    () => store.deployments.list(),
-    (why, wait) => log(`the shared store's deployments cannot be read yet (${why}); again in ${wait} ms`),
-  );
-  const shared = new Set<string>();
-  for (const rec of records) {
-    shared.add(rec.name);
-    try {
-      await applyPut(rec.name);
-    } catch (e) {
-      problems.push(
-        `harness ${rec.name} (sha256 ${rec.sha256}) from the shared store: ${(e as Error).message}`,
-      );
-    }
-  }
-  for (const d of deployments.list()) if (!shared.has(d.name)) await applyRemove(d.name);
-
-  release();
-  return problems;
+  return {
+    async join(deployments: Deployments): Promise<string[]> {
+      target = deployments;
+      store.follow(runtime);
+      runtime.rescan();
+      release();
+      await chain;
+      const problems = held ?? [];
+      held = null;
+      return problems;
+    },
+  };
 }
