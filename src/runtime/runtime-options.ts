@@ -55,6 +55,12 @@ export interface RuntimeOptions {
    * (default defaultInstanceMemory(): a quarter of the machine's memory; instance-budget.ts)
    */
   instanceMemory?: number;
+  /**
+   * entries of the store's (when, seq) index the due heap reads at a time (default DUE_WINDOW,
+   * 16,384; wake-scheduler.ts): at start it holds this many of the pending wakes, not all of them,
+   * and reads as many more each time its last one comes within a second of due
+   */
+  dueWindow?: number;
 }
 
 /** Options resolved: every default filled in, every value checked. */
@@ -70,7 +76,7 @@ export interface ResolvedOptions {
  * Check `options` and fill in the defaults: the pool size (one worker per core plus one), the limits
  * (defaultLimits over the overrides, each source 'default' or the one given, 'option' when none
  * is), the store (SQLite under `state`, opened here) and the cache directory (`<state>/cache`).
- * @throws RangeError for a bad pool size, instance memory or limit, or neither a state directory
+ * @throws RangeError for a bad pool size, instance memory, due window or limit, or neither a state directory
  *   nor a store; whatever opening the store throws.
  */
 export function resolveOptions(options: RuntimeOptions): ResolvedOptions {
@@ -80,6 +86,9 @@ export function resolveOptions(options: RuntimeOptions): ResolvedOptions {
   const im = options.instanceMemory;
   if (im !== undefined && !(Number.isSafeInteger(im) && im > 0))
     throw new RangeError(`instance memory must be a positive number of bytes, got ${im}`);
+  const dw = options.dueWindow;
+  if (dw !== undefined && !(Number.isSafeInteger(dw) && dw > 0))
+    throw new RangeError(`due window must be a positive integer, got ${dw}`);
   const limits = { ...defaultLimits(poolSize), ...options.limits };
   checkLimits(limits);
   const sources = {} as Record<keyof RuntimeLimits, LimitSource>;

@@ -113,6 +113,7 @@ export class BermRuntime extends EventEmitter {
       emit,
       log,
       left: (armedBy) => this.arming.unsettle(armedBy),
+      ...(options.dueWindow !== undefined ? { window: options.dueWindow } : {}),
     });
     this.arming = new WakeArming(this.limits, store, this.registry, () => this.scheduler, emit);
     this.hostCalls = new HostCalls(this.arming);

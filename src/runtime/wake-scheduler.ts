@@ -5,6 +5,16 @@
  * (wake-delivery.ts), which starts them, holds a schedule to one occurrence at a time and settles
  * each claim (finished, delivered again, or dead-lettered: docs/wakes.md).
  *
+ * The heap is a window of the due-set: it holds every pending wake up to the horizon, the last
+ * (when, seq) read from the store in due order, and none past it. The store's (when, seq) index is
+ * read {@link DUE_WINDOW} entries at a time (RuntimeOptions.dueWindow), at load and again whenever
+ * the horizon comes within {@link REFILL_AHEAD_MS} of now, so a drain always finds every due wake
+ * in the heap while a large due-set costs its window in memory and at start, not its size. An
+ * arming past the horizon is not pushed: the read that moves the horizon over it brings it. Once a
+ * read comes back short, the whole due-set is in the heap and the horizon is +Infinity. A wake's
+ * (when, seq) never changes (a re-arm is a new seq), so an entry that reaches the heap twice (a
+ * rescan of an arming the window had already read) costs one failed claim, nothing else.
+ *
  * Delivery is at-least-once (docs/runtime-queue.md): a wake is claimed in the store (its attempt
  * counted) before it runs and forgotten only after its outcome is journaled (dispatcher.ts), so a
  * process killed in between re-fires it at the next start with attempt + 1.
@@ -17,6 +27,7 @@ import type { WorkerPool } from './pool.js';
 import type { HarnessRegistry } from './registry.js';
 import { WakeDelivery } from './wake-delivery.js';
 import type { RuntimeStore, WakeRecord } from '../store/store.js';
+import { storeFault } from '../store/store-fault.js';
 
 /**
  * The longest the due timer sleeps, ms. Due instants are wall-clock instants but timers run on the
@@ -30,6 +41,16 @@ const MAX_TIMER_MS = 1000;
  * a longer run of held wakes at the head is worked through by the drains that follow.
  */
 const SET_ASIDE_PER_DRAIN = 512;
+/**
+ * Entries of the (when, seq) index read from the store at a time (16 bytes each in the heap). A
+ * read costs ~1 us per entry, taken in the drain that needs it: a few ms once per DUE_WINDOW wakes.
+ */
+export const DUE_WINDOW = 16_384;
+/**
+ * The window is read further once its horizon comes this close, ms (the timer's longest sleep, so
+ * an idle timer wakes for it before the entries past the horizon can fall due).
+ */
+const REFILL_AHEAD_MS = MAX_TIMER_MS;
 
 /** What the wake scheduler reaches besides the dispatcher and the registry. */
 export interface WakeSchedulerDeps {
@@ -43,6 +64,8 @@ export interface WakeSchedulerDeps {
   log(line: string): void;
   /** one of the wakes `armedBy` armed left the due-set here (fired) */
   left(armedBy: string): void;
+  /** entries of the store's (when, seq) index read at a time (default {@link DUE_WINDOW}) */
+  window?: number;
 }
 
 /** The due heap, its timer and the drains that claim due wakes for delivery. */
@@ -57,6 +80,13 @@ export class WakeScheduler {
    */
   private held = new Map<string, DueHeap>();
   private maxSeq = 0;
+  /**
+   * The horizon: the last (when, seq) read from the store's index in due order. Every pending wake
+   * up to it is in the heap (or set aside in `held`), none past it; +Infinity once the due-set was
+   * read to its end, -Infinity before the first read.
+   */
+  private horizonWhen = -Infinity;
+  private horizonSeq = -Infinity;
   /** pending wakes in the store (kept here: counting rows per arm would be O(n)) */
   pendingCount = 0;
   /** due wakes up to this instant have been counted as spilled once */
@@ -84,11 +114,13 @@ export class WakeScheduler {
   private wakesStarted = 0;
   private lastSpillLog = 0;
   private readonly d: WakeSchedulerDeps;
+  private readonly window: number;
   /** starts what a drain claims and settles each claim once its outcome is known */
   readonly delivery: WakeDelivery;
 
   constructor(deps: WakeSchedulerDeps) {
     this.d = deps;
+    this.window = deps.window ?? DUE_WINDOW;
     this.delivery = new WakeDelivery({
       ...deps,
       redeliver: this.redeliver,
@@ -100,15 +132,62 @@ export class WakeScheduler {
     return this.d.dispatcher.closed;
   }
 
-  /** Load the due-set from the store: claimed-but-unfinished wakes first, then the pending index. */
+  /**
+   * Load the due-set from the store: claimed-but-unfinished wakes first, then the count of pending
+   * ones, the highest seq (later armings by other processes are rescanned past it) and the first
+   * window of the (when, seq) index. A store fault on that window leaves it to the first drain.
+   * @throws what the store throws for the claims, the count or the highest seq
+   */
   load(): void {
-    const claimed = this.d.store.dues.claimed();
+    const dues = this.d.store.dues;
+    const claimed = dues.claimed();
     for (const c of claimed) this.redeliver.push(c);
-    const { when, seq } = this.d.store.dues.index(0);
-    this.heap = DueHeap.from(when, seq);
+    this.maxSeq = dues.lastSeq();
+    this.pendingCount = dues.count();
+    this.heap = new DueHeap(this.window);
     this.held.clear();
-    this.pendingCount = seq.length;
-    for (let i = 0; i < seq.length; i++) if (seq[i]! > this.maxSeq) this.maxSeq = seq[i]!;
+    this.horizonWhen = -Infinity;
+    this.horizonSeq = -Infinity;
+    try {
+      this.readWindow();
+    } catch (e) {
+      if (storeFault(e) === null) throw e;
+    }
+  }
+
+  /** Whether (when, seq) lies past the horizon (the store holds it; the heap does not). */
+  private pastHorizon(when: number, seq: number): boolean {
+    return when > this.horizonWhen || (when === this.horizonWhen && seq > this.horizonSeq);
+  }
+
+  /** Read the next window of the store's (when, seq) index into the heap and move the horizon. */
+  private readWindow(): void {
+    const after: [number, number] | null =
+      this.horizonWhen === -Infinity ? null : [this.horizonWhen, this.horizonSeq];
+    const { when, seq } = this.d.store.dues.window(after, this.window);
+    // in due order: each push stays at the bottom of the heap
+    for (let i = 0; i < seq.length; i++) this.heap.push(when[i]!, seq[i]!);
+    if (seq.length < this.window) {
+      this.horizonWhen = Infinity;
+      this.horizonSeq = Infinity;
+    } else {
+      this.horizonWhen = when[seq.length - 1]!;
+      this.horizonSeq = seq[seq.length - 1]!;
+    }
+  }
+
+  /**
+   * Read windows until the horizon is more than {@link REFILL_AHEAD_MS} past `now`: then every
+   * wake due by then is in the heap. @throws what the store throws (the horizon stays where the
+   * last read left it)
+   */
+  private fill(now: number): void {
+    while (this.horizonWhen !== Infinity && this.horizonWhen <= now + REFILL_AHEAD_MS) this.readWindow();
+  }
+
+  /** When the window must be read further (Infinity once the whole due-set is in the heap). */
+  private get refillAt(): number {
+    return this.horizonWhen === Infinity ? Infinity : this.horizonWhen - REFILL_AHEAD_MS;
   }
 
   /** Whether {@link start} was called and the runtime was not closed: wakes are delivered. */
@@ -138,7 +217,9 @@ export class WakeScheduler {
   rescan(): number {
     const { when, seq } = this.d.store.dues.index(this.maxSeq);
     for (let i = 0; i < seq.length; i++) {
-      this.heap.push(when[i]!, seq[i]!);
+      // past the horizon: the window's later read brings it (before that read, or after it: an
+      // entry already read comes twice, and the second costs one failed claim)
+      if (!this.pastHorizon(when[i]!, seq[i]!)) this.heap.push(when[i]!, seq[i]!);
       if (seq[i]! > this.maxSeq) this.maxSeq = seq[i]!;
     }
     // another process may also have cancelled some: take the store's word for the count
@@ -154,14 +235,15 @@ export class WakeScheduler {
       this.started &&
       !this.closed &&
       this.redeliver.length === 0 &&
-      this.heap.peekWhen() > Date.now() &&
+      Math.min(this.heap.peekWhen(), this.horizonWhen) > Date.now() &&
       this.d.dispatcher.capacity() > 0
     );
   }
 
   /** Take (when, seq) entries of pending armings into the due heap (see BermRuntime.adopt). */
   adopt(when: ArrayLike<number>, seq: ArrayLike<number>): void {
-    for (let i = 0; i < seq.length; i++) this.heap.push(when[i]!, seq[i]!);
+    for (let i = 0; i < seq.length; i++)
+      if (!this.pastHorizon(when[i]!, seq[i]!)) this.heap.push(when[i]!, seq[i]!);
     this.notBefore = 0;
     this.armTimer();
   }
@@ -170,7 +252,7 @@ export class WakeScheduler {
   armed(record: WakeRecord, replaced: boolean): void {
     if (!replaced) this.pendingCount++;
     if (record.seq > this.maxSeq) this.maxSeq = record.seq;
-    this.heap.push(record.when, record.seq);
+    if (!this.pastHorizon(record.when, record.seq)) this.heap.push(record.when, record.seq);
     this.notBefore = 0;
     this.armTimer();
   }
@@ -188,7 +270,8 @@ export class WakeScheduler {
   armTimer(): void {
     if (this.closed || !this.started) return;
     const now = Date.now();
-    let at = this.redeliver.length > 0 ? now : Math.min(this.heap.peekWhen(), this.heldAt(now));
+    let at =
+      this.redeliver.length > 0 ? now : Math.min(this.heap.peekWhen(), this.heldAt(now), this.refillAt);
     // due work that could not start sleeps until a limit frees (not a zero-delay timer per turn)
     if (at < this.notBefore) at = this.notBefore;
     if (at === this.timerAt && this.timer) return;
@@ -272,6 +355,8 @@ export class WakeScheduler {
     const dues = this.d.store.dues;
     const registry = this.d.registry;
     const now = Date.now();
+    // every wake due by now is in the heap from here on (a store fault leaves them all due)
+    this.fill(now);
     const setAside: [number, number][] = [];
     const startedBefore = this.wakesStarted;
     // harnesses whose due wakes were held back by a limit in this drain
@@ -394,7 +479,7 @@ export class WakeScheduler {
     this.notBefore =
       this.wakesStarted === startedBefore && (this.redeliver.length > 0 || this.heap.peekWhen() <= now)
         ? // ...but an entry falling due later still fires on time
-          Math.min(this.blockedUntil(now, blocked), this.heap.earliestAfter(now))
+          Math.min(this.blockedUntil(now, blocked), this.heap.earliestAfter(now), this.refillAt)
         : 0;
     if (spilled > 0) {
       this.d.counters.spills += spilled;

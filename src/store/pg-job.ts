@@ -38,6 +38,8 @@ export interface PgJob {
     | 'count'
     | 'countArmedBy'
     | 'index'
+    | 'window'
+    | 'lastSeq'
     | 'claim'
     | 'claimDue'
     | 'claimedBy'
@@ -85,6 +87,12 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
         const r = await sql.index(p, a[0] as number);
         return { when: Float64Array.from(r.when), seq: Float64Array.from(r.seq) };
       }
+      case 'window': {
+        const r = await sql.window(p, a[0] as [number, number] | null, a[1] as number);
+        return { when: Float64Array.from(r.when), seq: Float64Array.from(r.seq) };
+      }
+      case 'lastSeq':
+        return sql.lastSeq(p);
       case 'claim':
         return sql.claim(p, a[0] as number, a[1] as string, a[2] as number, a[3] as string[] | null);
       case 'claimDue':

@@ -226,6 +226,38 @@ export async function index(db: Queryable, afterSeq: number): Promise<{ when: nu
 }
 
 /**
+ * (when, seq) of the first `limit` pending wakes in due order after `after` (from the earliest
+ * when null): one range of the berm_wakes_when index (see DueStore.window).
+ */
+export async function window(
+  db: Queryable,
+  after: readonly [number, number] | null,
+  limit: number,
+): Promise<{ when: number[]; seq: number[] }> {
+  const r = await db.query<[number, string]>(
+    after === null
+      ? {
+          text: 'SELECT when_ms, seq FROM berm_wakes ORDER BY when_ms, seq LIMIT $1',
+          values: [limit],
+          rowMode: 'array',
+        }
+      : {
+          text: `SELECT when_ms, seq FROM berm_wakes WHERE (when_ms, seq) > ($1::float8, $2::bigint)
+                 ORDER BY when_ms, seq LIMIT $3`,
+          values: [after[0], after[1], limit],
+          rowMode: 'array',
+        },
+  );
+  return { when: r.rows.map((x) => x[0]), seq: r.rows.map((x) => Number(x[1])) };
+}
+
+/** The highest seq of a pending wake, 0 when there is none. */
+export async function lastSeq(db: Queryable): Promise<number> {
+  const r = await db.query<{ n: string | null }>('SELECT max(seq) AS n FROM berm_wakes');
+  return Number(r.rows[0]?.n ?? 0);
+}
+
+/**
  * Claim the pending arming `seq` for `owner` under a lease of `leaseMs` (database clock): in one
  * statement, take the row unless another daemon holds it (`FOR UPDATE SKIP LOCKED`), move it to
  * berm_claims with attempt + 1.

@@ -523,6 +523,10 @@ export class PgStore extends EventEmitter implements RuntimeStore {
           return { when: new Float64Array(0), seq: new Float64Array(0) };
         }
       },
+      // a fault reaches the wake scheduler, which reads the window again after its wait
+      window: (after: readonly [number, number] | null, limit: number) =>
+        this.call<{ when: Float64Array; seq: Float64Array }>('window', after, limit),
+      lastSeq: () => this.call<number>('lastSeq'),
       claim: (seq: number) => {
         // nothing is claimed while this process's owner lock is not held (its listener is down):
         // the others would take the claim back at once

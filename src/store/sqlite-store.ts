@@ -114,6 +114,12 @@ class SqliteDues implements DueStore {
         'SELECT count(*) AS n FROM (SELECT 1 FROM wakes WHERE armed_by = ? AND harness = ? LIMIT ?)',
       ),
       index: p('SELECT when_ms, seq FROM wakes WHERE seq > ? ORDER BY seq').raw(true),
+      // both walk the wakes_when index from its start or from a (when, seq) on
+      windowFirst: p('SELECT when_ms, seq FROM wakes ORDER BY when_ms, seq LIMIT ?').raw(true),
+      windowAfter: p(
+        'SELECT when_ms, seq FROM wakes WHERE (when_ms, seq) > (?, ?) ORDER BY when_ms, seq LIMIT ?',
+      ).raw(true),
+      lastSeq: p('SELECT max(seq) AS n FROM wakes'),
       take: p('DELETE FROM wakes WHERE seq = ? RETURNING *'),
       claimIns: p(
         `INSERT OR REPLACE INTO claims (seq, ${WAKE_COLUMNS}, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -218,6 +224,27 @@ class SqliteDues implements DueStore {
       n++;
     }
     return { when: when.subarray(0, n), seq: seq.subarray(0, n) };
+  }
+
+  window(after: readonly [number, number] | null, limit: number): { when: Float64Array; seq: Float64Array } {
+    const rows = (
+      after === null
+        ? this.s.windowFirst.iterate(limit)
+        : this.s.windowAfter.iterate(after[0], after[1], limit)
+    ) as IterableIterator<[number, number]>;
+    const when = new Float64Array(limit);
+    const seq = new Float64Array(limit);
+    let n = 0;
+    for (const row of rows) {
+      when[n] = row[0];
+      seq[n] = row[1];
+      n++;
+    }
+    return { when: when.subarray(0, n), seq: seq.subarray(0, n) };
+  }
+
+  lastSeq(): number {
+    return (this.s.lastSeq.get() as { n: number | null }).n ?? 0;
   }
 
   claim(seq: number): WakeRecord | null {

@@ -97,6 +97,14 @@ export interface DueStore extends DeadLetterStore {
   /** (when, seq) of every pending wake with seq > afterSeq, in seq order, as two flat arrays. */
   index(afterSeq: number): { when: Float64Array; seq: Float64Array };
   /**
+   * (when, seq) of the first `limit` pending wakes in due order ((when, seq) ascending) that come
+   * after `after` (all from the earliest when null), as two flat arrays in that order: one range
+   * of the (when, seq) index, so a read costs the rows it returns, not the due-set's size.
+   */
+  window(after: readonly [number, number] | null, limit: number): { when: Float64Array; seq: Float64Array };
+  /** The highest seq of a pending wake, 0 when there is none (one index lookup). */
+  lastSeq(): number;
+  /**
    * Take the pending arming `seq` for delivery: in one transaction remove it from the pending set
    * and record it as claimed with attempt + 1.
    * @returns the claimed record, or null when that arming is gone (cancelled or replaced).
