@@ -1,37 +1,52 @@
 // The due-set held as a window (src/runtime/wake-scheduler.ts): a start reads one window of the
 // store's (when, seq) index (RuntimeOptions.dueWindow entries; DUE_WINDOW by default), not every
-// pending wake, and reads further as the horizon comes due. Across those reads, arms and re-arms on both sides of the horizon, cancels, a rescan
-// and a restart, every pending wake fires exactly once, in due order ((when, seq) ascending).
+// pending wake, and reads further as the horizon comes due. Across those reads, arms and re-arms
+// on both sides of the horizon, cancels, a rescan and a restart, every pending wake fires exactly
+// once, in due order ((when, seq) ascending). On PostgreSQL two daemons, each with its own window
+// of the shared due-set, run every wake once.
 //
-// Most wakes are of a harness that is not deployed: each fires as one journaled error record and
-// nothing runs. The window here is 400 entries (the default's 16,384 would make the same test
-// arm and fire 41,000 wakes). Two wakes of a deployed harness (the
-// queue test guest) are armed through the runtime, one before the horizon and one past it.
+// Most SQLite wakes are of a harness that is not deployed: each fires as one journaled error
+// record and nothing runs. The window here is 400 entries (the default's 16,384 would make the
+// same test arm and fire 41,000 wakes). Two wakes of a deployed harness (the queue test guest)
+// are armed through the runtime, one before the horizon and one past it.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import pg from 'pg';
 import t from 'tap';
 import { BermRuntime, readJournal, SqliteStore, type JournalRecord } from '../src/runtime/index.js';
-import type { WakeSpec } from '../src/store/store.js';
+import { PgStore } from '../src/store/pg-store.js';
+import * as pgSql from '../src/store/pg-sql.js';
+import type { DueStore, WakeSpec } from '../src/store/store.js';
+import { shutdownBridge } from '../src/sync/bridge.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
+import { freshDatabase } from './helpers/pg.js';
 import { until } from './helpers/wait.js';
 
 const W = 400;
 const QG = new Uint8Array(fs.readFileSync(path.join(ROOT, 'test/data/queue-guest.elf')));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-reload-window-'));
 t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
+t.teardown(() => shutdownBridge());
 
-/** A store whose window reads are recorded: [after, rows returned]. */
-function spied(state: string): { store: SqliteStore; reads: [readonly [number, number] | null, number][] } {
-  const store = SqliteStore.open(state);
-  const reads: [readonly [number, number] | null, number][] = [];
-  const read = store.dues.window.bind(store.dues);
-  store.dues.window = (after, limit) => {
+type Reads = [readonly [number, number] | null, number][];
+
+/** Record the window reads of `dues`: [after, rows returned] each. */
+function spy(dues: DueStore): Reads {
+  const reads: Reads = [];
+  const read = dues.window.bind(dues);
+  dues.window = (after, limit) => {
     const r = read(after, limit);
     reads.push([after, r.seq.length]);
     return r;
   };
-  return { store, reads };
+  return reads;
+}
+
+/** A SQLite store whose window reads are recorded. */
+function spied(state: string): { store: SqliteStore; reads: Reads } {
+  const store = SqliteStore.open(state);
+  return { store, reads: spy(store.dues) };
 }
 
 const wake = (id: string, when: number): WakeSpec => ({
@@ -171,4 +186,67 @@ t.test('a due-set of 2.5 windows fires once each, in due order, across a restart
   const journaled = readJournal(path.join(state, 'journal.jsonl')).filter((r) => r.trigger === 'wake');
   t.equal(journaled.length, want.length + 2, 'one journal record per wake');
   t.equal(new Set(journaled.map((r) => r.wake)).size, want.length + 2, 'no wake journaled twice');
+});
+
+t.test('PostgreSQL: two daemons with windows of a shared due-set run each wake once', async (t) => {
+  const url = await freshDatabase(t);
+  if (url === null) return;
+  const N = Math.ceil(2.5 * W);
+  const base = Date.now() + 2000;
+  const stores: PgStore[] = [];
+  const reads: Reads[] = [];
+  for (const owner of ['A', 'B']) {
+    const store = await PgStore.open(url, { owner, leaseMs: 1000 });
+    stores.push(store);
+    reads.push(spy(store.dues));
+  }
+  const ids = new Set<string>();
+  const batch: WakeSpec[] = [];
+  for (let k = 0; k < N; k++) {
+    const id = `p${k}`;
+    batch.push({ ...wake(id, base + Math.floor((((k * 7919) % N) * 3000) / N)), harness: 'qg' });
+    ids.add(id);
+  }
+  stores[0]!.dues.armMany(batch);
+  const rts: BermRuntime[] = [];
+  for (const store of stores) {
+    const rt = await BermRuntime.create({ store, poolSize: 1, cacheDir: TEST_CACHE, dueWindow: W });
+    store.attach(rt);
+    rts.push(rt);
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  pool.on('error', () => {});
+  t.teardown(async () => {
+    await Promise.all(rts.map((r) => r.close(2000)));
+    await pool.end();
+  });
+  t.same(
+    reads.map((r) => r.slice()),
+    [[[null, W]], [[null, W]]],
+    'each daemon read one window at its start',
+  );
+  for (const rt of rts) await rt.deploy('qg', QG, { capabilities: [] }, { persist: false });
+  // armed on A while both run, before and past B's horizon: B takes them from the notification
+  // (before its horizon) or from a later window (past it)
+  for (const [id, at] of [
+    ['x-early', base + 10],
+    ['x-late', base + 2990],
+  ] as const) {
+    rts[0]!.arm({ harness: 'qg', at, id });
+    ids.add(id);
+  }
+  for (const rt of rts) rt.start();
+  const wakes = async () => (await pgSql.readJournal(pool)).filter((r) => r.trigger === 'wake');
+  await until('every wake journaled', async () => (await wakes()).length >= ids.size, 120_000);
+  const w = await wakes();
+  t.equal(w.length, ids.size, 'no wake ran twice');
+  t.same(w.map((r) => r.wake).sort(), [...ids].sort(), 'every wake ran');
+  t.ok(
+    w.every((r) => r.outcome === 'ok' && r.attempt === 1),
+    'first attempts, all ok',
+  );
+  t.ok(
+    reads.every((r) => r.length >= 3),
+    `both read further windows (${reads.map((r) => r.length).join(', ')} reads)`,
+  );
 });
