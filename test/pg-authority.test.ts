@@ -109,11 +109,12 @@ t.test('a schema-1 database is migrated in place; its pending wakes have no auth
   pool.on('error', () => {});
   t.teardown(() => pool.end());
   // schema 1 as a berm of that version left it: no authority columns, no armed_by index, no
-  // dead-letter set (schema 5), no journal write ids (schema 6), one pending wake, one journal row
+  // dead-letter set (schema 5), no journal write ids (schema 6), no record of upstream imports
+  // (schema 7), one pending wake, one journal row
   await sql.migrate(pool, 'setup', 'test');
   await pool.query(`ALTER TABLE berm_wakes DROP COLUMN authority; ALTER TABLE berm_claims DROP COLUMN authority;
     DROP INDEX berm_wakes_armed_by; DROP TABLE berm_dead; ALTER TABLE berm_journal DROP COLUMN wid;
-    UPDATE berm_schema SET version = 1`);
+    DROP TABLE berm_reference_imports; UPDATE berm_schema SET version = 1`);
   await pool.query(`INSERT INTO berm_journal (daemon, rec) VALUES ('old', '{"trigger": "call"}')`);
   await pool.query(
     `INSERT INTO berm_wakes (id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at)
@@ -123,7 +124,7 @@ t.test('a schema-1 database is migrated in place; its pending wakes have no auth
   t.teardown(() => store.close());
   const v = await pool.query<{ version: number }>('SELECT version FROM berm_schema');
   t.same(v.rows, [{ version: sql.SCHEMA_VERSION }], 'migrated to the current schema');
-  t.equal(sql.SCHEMA_VERSION, 6);
+  t.equal(sql.SCHEMA_VERSION, 7);
   store.journal.append({
     trigger: 'call',
     harness: 'h',

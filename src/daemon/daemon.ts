@@ -7,7 +7,8 @@
  *
  * Boot refusals (thrown as {@link BootError}): a non-loopback address without a token, a token
  * file that cannot be read, a declaration file with refused entries or an fs/exec root that does
- * not exist (each with its fix), a damaged legacy deployment index (deployments.json). A `--root` held by another process
+ * not exist (each with its fix), a damaged legacy deployment index (deployments.json) or record of
+ * upstream imports (reference-imports.json). A `--root` held by another process
  * is a {@link RootInUseError} (src/runtime/state-lock.ts): the lock is taken before anything
  * under the root is read and released by the stop (or the process's end).
  */
@@ -332,6 +333,10 @@ export async function startDaemon(
           shared
             ? `  deleted deployments/deployments.json, this daemon's copy of the shared store's deployments (they are the database's)`
             : `  moved ${r.migrated} deployments from deployments/deployments.json into the store; the file is deleted`,
+        );
+      if (r.importsMigrated !== null)
+        log(
+          `  moved ${r.importsMigrated} records of upstream imports from deployments/reference-imports.json into the store; the file is deleted`,
         );
       if (r.removed.length > 0)
         log(`  removed ${r.removed.length} stored images no deployment uses (deployments/images)`);

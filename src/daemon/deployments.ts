@@ -26,6 +26,7 @@ import type { Grants } from './grants.js';
 import { HttpError } from './http.js';
 import { checkCodeBounds, checkTableBounds, DEFAULT_IMAGE_BOUNDS, type ImageBounds } from './image-bounds.js';
 import { ImageFiles, readLegacyIndex, retireLegacyIndex, sha256Hex } from './image-files.js';
+import { readLegacyImports, retireLegacyImports } from './reference-root.js';
 import { storeFault, untilStoreAnswers } from '../store/store-fault.js';
 import type { DeploymentStore } from '../store/store.js';
 
@@ -107,6 +108,8 @@ export interface LoadReport {
   removed: string[];
   /** entries of a legacy `deployments.json` moved into the store (null: there was none) */
   migrated: number | null;
+  /** entries of a legacy `reference-imports.json` moved into the store (null: there was none) */
+  importsMigrated: number | null;
 }
 
 /** Published harnesses, their durable record, and argument validators. */
@@ -143,17 +146,22 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   }
 
   /**
-   * Read the store's records, first moving a legacy index (`<root>/deployments/deployments.json`
-   * of earlier versions) into the store and deleting it durably, then delete the stored images no
-   * record uses. A shared store is the truth about every daemon's deployments, so a legacy index
-   * (this daemon's local copy) is deleted without being imported. While the store is unreachable
-   * (a shared one restarted while the daemon starts) the read is tried again (250 ms doubling to
-   * 5 s, a `log` line each time). Call once, before {@link restore}.
-   * @throws Error naming the file when the legacy index is not its JSON; the store's error when
-   *   it is not a store fault
+   * Read the store's records, first moving the files of earlier versions into the store and
+   * deleting each durably (unlinked, its directory fsynced): the legacy index
+   * (`<root>/deployments/deployments.json`) and the record of upstream imports
+   * (`<root>/deployments/reference-imports.json`, src/daemon/reference-root.ts); then delete the
+   * stored images no record uses. A shared store is the truth about every daemon's deployments, so
+   * a legacy index (this daemon's local copy) is deleted without being imported. While the store
+   * is unreachable (a shared one restarted while the daemon starts) the record of imports and the
+   * read are tried again (250 ms doubling to 5 s, a `log` line each time). Call once, before
+   * {@link restore}.
+   * @throws Error naming the file when a legacy file is not its JSON (nothing is moved then); the
+   *   store's error when it is not a store fault
    */
   async load(log: (line: string) => void): Promise<LoadReport> {
     let migrated: number | null = null;
+    // both files are read before either is moved, so a damaged one leaves both as they are
+    const legacyImports = readLegacyImports(this.images.root);
     const legacy = readLegacyIndex(this.images.root);
     if (legacy !== null) {
       if (!this.records.holdsImages) {
@@ -172,6 +180,13 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
       retireLegacyIndex(this.images.root);
       migrated = this.records.holdsImages ? 0 : legacy.size;
     }
+    if (legacyImports !== null) {
+      await untilStoreAnswers(
+        () => this.records.recordReferenceImports(legacyImports),
+        (why, wait) => log(`the store cannot record upstream imports yet (${why}); again in ${wait} ms`),
+      );
+      retireLegacyImports(this.images.root);
+    }
     const list = await untilStoreAnswers(
       () => this.records.list(),
       (why, wait) => log(`the store's deployments cannot be read yet (${why}); again in ${wait} ms`),
@@ -181,7 +196,12 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
       if (r.elf !== null) this.loadedBytes.set(r.name, r.elf);
     }
     const removed = this.images.removeUnused(new Set(this.uses.keys()));
-    return { records: list.length, removed, migrated };
+    return {
+      records: list.length,
+      removed,
+      migrated,
+      importsMigrated: legacyImports === null ? null : legacyImports.size,
+    };
   }
 
   /** How many deployments the store records (after {@link load}). */
@@ -207,6 +227,16 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     this.putRecord(name, digest, bytes, granted, deployedAt);
     this.setStored(name, { digest, deployedAt });
     if (superseded !== undefined) this.dropIfUnused(superseded);
+  }
+
+  /** The store's record of upstream images imported (src/daemon/reference-root.ts): name -> sha256. */
+  referenceImports(): Map<string, string> {
+    return this.records.referenceImports();
+  }
+
+  /** Add `imported` (name -> sha256) to the store's record of upstream imports, durably. */
+  recordReferenceImports(imported: ReadonlyMap<string, string>): void {
+    this.records.recordReferenceImports(imported);
   }
 
   /** Commit `name`'s record to the store (its bytes too where the store keeps images). */

@@ -93,8 +93,13 @@ export function readLegacyIndex(root: string): Map<string, LegacyEntry> | null {
 
 /** Delete the legacy index durably (its entries are in the store by then). */
 export function retireLegacyIndex(root: string): void {
-  fs.rmSync(path.join(root, LEGACY_INDEX), { force: true });
-  syncDir(root);
+  removeDurably(path.join(root, LEGACY_INDEX));
+}
+
+/** Delete `file` (a no-op when it is absent) and fsync its directory, so the deletion is durable. */
+export function removeDurably(file: string): void {
+  fs.rmSync(file, { force: true });
+  syncDir(path.dirname(file));
 }
 
 /** Images by digest, on disk under one root directory. */

@@ -5,30 +5,34 @@
  * files under `<root>/deployments/`, beside them; records in the runtime's store) before it restores, so moving from one daemon to the other
  * loses no deployment. Upstream's files are only ever read: never moved, rewritten or deleted.
  *
- * Each import is recorded in `<root>/deployments/reference-imports.json` (`{"version":1,
- * "imported":{"<name>":"<sha256 hex>"}}`): an image already imported with the same bytes is not
+ * Each import is recorded in the runtime's store (src/store/store.ts DeploymentStore
+ * referenceImports, name -> sha256): an image already imported with the same bytes is not
  * imported again, so a harness undeployed from bermd stays undeployed across restarts while its
  * upstream file stays in place; a file whose bytes changed since (upstream deployed it again) is
- * imported again.
+ * imported again. Earlier versions kept that record as `<root>/deployments/reference-imports.json`
+ * (`{"version":1,"imported":{"<name>":"<sha256 hex>"}}`); {@link readLegacyImports} and
+ * {@link retireLegacyImports} move it into the store.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { HARNESS_NAME } from './http.js';
-import { sha256Hex, writeFileAtomic } from './image-files.js';
+import { removeDurably, sha256Hex } from './image-files.js';
 
 /** Upstream's image directory under a state root. */
 export const REFERENCE_IMAGES_DIR = 'harnesses';
-/** The record of imported upstream images, under the deployment store's directory. */
+/** The record of imported upstream images of earlier versions, under `<root>/deployments`. */
 export const REFERENCE_IMPORTS_FILE = 'reference-imports.json';
 
 /** Where {@link importReferenceRoot} imports to (src/daemon/deployments.ts Deployments has it). */
 export interface ImportTarget {
-  /** the deployment images' folder, `<root>/deployments`: the import record is kept there */
-  readonly images: { readonly root: string };
   /** the digest the store records for `name`, or undefined */
   storedDigest(name: string): string | undefined;
   /** store `bytes` and record them as `name`'s deployment (durably; not published yet) */
   importImage(name: string, bytes: Uint8Array): void;
+  /** the store's record of imports: name -> sha256 of the bytes imported */
+  referenceImports(): Map<string, string>;
+  /** add `imported` (name -> sha256) to the store's record of imports, durably */
+  recordReferenceImports(imported: ReadonlyMap<string, string>): void;
 }
 
 /** What {@link importReferenceRoot} did. */
@@ -39,16 +43,37 @@ export interface ReferenceImport {
   skipped: string[];
 }
 
-function readRecord(file: string): Record<string, string> {
+/**
+ * The record of imports an earlier version kept in `<dir>/reference-imports.json` (`dir` is
+ * `<root>/deployments`), or null when there is none. Entries whose digest is not sha256 hex are
+ * left out (their image is imported again, which changes nothing when the bytes are the same).
+ * @throws Error naming the file when it exists but is not that record's JSON
+ */
+export function readLegacyImports(dir: string): Map<string, string> | null {
+  const file = path.join(dir, REFERENCE_IMPORTS_FILE);
+  if (!fs.existsSync(file)) return null;
+  let doc: { version?: unknown; imported?: unknown };
   try {
-    const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as { version?: unknown; imported?: unknown };
-    if (doc.version === 1 && typeof doc.imported === 'object' && doc.imported !== null)
-      return { ...(doc.imported as Record<string, string>) };
-  } catch {
-    // absent (nothing imported yet) or unreadable: importing again is harmless, the bytes are
-    // content-addressed and an unchanged deployment is left as it is
+    doc = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof doc;
+  } catch (e) {
+    throw new Error(`${file} is not valid JSON (${(e as Error).message}); restore it or move it away`);
   }
-  return {};
+  if (
+    doc.version !== 1 ||
+    typeof doc.imported !== 'object' ||
+    doc.imported === null ||
+    Array.isArray(doc.imported)
+  )
+    throw new Error(`${file} is not a version 1 record of upstream imports; restore it or move it away`);
+  const out = new Map<string, string>();
+  for (const [name, digest] of Object.entries(doc.imported as Record<string, unknown>))
+    if (typeof digest === 'string' && /^[0-9a-f]{64}$/.test(digest)) out.set(name, digest);
+  return out;
+}
+
+/** Delete the legacy record of imports under `dir` durably (its entries are in the store by then). */
+export function retireLegacyImports(dir: string): void {
+  removeDurably(path.join(dir, REFERENCE_IMPORTS_FILE));
 }
 
 /**
@@ -57,7 +82,7 @@ function readRecord(file: string): Record<string, string> {
  * deployed under that name (replacing what bermd had under it: upstream's file is the newer
  * deploy). A file over `maxImageBytes`, a link, a directory or a bad name is skipped and reported.
  * @returns what was imported and skipped (nothing when `<root>/harnesses` does not exist)
- * @throws Error only when the store or the record cannot be written (the caller reports it)
+ * @throws Error only when the store cannot be read or written (the caller reports it)
  */
 export function importReferenceRoot(
   root: string,
@@ -73,9 +98,8 @@ export function importReferenceRoot(
   } catch {
     return out;
   }
-  const recordFile = path.join(store.images.root, REFERENCE_IMPORTS_FILE);
-  const record = readRecord(recordFile);
-  let changed = false;
+  const record = store.referenceImports();
+  const recorded = new Map<string, string>();
   for (const file of names) {
     if (!file.endsWith('.elf')) continue;
     const name = file.slice(0, -'.elf'.length);
@@ -103,14 +127,13 @@ export function importReferenceRoot(
       continue;
     }
     const digest = sha256Hex(bytes);
-    if (record[name] === digest) continue;
+    if (record.get(name) === digest) continue;
     if (store.storedDigest(name) !== digest) {
       store.importImage(name, new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
       out.imported.push(name);
     }
-    record[name] = digest;
-    changed = true;
+    recorded.set(name, digest);
   }
-  if (changed) writeFileAtomic(recordFile, JSON.stringify({ version: 1, imported: record }, null, 1) + '\n');
+  store.recordReferenceImports(recorded);
   return out;
 }

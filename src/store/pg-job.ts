@@ -50,6 +50,8 @@ export interface PgJob {
     | 'removeDeployment'
     | 'getDeployment'
     | 'listDeployments'
+    | 'listReferenceImports'
+    | 'putReferenceImports'
     | 'appendJournal'
     | 'flush'
     | 'deadLetter'
@@ -121,6 +123,10 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
         return (await sql.getDeployment(p, a[0] as string)) ?? null;
       case 'listDeployments':
         return sql.listDeployments(p);
+      case 'listReferenceImports':
+        return sql.listReferenceImports(p);
+      case 'putReferenceImports':
+        return sql.putReferenceImports(p, a[0] as [string, string][]);
       case 'appendJournal':
         return sql.appendJournal(p, a[0] as string, a[1] as sql.JournalRow[]);
       case 'deadLetter':

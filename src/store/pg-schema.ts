@@ -19,12 +19,14 @@
  *                     again after its first write's answer was lost is stored once.
  *   berm_dead         the dead-letter set (schema 5): one row per wake id, the claim's columns,
  *                     why (reason, last_error), deliveries started, when it entered (dead_at).
+ *   berm_reference_imports  the upstream images imported into the deployments (schema 7): name ->
+ *                     sha256 of the bytes last imported under it (src/daemon/reference-root.ts).
  *   berm_schema       the version, who wrote it and when (created by {@link migrate}).
  */
 import type pg from 'pg';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /** Key of the advisory lock held while the schema is created or migrated. */
 const SCHEMA_LOCK = 0x6265726e;
@@ -147,6 +149,13 @@ const MIGRATIONS: string[] = [
   `
   ALTER TABLE berm_journal ADD COLUMN wid text;
   CREATE UNIQUE INDEX berm_journal_wid ON berm_journal (wid);
+  `,
+  // 6 -> 7: the record of imported upstream images, kept in the store as every other state (a
+  // JSON file under the daemon's root before)
+  `
+  CREATE TABLE IF NOT EXISTS berm_reference_imports (
+    name text PRIMARY KEY,
+    sha256 text NOT NULL);
   `,
 ];
 

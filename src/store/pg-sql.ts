@@ -577,6 +577,25 @@ export async function listDeployments(db: Queryable): Promise<PgDeployment[]> {
   return r.rows.map(deployment);
 }
 
+/** The record of imported upstream images, as [name, sha256] pairs. */
+export async function listReferenceImports(db: Queryable): Promise<[string, string][]> {
+  const r = await db.query<{ name: string; sha256: string }>(
+    'SELECT name, sha256 FROM berm_reference_imports',
+  );
+  return r.rows.map((x) => [x.name, x.sha256]);
+}
+
+/** Record imports of upstream images ([name, sha256] pairs; one statement, replacing by name). */
+export async function putReferenceImports(db: Queryable, imported: [string, string][]): Promise<void> {
+  if (imported.length === 0) return;
+  await db.query(
+    `INSERT INTO berm_reference_imports (name, sha256)
+     SELECT * FROM unnest($1::text[], $2::text[])
+     ON CONFLICT (name) DO UPDATE SET sha256 = EXCLUDED.sha256`,
+    [imported.map((e) => e[0]), imported.map((e) => e[1])],
+  );
+}
+
 // ------------------------------------------------------------------ journal
 
 /**

@@ -690,6 +690,10 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       },
       get: (name: string) => this.call<DeploymentRecord | null>('getDeployment', name) ?? undefined,
       list: () => this.call<DeploymentRecord[]>('listDeployments'),
+      referenceImports: () => new Map(this.call<[string, string][]>('listReferenceImports')),
+      recordReferenceImports: (imported: ReadonlyMap<string, string>) => {
+        if (imported.size > 0) this.call('putReferenceImports', [...imported]);
+      },
     };
   }
 

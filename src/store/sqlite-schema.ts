@@ -11,6 +11,8 @@
  *                when the image is a content-addressed file outside the database (schema 4)
  *   dead         (id PRIMARY KEY, the claim's columns, reason, last_error, attempts, dead_at): the
  *                dead-letter set (schema 3)
+ *   reference_imports (name PRIMARY KEY, sha256): the upstream images imported into the
+ *                deployments, by name (schema 5; a `deployments/reference-imports.json` before)
  * a key-value file (the storage capability's `database`, and <state>/kv.sqlite):
  *   berm_kv      (harness, key, value) PRIMARY KEY (harness, key), WITHOUT ROWID
  * the protocol door's subscriptions file:
@@ -19,7 +21,7 @@
 import type { SqliteDatabase } from './sqlite-driver.js';
 
 /** Schema version of state.sqlite, kept in PRAGMA user_version; a newer one is refused. */
-export const STATE_SCHEMA_VERSION = 4;
+export const STATE_SCHEMA_VERSION = 5;
 
 const STATE_TABLES = `
   CREATE TABLE IF NOT EXISTS wakes (
@@ -44,6 +46,7 @@ const STATE_TABLES = `
     chain TEXT, depth INTEGER NOT NULL, armed_at REAL NOT NULL, attempt INTEGER NOT NULL,
     authority TEXT, reason TEXT NOT NULL, last_error TEXT NOT NULL, attempts INTEGER NOT NULL,
     dead_at REAL NOT NULL);
+  CREATE TABLE IF NOT EXISTS reference_imports (name TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
 `;
 
 /**
@@ -70,6 +73,7 @@ export function createStateSchema(db: SqliteDatabase, file: string): void {
     if (elfRequired)
       db.exec('INSERT INTO deployments SELECT * FROM deployments_schema3; DROP TABLE deployments_schema3');
   })();
+  // schema 4 -> 5: the record of imported upstream images (STATE_TABLES creates it when missing)
   // schema 2 -> 3: the dead-letter set (the CREATE TABLE IF NOT EXISTS above)
   // schema 1 -> 2: wakes keep the arming invocation's authority
   for (const table of ['wakes', 'claims']) {

@@ -411,6 +411,22 @@ class SqliteDeployments implements DeploymentStore {
       deployment,
     );
   }
+  referenceImports(): Map<string, string> {
+    const rows = this.db.prepare('SELECT name, sha256 FROM reference_imports').all() as {
+      name: string;
+      sha256: string;
+    }[];
+    return new Map(rows.map((r) => [r.name, r.sha256]));
+  }
+  recordReferenceImports(imported: ReadonlyMap<string, string>): void {
+    if (imported.size === 0) return;
+    const put = this.db.prepare('INSERT OR REPLACE INTO reference_imports (name, sha256) VALUES (?, ?)');
+    this.synced(() =>
+      this.db.transaction(() => {
+        for (const [name, sha256] of imported) put.run(name, sha256);
+      })(),
+    );
+  }
 }
 
 interface DeploymentRow {

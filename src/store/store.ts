@@ -231,6 +231,17 @@ export interface DeploymentStore {
   get(name: string): DeploymentRecord | undefined;
   /** Every record, by name. */
   list(): DeploymentRecord[];
+  /**
+   * The upstream images imported into the deployments (src/daemon/reference-root.ts): name ->
+   * lowercase hex sha256 of the bytes last imported under that name.
+   */
+  referenceImports(): Map<string, string>;
+  /**
+   * Record the imports `imported` (name -> sha256), replacing the records of those names, in one
+   * transaction, durable when it returns.
+   * @throws the backend's write error (a full disk, the database away): nothing changed then
+   */
+  recordReferenceImports(imported: ReadonlyMap<string, string>): void;
 }
 
 /** The storage capability's keys, namespaced by harness. */
