@@ -37,19 +37,44 @@ export const DEFAULT_KEEPER_LIMITS: KeeperLimits = {
   keepIdleBytes: 1 << 20,
 };
 
+/**
+ * One kept slot, a node of two doubly linked lists: the keeper's (least recently kept first) and
+ * its owner's (most recently kept last). The records are reused: taking a slot and keeping it
+ * again, what every invocation does, allocates nothing (a Set and a Map per list did: their hash
+ * tables shrank on the delete and grew again on the add, a few hundred bytes per invocation).
+ */
 interface Kept<T> {
-  owner: object;
-  item: T;
+  owner: object | null;
+  item: T | null;
   bytes: number;
   /** performance.now() when it was kept */
   at: number;
+  older: Kept<T> | null;
+  newer: Kept<T> | null;
+  ownerOlder: Kept<T> | null;
+  ownerNewer: Kept<T> | null;
+}
+
+/** An owner's kept slots: the most recently kept and how many. */
+interface OwnerList<T> {
+  newest: Kept<T> | null;
+  n: number;
 }
 
 /** The kept slots of one engine (see the module comment); one thread only. */
 export class SlotKeeper<T> {
-  /** every kept slot, least recently kept first */
-  private readonly lru = new Set<Kept<T>>();
-  private readonly byOwner = new Map<object, Kept<T>[]>();
+  /** the least and the most recently kept slot (any owner's) */
+  private oldest: Kept<T> | null = null;
+  private newest: Kept<T> | null = null;
+  private kept = 0;
+  /**
+   * Each owner's kept slots. Weak: an owner dropped without forget() is not held by its entry,
+   * which stays while the owner lives (so that an owner alternating between none and one kept
+   * slot does not add and delete it each time).
+   */
+  private readonly byOwner = new WeakMap<object, OwnerList<T>>();
+  /** records of taken or dropped slots, for the next keep (at most maxSlots) */
+  private readonly free: Kept<T>[] = [];
   private held = 0;
   private timer: NodeJS.Timeout | null = null;
   /** slots dropped (by the bounds or the sweep) since the keeper was made */
@@ -72,23 +97,21 @@ export class SlotKeeper<T> {
 
   /** Slots kept now. */
   get size(): number {
-    return this.lru.size;
+    return this.kept;
   }
 
   /** Slots kept for `owner`. */
   count(owner: object): number {
-    return this.byOwner.get(owner)?.length ?? 0;
+    return this.byOwner.get(owner)?.n ?? 0;
   }
 
   /** A kept slot of `owner` (the most recently kept), removed from the keeper; or undefined. */
   take(owner: object): T | undefined {
-    const list = this.byOwner.get(owner);
-    const k = list?.pop();
-    if (k === undefined) return undefined;
-    if (list!.length === 0) this.byOwner.delete(owner);
-    this.lru.delete(k);
-    this.held -= k.bytes;
-    return k.item;
+    const k = this.byOwner.get(owner)?.newest;
+    if (k === undefined || k === null) return undefined;
+    const item = k.item as T;
+    this.remove(k);
+    return item;
   }
 
   /**
@@ -102,17 +125,39 @@ export class SlotKeeper<T> {
       return false;
     }
     while (
-      this.lru.size > 0 &&
-      (this.held + bytes > this.limits.maxBytes || this.lru.size >= this.limits.maxSlots)
+      this.oldest !== null &&
+      (this.held + bytes > this.limits.maxBytes || this.kept >= this.limits.maxSlots)
     ) {
-      this.remove(this.lru.values().next().value as Kept<T>);
+      this.remove(this.oldest);
       this.dropped++;
     }
-    const k: Kept<T> = { owner, item, bytes, at: performance.now() };
-    this.lru.add(k);
+    const k = this.free.pop() ?? {
+      owner: null,
+      item: null,
+      bytes: 0,
+      at: 0,
+      older: null,
+      newer: null,
+      ownerOlder: null,
+      ownerNewer: null,
+    };
+    k.owner = owner;
+    k.item = item;
+    k.bytes = bytes;
+    k.at = performance.now();
+    k.older = this.newest;
+    k.newer = null;
+    if (this.newest !== null) this.newest.newer = k;
+    else this.oldest = k;
+    this.newest = k;
     let list = this.byOwner.get(owner);
-    if (list === undefined) this.byOwner.set(owner, (list = []));
-    list.push(k);
+    if (list === undefined) this.byOwner.set(owner, (list = { newest: null, n: 0 }));
+    k.ownerOlder = list.newest;
+    k.ownerNewer = null;
+    if (list.newest !== null) list.newest.ownerNewer = k;
+    list.newest = k;
+    list.n++;
+    this.kept++;
     this.held += bytes;
     this.arm();
     return true;
@@ -120,10 +165,8 @@ export class SlotKeeper<T> {
 
   /** Drop every slot kept for `owner` (its module was undeployed or replaced). */
   forget(owner: object): void {
-    for (const k of this.byOwner.get(owner) ?? []) {
-      this.lru.delete(k);
-      this.held -= k.bytes;
-    }
+    const list = this.byOwner.get(owner);
+    while (list?.newest) this.remove(list.newest);
     this.byOwner.delete(owner);
   }
 
@@ -134,23 +177,37 @@ export class SlotKeeper<T> {
    */
   sweep(now = performance.now()): number {
     let freed = 0;
-    for (const k of [...this.lru]) {
+    for (let k = this.oldest; k !== null;) {
+      const next = k.newer;
       if (now - k.at < this.limits.idleMs) break;
-      if (k.bytes <= this.limits.keepIdleBytes) continue;
-      this.remove(k);
-      this.dropped++;
-      freed += k.bytes;
+      if (k.bytes > this.limits.keepIdleBytes) {
+        freed += k.bytes;
+        this.remove(k);
+        this.dropped++;
+      }
+      k = next;
     }
     if (freed > 0) this.reclaim?.();
     return freed;
   }
 
+  /** Unlink `k` from both lists and keep its record for reuse (it holds nothing after). */
   private remove(k: Kept<T>): void {
-    this.lru.delete(k);
+    if (k.older !== null) k.older.newer = k.newer;
+    else this.oldest = k.newer;
+    if (k.newer !== null) k.newer.older = k.older;
+    else this.newest = k.older;
+    const list = this.byOwner.get(k.owner!)!;
+    if (k.ownerOlder !== null) k.ownerOlder.ownerNewer = k.ownerNewer;
+    if (k.ownerNewer !== null) k.ownerNewer.ownerOlder = k.ownerOlder;
+    else list.newest = k.ownerOlder;
+    list.n--;
+    this.kept--;
     this.held -= k.bytes;
-    const list = this.byOwner.get(k.owner)!;
-    list.splice(list.indexOf(k), 1);
-    if (list.length === 0) this.byOwner.delete(k.owner);
+    k.owner = null;
+    k.item = null;
+    k.older = k.newer = k.ownerOlder = k.ownerNewer = null;
+    if (this.free.length < this.limits.maxSlots) this.free.push(k);
   }
 
   /** A sweep `idleMs` from now while a slot that a sweep would drop is kept (never keeps the process alive). */
@@ -159,7 +216,7 @@ export class SlotKeeper<T> {
     this.timer = setTimeout(() => {
       this.timer = null;
       this.sweep();
-      for (const k of this.lru) {
+      for (let k = this.oldest; k !== null; k = k.newer) {
         if (k.bytes > this.limits.keepIdleBytes) {
           this.arm();
           break;
