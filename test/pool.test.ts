@@ -3,6 +3,7 @@
 import t from 'tap';
 import { basicHostFunctions, Engine, Linker } from '../src/engine/engine.js';
 import { readImage } from '../src/translate/module.js';
+import { computeLayout } from '../src/translate/abi.js';
 import { join } from 'node:path';
 import { fixtureElfs, ROOT, TEST_CACHE } from './helpers/fixtures.js';
 
@@ -73,6 +74,27 @@ t.test('a guest store anywhere (not only near sp or the image) is reset', async 
   inst.dispose();
   const again = new Linker(engine).instantiate(mod);
   for (const a of targets) t.equal(again.call('peek', BigInt(a))[0], 0n, `0x${a.toString(16)} is zero again`);
+  again.dispose();
+});
+
+t.test('the heap starts at the first 4 KiB page past the image; a store in the gap is reset', async (t) => {
+  // docs/engine.md, Layout: [image][heap ...], the heap from the image's end rounded up to 4 KiB.
+  // A reset zeroes [0, dirty_hi) whole, the gap included, so the gap is kept under a page.
+  const opts = { memorySize: 1 << 20, stackSize: 64 * 1024, optimizeLevel: 0 };
+  t.equal(computeLayout(0x10000, 0x11060, opts).heapStart, 0x12000);
+  t.equal(computeLayout(0x10000, 0x12000, opts).heapStart, 0x12000, 'an image ending on a page');
+  const mod = await engine.compile(join(ROOT, 'test', 'data', 'poke.elf'));
+  const { layout, elf: image } = mod;
+  t.equal(layout.heapStart, Math.ceil(image.imageEnd / 4096) * 4096);
+  const gap = layout.heapStart - 8;
+  t.ok(gap >= image.imageEnd, 'the gap is past the image');
+  const inst = new Linker(engine).instantiate(mod);
+  inst.call('poke', BigInt(gap), 0x77n);
+  inst.call('poke', BigInt(layout.heapStart + 64), 0x78n);
+  inst.dispose();
+  const again = new Linker(engine).instantiate(mod);
+  t.equal(again.call('peek', BigInt(gap))[0], 0n, 'the gap is zero again');
+  t.equal(again.call('peek', BigInt(layout.heapStart + 64))[0], 0n, 'the heap is zero again');
   again.dispose();
 });
 

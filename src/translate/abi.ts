@@ -184,7 +184,11 @@ export interface GuestLayout {
   base: number;
   /** memory size in bytes (Wasm address = guest address - base) */
   size: number;
-  /** first heap byte: the end of the image rounded up to 64 KiB */
+  /**
+   * first heap byte: the end of the image rounded up to 4 KiB. A reset zeroes [0, dirty_hi) whole
+   * (docs/engine.md), the gap between image and heap included, so the gap is kept under a page:
+   * rounded up to 64 KiB, every call that touched the heap zeroed up to 64 KiB nobody wrote
+   */
   heapStart: number;
   /** heap bytes, up to the guard below the stack */
   heapSize: number;
@@ -225,7 +229,7 @@ export class TranslateError extends Error {
 export function computeLayout(imageStart: number, imageEnd: number, opts: TranslateOptions): GuestLayout {
   const base = Math.floor(imageStart / 4096) * 4096;
   const size = opts.memorySize;
-  const heapStart = Math.ceil(imageEnd / 65536) * 65536;
+  const heapStart = Math.ceil(imageEnd / 4096) * 4096;
   const stackLimit = base + size - opts.stackSize;
   const heapEnd = stackLimit - STACK_GUARD;
   if (heapStart > heapEnd) throw doesNotFit(base, imageEnd, heapStart, opts);
