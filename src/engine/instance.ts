@@ -86,6 +86,10 @@ function trapFromKind(kind: number, value: bigint, layout: GuestModule['layout']
 
 const U64 = (v: bigint | number): bigint => BigInt.asUintN(64, BigInt(v));
 
+/** Argument i of `args` as the signed 64-bit value an i64 parameter takes (0n past the end). */
+const reg = (args: (bigint | number)[], i: number): bigint =>
+  i < args.length ? BigInt.asIntN(64, BigInt(args[i])) : 0n;
+
 /** 2^53 - 1 as a bigint */
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 /** -(2^53 - 1) as a bigint */
@@ -181,6 +185,8 @@ export class Slot {
   readonly compiled: WebAssembly.Module;
   /** that module's tier */
   readonly tier: 'baseline' | 'optimized';
+  /** the whole memory as bytes (made on the first image load) */
+  private bytes: Uint8Array | null = null;
   /** zeroes [start, end) of the memory (memory.fill for a shared one: zero.ts) */
   private readonly zero: (start: number, end: number) => void;
   owner: Instance | null = null;
@@ -244,7 +250,8 @@ export class Slot {
   }
 
   private loadImage(): void {
-    const u8 = new Uint8Array(this.memory.memory.buffer);
+    // a view made once: the memory's size is fixed (initial = maximum), so its buffer never changes
+    const u8 = (this.bytes ??= new Uint8Array(this.memory.memory.buffer));
     const { layout, elf: image } = this.module;
     for (const seg of image.segments) u8.set(seg.data, seg.vaddr - layout.base);
   }
@@ -470,8 +477,8 @@ export class Instance {
             ((...a: bigint[]) => [bigint, bigint]) | undefined);
     if (typeof fn !== 'function') throw new RangeError(`no exported guest function named ${symbol}`);
     if (this.running) throw new Error('instance is already running (host functions must not re-enter it)');
-    const a = new Array<bigint>(8).fill(0n);
-    args.forEach((v, i) => (a[i] = BigInt.asIntN(64, BigInt(v))));
+    // a tool call passes none: no array of zeros, no conversions
+    const a = args.length === 0 ? null : [0, 1, 2, 3, 4, 5, 6, 7].map((i) => reg(args, i));
     this.deadline = this.opts.timeoutMs === undefined ? Infinity : monotonicMs() + this.opts.timeoutMs;
     // an interrupt aimed at an earlier run that had already finished must not hit this one
     if (this.interruptFlag === null) this.module.engine.interruptHandle.take();
@@ -479,7 +486,8 @@ export class Instance {
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 24;
     try {
-      const r = fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+      const r =
+        a === null ? fn(0n, 0n, 0n, 0n, 0n, 0n, 0n, 0n) : fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
       return [U64(r[0]), U64(r[1])];
     } catch (e) {
       throw this.asTrap(e);

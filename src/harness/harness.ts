@@ -5,6 +5,7 @@
  * berm.done (ABI 1); berm.fail gives a Failed result, distinct from a trap (a breakpoint, `ebreak`,
  * right after berm.fail also gives that Failed result: the guest's way to stop where it failed).
  */
+import { Buffer } from 'node:buffer';
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { Engine, GuestModule, Linker, type InstantiateOptions } from '../engine/engine.js';
@@ -85,7 +86,17 @@ interface CallState {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-const encoder = new TextEncoder();
+/** A call's staged reply before any capability call: empty, never written. */
+const NO_BYTES = new Uint8Array(0);
+
+/**
+ * The UTF-8 bytes of `s`, a lone surrogate as U+FFFD (as TextEncoder does). Buffer.from rather
+ * than TextEncoder.encode: on Node 20 the latter took ~0.4 µs for a 7-character string (a call
+ * into C++ and a fresh ArrayBuffer), Buffer.from 65 ns (a slice of Node's 8 KiB pool).
+ */
+function utf8Bytes(s: string): Uint8Array {
+  return Buffer.from(s, 'utf8');
+}
 const lossy = new TextDecoder('utf-8');
 
 function state(call: HostCall): CallState {
@@ -373,8 +384,9 @@ export class Harness {
       const known = this.manifest.tools.map((t) => t.name).join(', ') || 'none';
       throw new HarnessError(`no tool named ${toolName} (tools: ${known})`);
     }
-    const limits = { ...DEFAULT_CALL_LIMITS, ...opts.limits };
-    const argBytes = typeof args === 'string' ? encoder.encode(args) : args;
+    const limits =
+      opts.limits === undefined ? DEFAULT_CALL_LIMITS : { ...DEFAULT_CALL_LIMITS, ...opts.limits };
+    const argBytes = typeof args === 'string' ? utf8Bytes(args) : args;
     if (argBytes.length > limits.maxArgsBytes) {
       throw new HarnessError(
         `arguments of ${argBytes.length} bytes are over the limit of ${limits.maxArgsBytes}`,
@@ -394,7 +406,8 @@ export class Harness {
    */
   invokeExport(symbol: string, args: Uint8Array, opts: InvokeOptions = {}): ToolResult {
     if (!this.module.hasExport(symbol)) throw new HarnessError(`the harness exports no function ${symbol}`);
-    const limits = { ...DEFAULT_CALL_LIMITS, ...opts.limits };
+    const limits =
+      opts.limits === undefined ? DEFAULT_CALL_LIMITS : { ...DEFAULT_CALL_LIMITS, ...opts.limits };
     if (args.length > limits.maxArgsBytes) {
       throw new HarnessError(
         `arguments of ${args.length} bytes are over the limit of ${limits.maxArgsBytes}`,
@@ -424,7 +437,7 @@ export class Harness {
     const s: CallState = {
       args: argBytes,
       limits,
-      staged: new Uint8Array(0),
+      staged: NO_BYTES,
       done: null,
       failed: null,
       logs: [],
@@ -433,7 +446,15 @@ export class Harness {
       heapSize: this.module.layout.heapSize,
       droppedLogs: 0,
     };
-    const inst = linker.instantiate(this.module, { ...opts, data: s });
+    // the instance options by name rather than a spread of `opts`: one object shape every call
+    const io: { [K in keyof Required<InstantiateOptions>]: InstantiateOptions[K] } = {
+      data: s,
+      fuel: opts.fuel,
+      timeoutMs: opts.timeoutMs,
+      interrupt: opts.interrupt,
+      fuelAccount: opts.fuelAccount,
+    };
+    const inst = linker.instantiate(this.module, io);
     try {
       const [a0, a1] = inst.call(symbol);
       if (s.failed) return { status: 'failed', message: lossy.decode(s.failed), logs: s.logs };

@@ -80,6 +80,11 @@ function check(schema: unknown, v: Json, depth: number): boolean {
     const s = schema[k];
     switch (k) {
       case 'type': {
+        // one name, the common case, without the array and Set of the general one
+        if (typeof s === 'string') {
+          if (!TYPES.has(s) || !typeMatches(s, v)) return false;
+          break;
+        }
         const names = Array.isArray(s) ? s : [s];
         if (names.length === 0 || !unique(names)) return false;
         if (!names.every((n) => typeof n === 'string' && TYPES.has(n))) return false;
