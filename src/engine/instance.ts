@@ -338,14 +338,17 @@ export class Instance {
       throw this.at(e instanceof Trap ? e : new HostCallError(call.number, e), pc);
     }
     // the common results here, the rest in result(): a small body that V8 inlines into the import
+    // `r === 0n` only once r is known to be a bigint: compared with any other value it is V8's
+    // generic StrictEqual builtin, a call on every ecall of a harness whose host functions return
+    // both kinds (undefined and pointers compare by identity, inline)
     if (typeof r === 'number') {
       if (Number.isSafeInteger(r)) return r;
-    } else if (r === 0n) {
-      return 0;
     } else if (r === undefined) {
       // a0 unchanged
       const a0 = call.signed(0);
       if (a0 === a0) return a0;
+    } else if (typeof r === 'bigint' && r === 0n) {
+      return 0;
     }
     return this.result(r, pc, call);
   }
