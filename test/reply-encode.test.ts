@@ -2,7 +2,7 @@
 // JSON.stringify (V8's, the reference) whatever falls on a slice boundary, and a text over the
 // limit is measured to the end without being kept.
 import t from 'tap';
-import { ENCODE_SLICE_CHARS, encodeSliced, encodeText } from '../src/daemon/reply-size.js';
+import { ENCODE_SLICE_CHARS, encodeSliced, encodeText, smallTextReply } from '../src/daemon/reply-size.js';
 
 const S = ENCODE_SLICE_CHARS;
 const reference = (s: string): Buffer => Buffer.from(JSON.stringify(s).slice(1, -1));
@@ -50,4 +50,16 @@ t.test('encodeText: the reply of a result, of a failure, and of a result over th
     chain: 'c2',
   });
   t.equal(await encodeText({ status: 'refused', message: 'busy' }), null);
+});
+
+t.test('smallTextReply: a short result or failure is the JSON.stringify body at once', async (t) => {
+  const texts = ['', 'ok', 'no "good"\n', '\u0001\u2028', 'ü'.repeat(100), 'z'.repeat(S)];
+  for (const text of texts) {
+    t.equal(smallTextReply({ status: 'ok', result: text }), JSON.stringify({ done: text }));
+    t.equal(smallTextReply({ status: 'failed', message: text }), JSON.stringify({ failed: text }));
+  }
+  // a text over one slice, or one that escapes could take over the limit: the sliced path's
+  t.equal(smallTextReply({ status: 'ok', result: 'z'.repeat(S + 1) }), null);
+  t.equal(smallTextReply({ status: 'ok', result: 'z'.repeat(20) }, 100), null);
+  t.equal(smallTextReply({ status: 'refused', message: 'busy' }), null);
 });

@@ -95,6 +95,19 @@ export async function encodeSliced(
 }
 
 /**
+ * The reply body `{"done": text}` or `{"failed": text}` of an outcome whose text fits one slice
+ * and that no escape can take over `max` (a sixth of it): the common short result, encoded at
+ * once, without the turns and chunks of {@link encodeText}. Null for every other outcome (no
+ * text, or a text {@link encodeText} must encode slice by slice).
+ * @param max bytes ({@link MAX_ENCODED_RESULT_BYTES} by default)
+ */
+export function smallTextReply(out: InvokeOutcome, max = MAX_ENCODED_RESULT_BYTES): string | null {
+  const text = outcomeText(out);
+  if (text === null || text.length > ENCODE_SLICE_CHARS || text.length * MAX_GROWTH > max) return null;
+  return (out.status === 'ok' ? '{"done":' : '{"failed":') + JSON.stringify(text) + '}';
+}
+
+/**
  * The text of an outcome that has one (a result, a failure message) as a JSON string, quotes
  * included, the bytes `JSON.stringify` gives, in chunks: encoded once, slice by slice
  * ({@link encodeSliced}); a text over `max` bytes encoded gives the failure naming the sizes. A text

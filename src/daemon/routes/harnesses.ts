@@ -20,7 +20,7 @@ import { ClientGone } from '../client-gone.js';
 import type { CodeListings } from '../code-routes.js';
 import { describe } from '../deployments.js';
 import { HttpError, endSliced, readBody, routeHarnessName, sendJson, sendJsonBytes } from '../http.js';
-import { encodeText, replyReserve } from '../reply-size.js';
+import { encodeText, replyReserve, smallTextReply } from '../reply-size.js';
 import type { RouteContext } from './context.js';
 import { segment, type Resource, type RouteRequest } from './router.js';
 
@@ -143,6 +143,11 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
     if (!sse) {
       const out = await ctx.backend.invoke(harness, tool, args, { authority, signal });
       if (out.chain !== undefined) res.setHeader('x-berm-chain', out.chain);
+      const small = smallTextReply(out);
+      if (small !== null) {
+        sendJsonBytes(res, 200, Buffer.from(small));
+        return;
+      }
       // a result or failure message (it may be megabytes): encoded once, slice by slice
       const encoded = await encodeText(out);
       if (encoded !== null) {
