@@ -14,6 +14,9 @@
  *   each record with its bytes, src/daemon/deployments.ts load), and the changes other daemons
  *   announce from the moment the backend exists (before that read) are held and applied once the
  *   restore is done, so none made meanwhile is missed and nothing is read twice.
+ * - Announcements sent while this daemon's LISTEN connection was down are lost to it: once it
+ *   listens again, the records (names and digests, no bytes) are compared with what it holds, and
+ *   the differences applied as their announcements would have been.
  */
 import type { DueFollower, PgStore } from '../store/pg-store.js';
 import type { InvokeOutcome } from '../contract/index.js';
@@ -108,17 +111,43 @@ export function followCluster(
     if (!d.get(name)) return;
     await d.undeploy(name, { recorded: true });
   };
+  const apply = (d: Deployments, c: { name: string; op: 'put' | 'remove'; by: string }): Promise<void> =>
+    (c.op === 'put' ? applyPut(d, c.name) : applyRemove(d, c.name)).catch((e: unknown) => {
+      const line = `deployment ${c.name} from ${c.by} not applied: ${(e as Error).message}`;
+      if (held !== null) held.push(line);
+      else log(line);
+    });
+  /**
+   * The changes announced while the store's listener was down (never delivered): each record whose
+   * digest differs from the one this daemon last read or committed for its name is applied as
+   * announced (its bytes read then), and each deployment served here without a record is removed.
+   */
+  const catchUp = async (d: Deployments): Promise<void> => {
+    let recs: { name: string; sha256: string }[];
+    try {
+      recs = await store.deploymentDigests();
+    } catch (e) {
+      log(`deployments not compared with the store after its listener reconnected: ${(e as Error).message}`);
+      return;
+    }
+    const by = 'a daemon, while this one was not listening';
+    const inStore = new Set<string>();
+    for (const r of recs) {
+      inStore.add(r.name);
+      if (d.storedDigest(r.name) !== r.sha256) await apply(d, { name: r.name, op: 'put', by });
+    }
+    for (const p of d.list()) if (!inStore.has(p.name)) await apply(d, { name: p.name, op: 'remove', by });
+  };
   // changes apply in order, one at a time, once join released them
   let release!: () => void;
   let chain = new Promise<void>((r) => (release = r));
   store.on('deployment', (c: { name: string; op: 'put' | 'remove'; by: string }) => {
-    chain = chain
-      .then(() => (c.op === 'put' ? applyPut(target!, c.name) : applyRemove(target!, c.name)))
-      .catch((e: unknown) => {
-        const line = `deployment ${c.name} from ${c.by} not applied: ${(e as Error).message}`;
-        if (held !== null) held.push(line);
-        else log(line);
-      });
+    chain = chain.then(() => apply(target!, c));
+  });
+  // the listener is back after a drop: the catch-up takes its turn among the announced changes
+  // (the ones announced from now on follow it, each applied from the record as it is then)
+  store.on('relisten', () => {
+    chain = chain.then(() => catchUp(target!));
   });
   return {
     async join(deployments: Deployments): Promise<string[]> {

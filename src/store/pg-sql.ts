@@ -577,6 +577,22 @@ export async function listDeployments(db: Queryable): Promise<PgDeployment[]> {
   return r.rows.map(deployment);
 }
 
+/** A deployment's record without its image: what a daemon compares with what it serves. */
+export interface PgDeploymentDigest {
+  name: string;
+  /** lowercase hex sha256 of the image */
+  sha256: string;
+  capabilities: string[];
+}
+
+/** Every deployment's name, digest and capabilities, by name: one query, no image bytes. */
+export async function listDeploymentDigests(db: Queryable): Promise<PgDeploymentDigest[]> {
+  const r = await db.query<PgDeploymentDigest>(
+    'SELECT name, sha256, capabilities FROM berm_deployments ORDER BY name',
+  );
+  return r.rows;
+}
+
 /** The record of imported upstream images, as [name, sha256] pairs. */
 export async function listReferenceImports(db: Queryable): Promise<[string, string][]> {
   const r = await db.query<{ name: string; sha256: string }>(

@@ -125,7 +125,12 @@ export interface DeploymentChange {
   by: string;
 }
 
-/** The PostgreSQL {@link RuntimeStore}. Events: 'wakes' (armed elsewhere), 'deployment' (DeploymentChange), 'down' (message), 'up'. */
+/**
+ * The PostgreSQL {@link RuntimeStore}. Events: 'wakes' (armed elsewhere), 'deployment'
+ * (DeploymentChange), 'relisten' (the LISTEN connection is up again, after each (re)connection:
+ * changes announced while it was down were not delivered, so a follower of deployments compares
+ * {@link PgStore.deploymentDigests} with what it serves), 'down' (message), 'up'.
+ */
 export class PgStore extends EventEmitter implements RuntimeStore {
   readonly dues: DueStore;
   readonly deployments: DeploymentStore;
@@ -245,11 +250,48 @@ export class PgStore extends EventEmitter implements RuntimeStore {
         .then(() => this.applyDeployment(rt, c))
         .catch((e: unknown) => this.log(`deployment ${c.name} from ${c.by}: ${(e as Error).message}`));
     };
-    if (options.deployments ?? true) this.on('deployment', onDeployment);
+    // changes announced while the listener was down: each record that differs from what `rt`
+    // serves (or each harness without a record) is applied as its announcement would have been
+    const onRelisten = () => {
+      const by = 'a daemon, while this one was not listening';
+      chain = chain
+        .then(async () => {
+          const recs = await this.deploymentDigests();
+          for (const r of recs) {
+            const l = rt.harness(r.name);
+            if (!l || l.sha256 !== r.sha256 || !sameSet(l.capabilities, r.capabilities))
+              onDeployment({ name: r.name, op: 'put', by });
+          }
+          const names = new Set(recs.map((r) => r.name));
+          for (const h of rt.harnesses())
+            if (!names.has(h.name)) onDeployment({ name: h.name, op: 'remove', by });
+        })
+        .catch((e: unknown) => this.log(`deployments not compared on reconnection: ${(e as Error).message}`));
+    };
+    if (options.deployments ?? true) {
+      this.on('deployment', onDeployment);
+      this.on('relisten', onRelisten);
+    }
     return () => {
       unfollow();
       this.off('deployment', onDeployment);
+      this.off('relisten', onRelisten);
     };
+  }
+
+  /**
+   * Every deployment record's name, digest and capabilities, without image bytes (one query), for
+   * a follower to compare with what it serves on 'relisten'.
+   * @throws PgStoreError when the database cannot answer (the store is then marked unavailable)
+   */
+  async deploymentDigests(): Promise<sql.PgDeploymentDigest[]> {
+    try {
+      return await sql.listDeploymentDigests(this.pool);
+    } catch (e) {
+      const why = (e as Error).message || String(e);
+      this.markDown(why);
+      throw new PgStoreError(`PostgreSQL ${redactUrl(this.url)}: deployment digests: ${why}`);
+    }
   }
 
   /**
@@ -299,12 +341,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       }
       return;
     }
-    if (
-      local &&
-      local.sha256 === d.sha256 &&
-      JSON.stringify([...local.capabilities].sort()) === JSON.stringify([...d.capabilities].sort())
-    )
-      return;
+    if (local && local.sha256 === d.sha256 && sameSet(local.capabilities, d.capabilities)) return;
     // the shared store holds every record's bytes (holdsImages)
     if (d.elf === null) throw new PgStoreError(`deployment ${d.name} has no image in the shared store`);
     await rt.deploy(d.name, d.elf, { capabilities: d.capabilities, grant: d.grant }, { persist: false });
@@ -385,8 +422,11 @@ export class PgStore extends EventEmitter implements RuntimeStore {
     // await would let the event loop end mid-query)
     (c as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
     this.listener = c;
-    // notifications may have been missed while not listening: look for new armings
+    // notifications sent while no session of this process listened were never delivered to it
+    // (PostgreSQL queues them only for sessions listening at commit): look for new armings, and
+    // let the followers of deployments compare the records with what they serve
     this.emit('wakes');
+    this.emit('relisten');
   }
 
   /** Put back the claims of daemons that died (their session lock is gone); see pg-liveness.ts. */
@@ -745,4 +785,9 @@ export class PgStore extends EventEmitter implements RuntimeStore {
     this.listener = null;
     void this.pool.end().catch(() => {});
   }
+}
+
+/** Whether `a` and `b` hold the same strings (in any order). */
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  return JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
 }
