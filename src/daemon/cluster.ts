@@ -127,7 +127,7 @@ export function followCluster(
     try {
       recs = await store.deploymentDigests();
     } catch (e) {
-      log(`deployments not compared with the store after its listener reconnected: ${(e as Error).message}`);
+      log(`deployments not compared with the store yet (again once it answers): ${(e as Error).message}`);
       return;
     }
     const by = 'a daemon, while this one was not listening';

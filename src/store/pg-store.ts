@@ -127,9 +127,9 @@ export interface DeploymentChange {
 
 /**
  * The PostgreSQL {@link RuntimeStore}. Events: 'wakes' (armed elsewhere), 'deployment'
- * (DeploymentChange), 'relisten' (the LISTEN connection is up again, after each (re)connection:
- * changes announced while it was down were not delivered, so a follower of deployments compares
- * {@link PgStore.deploymentDigests} with what it serves), 'down' (message), 'up'.
+ * (DeploymentChange), 'relisten' (after each (re)connection of the listener, and when the database
+ * is back after a failed {@link PgStore.deploymentDigests}: changes announced meanwhile were not
+ * delivered, so a follower compares the records with what it serves), 'down' (message), 'up'.
  */
 export class PgStore extends EventEmitter implements RuntimeStore {
   readonly dues: DueStore;
@@ -154,6 +154,8 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   private follower: DueFollower | null = null;
   private down: string | null = null;
   private resync = false;
+  /** a {@link deploymentDigests} read failed: 'relisten' again at markUp */
+  private relistenOwed = false;
   private closed = false;
   private leaseBusy = false;
   /**
@@ -266,7 +268,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
           for (const h of rt.harnesses())
             if (!names.has(h.name)) onDeployment({ name: h.name, op: 'remove', by });
         })
-        .catch((e: unknown) => this.log(`deployments not compared on reconnection: ${(e as Error).message}`));
+        .catch((e: unknown) => this.log(`deployments not compared yet: ${(e as Error).message}`));
     };
     if (options.deployments ?? true) {
       this.on('deployment', onDeployment);
@@ -289,6 +291,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       return await sql.listDeploymentDigests(this.pool);
     } catch (e) {
       const why = (e as Error).message || String(e);
+      this.relistenOwed = true;
       this.markDown(why);
       throw new PgStoreError(`PostgreSQL ${redactUrl(this.url)}: deployment digests: ${why}`);
     }
@@ -365,6 +368,10 @@ export class PgStore extends EventEmitter implements RuntimeStore {
       this.down = null;
       this.log('PostgreSQL reachable again');
       this.emit('up');
+      if (this.relistenOwed) {
+        this.relistenOwed = false;
+        this.emit('relisten');
+      }
     }
   }
 
