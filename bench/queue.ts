@@ -4,8 +4,8 @@
  * - arm 100,000 wakes through BermRuntime.arm (one SQLite transaction each), wakes/s;
  * - reload 1,000,000 pending wakes: BermRuntime.create on a state holding them, in a fresh
  *   process (time and RSS; goals <= 0.5 s and <= 300 MiB);
- * - lateness of wakes due at 1,000/s of a trivial on_wake (2 workers), p50/p99 (goal p99 <= 5 ms);
- * - trivial tool calls/s through the queue with 2 workers, and the same harness called directly in
+ * - lateness of wakes due at 1,000/s of a trivial on_wake (the default pool), p50/p99 (goal p99 <= 5 ms);
+ * - trivial tool calls/s through the queue with the default pool, and the same harness called directly in
  *   one thread (Harness.invoke), as a ratio.
  */
 import { spawnSync } from 'node:child_process';
@@ -41,10 +41,11 @@ function wake(i: number, when: number): WakeSpec {
   };
 }
 
-async function runtime(state: string, poolSize = 2): Promise<BermRuntime> {
+/** A runtime on `state` with the default pool (a worker per core, plus the reserve) unless `poolSize`. */
+async function runtime(state: string, poolSize?: number): Promise<BermRuntime> {
   const rt = await BermRuntime.create({
     state,
-    poolSize,
+    ...(poolSize !== undefined ? { poolSize } : {}),
     cacheDir: CACHE,
     // the per-harness rate and the cap on a harness's wakes armed through the API (10,000 by
     // default; these arms count as the API's) would refuse most of the load: lifted, the figures
@@ -149,7 +150,7 @@ async function benchLateness(fig: Fig, work: string): Promise<void> {
     'queue.lateness.p50_ms',
     percentile(late, 50),
     'ms',
-    `wake lateness at 1,000 wakes/s of a trivial on_wake for ${seconds} s, 2 workers`,
+    `wake lateness at 1,000 wakes/s of a trivial on_wake for ${seconds} s, default pool`,
   );
   fig('queue.lateness.p99_ms', percentile(late, 99), 'ms', 'the same, p99 (goal <= 5)');
   fig('queue.lateness.max_ms', late.at(-1)!, 'ms', 'the same, max');
@@ -207,7 +208,7 @@ async function benchCalls(fig: Fig, work: string): Promise<void> {
     'queue.calls.queue_per_s',
     queueRate,
     '1/s',
-    'echo through BermRuntime.invoke, 2 workers, 16 outstanding',
+    'echo through BermRuntime.invoke, default pool, 16 outstanding',
     'higher',
   );
   fig('queue.calls.vs_direct', queueRate / directRate, 'x', 'queue calls/s / direct calls/s', 'higher');
