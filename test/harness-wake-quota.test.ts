@@ -13,6 +13,7 @@ import { BermRuntime, SqliteStore, type Outcome } from '../src/runtime/index.js'
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
 import { testDaemon } from './helpers/daemon.js';
 import { freshDatabase } from './helpers/pg.js';
+import { attachedRuntimes } from './helpers/runtimes.js';
 
 const QG = new Uint8Array(fs.readFileSync(path.join(ROOT, 'test/data/queue-guest.elf')));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'berm-wake-quota-'));
@@ -93,10 +94,8 @@ t.test('the same on the PostgreSQL store', async (t) => {
   const url = await freshDatabase(t);
   if (url === null) return;
   const store = await PgStore.open(url, { owner: 'A', leaseMs: 1000 });
-  const rt = await BermRuntime.create({ store, poolSize: 1, cacheDir: TEST_CACHE, limits: LIMITS });
-  store.attach(rt);
-  t.teardown(() => rt.close(2000));
-  await scenario(t, rt);
+  const [rt] = await attachedRuntimes(t, [store], { poolSize: 1, cacheDir: TEST_CACHE, limits: LIMITS });
+  await scenario(t, rt!);
 });
 
 t.test('a refused arm does not count the store: a guest at its limit cannot tie up the queue', async (t) => {

@@ -8,7 +8,6 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import t from 'tap';
-import pg from 'pg';
 import { shutdownBridge } from '../src/sync/bridge.js';
 import { PgStore } from '../src/store/pg-store.js';
 import * as sql from '../src/store/pg-sql.js';
@@ -18,7 +17,7 @@ import type { Plain } from '../src/protocol/index.js';
 import { BermRuntime, type Outcome } from '../src/runtime/index.js';
 import { startDoubleThread } from './helpers/double-thread.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
-import { freshDatabase } from './helpers/pg.js';
+import { freshDatabase, testPool } from './helpers/pg.js';
 import { untilDefined } from './helpers/wait.js';
 
 const REMIND = new Uint8Array(fs.readFileSync(path.join(ROOT, 'examples/remind.elf')));
@@ -69,11 +68,7 @@ t.test('a wake armed on one daemon acts for the agent that asked when another da
   });
   t.equal(o.status, 'ok', JSON.stringify(o));
   await a.close(); // never started firing: the wake is left to B
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
-  // the database is dropped WITH (FORCE) at teardown, maybe before this pool ends: an idle
-  // client cut then is no failure (queries still reject on their own)
-  pool.on('error', () => {});
-  t.teardown(() => pool.end());
+  const pool = testPool(t, url);
   const stored = await pool.query<{ authority: unknown; armed_by: string }>(
     'SELECT authority, armed_by FROM berm_wakes',
   );
@@ -103,11 +98,7 @@ t.test('a wake armed on one daemon acts for the agent that asked when another da
 t.test('a schema-1 database is migrated in place; its pending wakes have no authority', async (t) => {
   const url = await freshDatabase(t);
   if (url === null) return;
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
-  // the database is dropped WITH (FORCE) at teardown, maybe before this pool ends: an idle
-  // client cut then is no failure (queries still reject on their own)
-  pool.on('error', () => {});
-  t.teardown(() => pool.end());
+  const pool = testPool(t, url);
   // schema 1 as a berm of that version left it: no authority columns, no armed_by index, no
   // dead-letter set (schema 5), no journal write ids (schema 6), no record of upstream imports
   // (schema 7), one pending wake, one journal row

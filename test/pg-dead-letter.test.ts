@@ -14,7 +14,8 @@ import { BermRuntime } from '../src/runtime/index.js';
 import { PgStore } from '../src/store/pg-store.js';
 import * as sql from '../src/store/pg-sql.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
-import { freshDatabase } from './helpers/pg.js';
+import { freshDatabase, testPool } from './helpers/pg.js';
+import { attachedRuntimes } from './helpers/runtimes.js';
 import { sleep, until } from './helpers/wait.js';
 
 const QG = new Uint8Array(fs.readFileSync(path.join(ROOT, 'test/data/queue-guest.elf')));
@@ -31,25 +32,17 @@ async function pair(
   if (url === null) return null;
   process.env.BERM_TEST_LATE_DIR = fs.mkdtempSync(path.join(tmp, 'exits-'));
   process.env.BERM_TEST_LATE_EXITS = String(exits);
-  const rts: BermRuntime[] = [];
-  for (const owner of ['A', 'B']) {
-    const store = await PgStore.open(url, { owner, leaseMs: 1000 });
-    const rt = await BermRuntime.create({
-      store,
-      poolSize: 1,
-      cacheDir: TEST_CACHE,
-      limits: { wakeAttempts: 3, wakeRetryMs: 200 },
-      workerModules: [new URL('./helpers/exit-after-run.ts', import.meta.url)],
-    });
-    store.attach(rt);
-    rts.push(rt);
-  }
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
-  pool.on('error', () => {});
-  t.teardown(async () => {
-    await Promise.all(rts.map((r) => r.close(2000)));
-    await pool.end();
+  const stores = [
+    await PgStore.open(url, { owner: 'A', leaseMs: 1000 }),
+    await PgStore.open(url, { owner: 'B', leaseMs: 1000 }),
+  ];
+  const rts = await attachedRuntimes(t, stores, {
+    poolSize: 1,
+    cacheDir: TEST_CACHE,
+    limits: { wakeAttempts: 3, wakeRetryMs: 200 },
+    workerModules: [new URL('./helpers/exit-after-run.ts', import.meta.url)],
   });
+  const pool = testPool(t, url);
   for (const rt of rts) await rt.deploy('late', QG, { capabilities: [] }, { persist: false });
   for (const rt of rts) rt.start();
   return { a: rts[0]!, b: rts[1]!, pool };
@@ -160,8 +153,7 @@ t.test('a claim of a daemon that died during each delivery is dead-lettered, not
 t.test('a schema 4 database migrates to the current schema with the dead-letter set', async (t) => {
   const url = await freshDatabase(t);
   if (url === null) return;
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
-  t.teardown(() => pool.end());
+  const pool = testPool(t, url);
   await sql.migrate(pool, 'test', 'test');
   // as berm with schema 4 left it (no dead-letter set, no journal write ids: schema 6)
   await pool.query(

@@ -13,7 +13,8 @@ import { BermRuntime } from '../src/runtime/index.js';
 import { PgStore } from '../src/store/pg-store.js';
 import { readJournal } from '../src/store/pg-sql.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
-import { freshDatabase } from './helpers/pg.js';
+import { freshDatabase, testPool } from './helpers/pg.js';
+import { attachedRuntimes } from './helpers/runtimes.js';
 import { sleep, until } from './helpers/wait.js';
 
 const REPO = join(import.meta.dirname, '..');
@@ -25,22 +26,12 @@ t.teardown(() => shutdownBridge());
 async function pair(t: Test): Promise<{ url: string; a: BermRuntime; b: BermRuntime; pool: pg.Pool } | null> {
   const url = await freshDatabase(t);
   if (url === null) return null;
-  const rts: BermRuntime[] = [];
-  for (const owner of ['A', 'B']) {
-    const store = await PgStore.open(url, { owner, leaseMs: 1000 });
-    const rt = await BermRuntime.create({ store, poolSize: 1, cacheDir: TEST_CACHE });
-    store.attach(rt);
-    rts.push(rt);
-  }
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
-  // the database is dropped WITH (FORCE) at teardown, maybe before this pool ends: an idle
-  // client cut then is no failure (queries still reject on their own)
-  pool.on('error', () => {});
-  t.teardown(async () => {
-    await Promise.all(rts.map((r) => r.close(2000)));
-    await pool.end();
-  });
-  return { url, a: rts[0]!, b: rts[1]!, pool };
+  const stores = [
+    await PgStore.open(url, { owner: 'A', leaseMs: 1000 }),
+    await PgStore.open(url, { owner: 'B', leaseMs: 1000 }),
+  ];
+  const [a, b] = await attachedRuntimes(t, stores, { poolSize: 1, cacheDir: TEST_CACHE });
+  return { url, a: a!, b: b!, pool: testPool(t, url) };
 }
 
 t.test('wakes armed on either runtime run once each, spread over both', async (t) => {
@@ -180,14 +171,11 @@ t.test('due wakes held by a rate limit: the drain sleeps (no zero-delay timer lo
   const store = await PgStore.open(url, { owner: 'R', leaseMs: 1000 });
   // one token every 10 s: after the first wake, the others wait for the next token (the checks
   // below take the first wake's run and 1.2 s more: 10 s leaves room on a loaded machine)
-  const rt = await BermRuntime.create({
-    store,
+  const [rt] = await attachedRuntimes(t, [store], {
     poolSize: 1,
     cacheDir: TEST_CACHE,
     limits: { harnessRate: 0.1, harnessBurst: 1 },
   });
-  store.attach(rt);
-  t.teardown(() => rt.close(2000));
   await rt.deploy('qg', QG, { capabilities: [] }, { persist: false });
   rt.start();
   // the worker starts (and may optimise the guest in the background) first: wait until the

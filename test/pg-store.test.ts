@@ -11,7 +11,7 @@ import { PgStore, PgStoreError } from '../src/store/pg-store.js';
 import * as sql from '../src/store/pg-sql.js';
 import type { WakeSpec } from '../src/store/store.js';
 import { dec } from './helpers/cap-util.js';
-import { freshDatabase } from './helpers/pg.js';
+import { freshDatabase, testPool } from './helpers/pg.js';
 
 t.teardown(() => shutdownBridge());
 // The store never keeps a process alive by itself (its listener socket is unref'd): while a test
@@ -214,11 +214,7 @@ t.test(
     const lost = a.dues.arm(spec('lost', Date.now())).record;
     t.ok(a.dues.claim(held.seq), 'a claims one wake through the store');
     // the same statement a's timed-out claim would have committed, made behind its back
-    const pool = new pg.Pool({ connectionString: r.url, max: 1 });
-    // the database is dropped WITH (FORCE) at teardown, maybe before this pool ends: an idle
-    // client cut then is no failure (queries still reject on their own)
-    pool.on('error', () => {});
-    t.teardown(() => pool.end());
+    const pool = testPool(t, r.url);
     t.equal((await sql.claim(pool, lost.seq, a.owner, 600))!.id, 'lost');
     const deadline = Date.now() + 15_000;
     let back: number[] = [];
@@ -361,11 +357,7 @@ t.test('journal: call records at once, wake records with their finished claim', 
     outcome: 'ok',
     fuel: 0,
   };
-  const pool = new pg.Pool({ connectionString: r.url, max: 1 });
-  // the database is dropped WITH (FORCE) at teardown, maybe before this pool ends: an idle
-  // client cut then is no failure (queries still reject on their own)
-  pool.on('error', () => {});
-  t.teardown(() => pool.end());
+  const pool = testPool(t, r.url);
   a.journal.append(rec);
   t.equal((await sql.readJournal(pool)).length, 1);
   const w = a.dues.claim(a.dues.arm(spec('j', Date.now())).record.seq)!;

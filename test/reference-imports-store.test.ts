@@ -7,7 +7,6 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import t, { type Test } from 'tap';
 import * as sql from '../src/store/pg-sql.js';
 import { PgStore } from '../src/store/pg-store.js';
@@ -15,7 +14,7 @@ import { openSqlite } from '../src/store/sqlite-driver.js';
 import { STATE_SCHEMA_VERSION } from '../src/store/sqlite-schema.js';
 import { SqliteStore } from '../src/store/sqlite-store.js';
 import { elf, testDaemon } from './helpers/daemon.js';
-import { freshDatabase } from './helpers/pg.js';
+import { freshDatabase, testPool } from './helpers/pg.js';
 
 const ECHO = elf('fixtures/build/echo-gcc-O2.elf');
 const TEXT = elf('fixtures/build/text-gcc-O2.elf');
@@ -139,9 +138,7 @@ t.test('PostgreSQL: an old record of imports is moved into a schema-6 store', as
   const url = await freshDatabase(t);
   if (url === null) return;
   // the database as berm with schema 6 left it: no record table
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
-  pool.on('error', () => {});
-  t.teardown(() => pool.end());
+  const pool = testPool(t, url);
   await sql.migrate(pool, 'setup', 'test');
   await pool.query('DROP TABLE berm_reference_imports; UPDATE berm_schema SET version = 6');
   const { root, file } = oldRoot(

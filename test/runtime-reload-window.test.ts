@@ -12,7 +12,6 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import pg from 'pg';
 import t from 'tap';
 import { BermRuntime, readJournal, SqliteStore, type JournalRecord } from '../src/runtime/index.js';
 import { PgStore } from '../src/store/pg-store.js';
@@ -20,7 +19,8 @@ import * as pgSql from '../src/store/pg-sql.js';
 import type { DueStore, WakeSpec } from '../src/store/store.js';
 import { shutdownBridge } from '../src/sync/bridge.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
-import { freshDatabase } from './helpers/pg.js';
+import { freshDatabase, testPool } from './helpers/pg.js';
+import { attachedRuntimes } from './helpers/runtimes.js';
 import { until } from './helpers/wait.js';
 
 const W = 400;
@@ -208,18 +208,8 @@ t.test('PostgreSQL: two daemons with windows of a shared due-set run each wake o
     ids.add(id);
   }
   stores[0]!.dues.armMany(batch);
-  const rts: BermRuntime[] = [];
-  for (const store of stores) {
-    const rt = await BermRuntime.create({ store, poolSize: 1, cacheDir: TEST_CACHE, dueWindow: W });
-    store.attach(rt);
-    rts.push(rt);
-  }
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
-  pool.on('error', () => {});
-  t.teardown(async () => {
-    await Promise.all(rts.map((r) => r.close(2000)));
-    await pool.end();
-  });
+  const rts = await attachedRuntimes(t, stores, { poolSize: 1, cacheDir: TEST_CACHE, dueWindow: W });
+  const pool = testPool(t, url);
   t.same(
     reads.map((r) => r.slice()),
     [[[null, W]], [[null, W]]],

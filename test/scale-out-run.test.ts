@@ -10,10 +10,9 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import * as sql from '../src/store/pg-sql.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
-import { freshDatabase } from './helpers/pg.js';
+import { freshDatabase, testPool } from './helpers/pg.js';
 
 const REPO = join(import.meta.dirname, '..');
 const WAKES = Number(process.env.BERM_SCALE_WAKES ?? 10_000);
@@ -86,11 +85,7 @@ t.test('10,000 wakes, three berm worker processes, one SIGKILLed repeatedly', as
     await Promise.all(procs.map((p) => p.exited));
   });
 
-  const pool = new pg.Pool({ connectionString: url, max: 2 });
-  // the database is dropped WITH (FORCE) at teardown, maybe before this pool ends: an idle
-  // client cut then is no failure (queries still reject on their own)
-  pool.on('error', () => {});
-  t.teardown(() => pool.end());
+  const pool = testPool(t, url, 2);
   const now = Date.now();
   const specs = Array.from({ length: WAKES }, (_, i) => ({
     id: `w${i}`,

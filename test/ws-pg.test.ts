@@ -10,12 +10,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import t from 'tap';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { REPO } from './helpers/daemon.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
-import { freshDatabase } from './helpers/pg.js';
+import { freshDatabase, testPool } from './helpers/pg.js';
 import { until } from './helpers/wait.js';
 
 const WSECHO = readFileSync(join(REPO, 'examples/wsecho.elf'));
@@ -114,9 +113,7 @@ async function call(b: Bermd, tool: string, args: unknown): Promise<{ done?: str
 t.test('on PostgreSQL: keys across frame invocations, and close "restart" after a SIGKILL', async (t) => {
   const url = await freshDatabase(t);
   if (url === null) return;
-  const db = new pg.Pool({ connectionString: url, max: 1 });
-  db.on('error', () => {});
-  t.teardown(() => db.end());
+  const db = testPool(t, url);
   /** the harness's key as the database holds it, or null */
   const key = async (k: string): Promise<string | null> => {
     const r = await db.query<{ value: Buffer }>('SELECT value FROM berm_kv WHERE harness = $1 AND key = $2', [

@@ -88,3 +88,16 @@ export async function ownCluster(t: Test): Promise<OwnCluster | null> {
     },
   };
 }
+
+/**
+ * A pool of one connection (`max`, default 1) to `url` for a test's own queries, ended at t's
+ * teardown. The database is dropped WITH (FORCE) at teardown, maybe before this pool ends: an
+ * idle client cut then is no failure, so the pool's 'error' events are ignored (queries still
+ * reject on their own).
+ */
+export function testPool(t: Test, url: string, max = 1): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max });
+  pool.on('error', () => {});
+  t.teardown(() => pool.end());
+  return pool;
+}
