@@ -101,11 +101,11 @@ t.test('a schema-1 database is migrated in place; its pending wakes have no auth
   const pool = testPool(t, url);
   // schema 1 as a berm of that version left it: no authority columns, no armed_by index, no
   // dead-letter set (schema 5), no journal write ids (schema 6), no record of upstream imports
-  // (schema 7), one pending wake, one journal row
+  // (schema 7), no protocol-door subscriptions (schema 8), one pending wake, one journal row
   await sql.migrate(pool, 'setup', 'test');
   await pool.query(`ALTER TABLE berm_wakes DROP COLUMN authority; ALTER TABLE berm_claims DROP COLUMN authority;
     DROP INDEX berm_wakes_armed_by; DROP TABLE berm_dead; ALTER TABLE berm_journal DROP COLUMN wid;
-    DROP TABLE berm_reference_imports; UPDATE berm_schema SET version = 1`);
+    DROP TABLE berm_reference_imports; DROP TABLE berm_subscriptions; UPDATE berm_schema SET version = 1`);
   await pool.query(`INSERT INTO berm_journal (daemon, rec) VALUES ('old', '{"trigger": "call"}')`);
   await pool.query(
     `INSERT INTO berm_wakes (id, kind, harness, entry, when_ms, payload, armed_by, chain, depth, armed_at)
@@ -115,7 +115,7 @@ t.test('a schema-1 database is migrated in place; its pending wakes have no auth
   t.teardown(() => store.close());
   const v = await pool.query<{ version: number }>('SELECT version FROM berm_schema');
   t.same(v.rows, [{ version: sql.SCHEMA_VERSION }], 'migrated to the current schema');
-  t.equal(sql.SCHEMA_VERSION, 7);
+  t.equal(sql.SCHEMA_VERSION, 8);
   store.journal.append({
     trigger: 'call',
     harness: 'h',
@@ -155,6 +155,9 @@ t.test('a schema-1 database is migrated in place; its pending wakes have no auth
   t.same(c.authority, { agent: 'x', session: 's' }, 'a claim keeps it');
   store.dues.release(c.id, c.seq, c.when);
   t.same(store.dues.get('new')!.authority, { agent: 'x', session: 's' }, 'a released claim keeps it');
+  const sub = { source: 'tick', harness: 'h', once: true, authority: { agent: 'x' }, createdAt: 4 };
+  const id = store.subscriptions.add(sub);
+  t.same(store.subscriptions.list('h'), [{ id, ...sub }], 'the migrated database keeps subscriptions');
   await pool.query('UPDATE berm_schema SET version = $1', [sql.SCHEMA_VERSION + 1]);
   await t.rejects(PgStore.open(url, { owner: 'old-berm' }), {
     name: 'SchemaVersionError',

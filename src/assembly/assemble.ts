@@ -19,7 +19,10 @@ import { BermRuntime, type LimitSource, type RuntimeLimits } from '../runtime/in
 export interface RuntimeSettings {
   /** who runs it, for messages ('bermd', 'berm worker') */
   who: string;
-  /** the state directory: the SQLite store (without `store`) and the door's subscriptions.sqlite */
+  /**
+   * the state directory: the SQLite store (without `store`); a subscriptions.sqlite an older berm
+   * kept there for the protocol door is imported into the store once (renamed .imported)
+   */
   state: string;
   /** a postgres:// URL of a store shared with other processes, or null for SQLite under `state` */
   store: string | null;
@@ -102,6 +105,7 @@ export async function assembleRuntime(s: RuntimeSettings): Promise<AssembledRunt
   let door: AttachedProtocol;
   try {
     door = await attachProtocol(runtime, {
+      // the door's subscriptions are in the runtime's store; this is the file of an older berm
       database: path.join(s.state, 'subscriptions.sqlite'),
       ...(s.protocolEndpoint ? { endpoint: s.protocolEndpoint } : {}),
       log: s.log,

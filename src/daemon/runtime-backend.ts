@@ -1,8 +1,8 @@
 /**
  * The runtime bermd runs on: the runtime as assembleRuntime builds it (src/assembly: the queue
  * with its worker pool, due-set and journal, its state directly under --root, the protocol door
- * attached: subscriptions in <root>/subscriptions.sqlite, deliveries as notify triggers, the
- * door's service for guests, and, with --protocol-endpoint, berm's endpoint for the agent-daemon
+ * attached: subscriptions in the runtime's store (a <root>/subscriptions.sqlite of an older
+ * berm imported once), deliveries as notify triggers, the door's service for guests, and, with --protocol-endpoint, berm's endpoint for the agent-daemon
  * side). With --store postgres://... the state is in PostgreSQL, shared with other daemons
  * (src/store/pg-store.ts, src/daemon/cluster.ts, docs/scale-out.md).
  */

@@ -2,8 +2,10 @@
  * Wiring the protocol door to the queue (the runtime's public surface), on the thread that owns
  * the queue:
  *
- * - the harness event bus (./events.ts), whose deliveries are the queue's notify triggers, so the
- *   chain depth and gas bound an event loop;
+ * - the harness event bus (./events.ts) over the runtime's store of subscriptions (one store for
+ *   the queue's state and the door's, shared by every daemon of a shared store), whose deliveries
+ *   are the queue's notify triggers, so the chain depth and gas bound an event loop; the
+ *   subscriptions file a berm before kept of the door's own is imported into the store once;
  * - the door's service for guests: a guest's protocol call runs on a worker thread, and the parts
  *   of it that need the queue's state (subscribe, unsubscribe, publish to harnesses, list wakes)
  *   come here as a synchronous service request ({@link PROTOCOL_SERVICE}) answered with JSON;
@@ -24,6 +26,8 @@ import {
   type SubscriptionView,
   type WakeView,
 } from './door.js';
+import type { SubscriptionStore } from '../store/store.js';
+import { importSubscriptionFile } from '../store/subscriptions.js';
 import { HarnessEventBus, SubscriptionError } from './events.js';
 import { PROTOCOL_SERVICE } from './groups.js';
 import { ProtocolServer, type ServerWakes } from './server.js';
@@ -78,6 +82,8 @@ export function listPage(
 
 /** What the door needs of the queue (BermRuntime satisfies it). */
 export interface QueueSurface {
+  /** the runtime's store: the door keeps its subscriptions there */
+  readonly store: { readonly subscriptions: SubscriptionStore };
   /** arm a wake of `harness`'s on_wake; throws (ArmError, LimitError) when refused */
   arm(spec: {
     harness: string;
@@ -111,8 +117,13 @@ export interface QueueSurface {
 
 /** Options of {@link attachProtocol}. */
 export interface AttachOptions {
-  /** SQLite file of the harness subscriptions (":memory:" for none) */
-  database: string;
+  /**
+   * The SQLite file where a berm before this one kept the door's subscriptions
+   * (`<state>/subscriptions.sqlite`): when it exists, its subscriptions are imported into the
+   * runtime's store and it is renamed to `<file>.imported` (see importSubscriptionFile); the door
+   * keeps none there. Absent: nothing to import.
+   */
+  database?: string;
   /** berm's protocol endpoint for the agent-daemon side (`unix:/path` or `127.0.0.1:port`) */
   endpoint?: string;
   /** log lines (refused deliveries, endpoint requests) */
@@ -145,14 +156,28 @@ function view(w: QueueWake): WakeView {
 const json = (v: unknown): CapabilityReply => ({ fields: [textField(JSON.stringify(v))] });
 
 /**
- * Attach the door to `queue`: open the subscription store, route deliveries through
- * `queue.notify`, and start the endpoint when asked.
- * @throws Error when the subscription store cannot be opened or the endpoint cannot listen
+ * Attach the door to `queue`: import an old subscriptions file (`options.database`) into the
+ * queue's store, route deliveries through `queue.notify`, and start the endpoint when asked.
+ * @throws Error when the old subscriptions file cannot be read or imported (the message names it
+ *   and the fix; nothing was imported or renamed) or the endpoint cannot listen
  */
 export async function attachProtocol(queue: QueueSurface, options: AttachOptions): Promise<AttachedProtocol> {
   const log = options.log ?? (() => undefined);
+  const subscriptions = queue.store.subscriptions;
+  if (options.database !== undefined && options.database !== ':memory:') {
+    const done = importSubscriptionFile(options.database, subscriptions);
+    if (done !== null) {
+      const moved = done.renumbered.map(([from, to]) => `${from} -> ${to}`).join(', ');
+      log(
+        `imported ${done.kept + done.renumbered.length} protocol subscription(s) from ${options.database} into the store` +
+          (done.present > 0 ? ` (${done.present} already there)` : '') +
+          (moved !== '' ? `; ids taken by others renumbered: ${moved}` : '') +
+          `; the file is now ${done.renamedTo}`,
+      );
+    }
+  }
   const bus = new HarnessEventBus({
-    database: options.database,
+    subscriptions,
     deliver: async (harness, record, ctx) => {
       const o = await queue.notify(harness, record, {
         ...(ctx.chain !== undefined ? { chain: ctx.chain as never } : {}),

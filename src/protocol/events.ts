@@ -1,33 +1,27 @@
 /**
  * Harnesses as event subscription targets. The agent daemon's bus routes an event to an agent
  * (`SubscribeEventMsg.target_agent`); berm adds a second kind of target, a harness, addressed as
- * `harness:<name>` in the same field. A subscription is persisted (SQLite, WAL) so it survives a
- * restart (src/store/subscriptions.ts); `publish` enqueues one notify trigger per subscription whose source matches exactly,
- * each carrying the record the runtime hands to the harness's `on_notify`
- * (`{id, source, payload, now, attempt}`), one chain level below the publisher.
+ * `harness:<name>` in the same field. A subscription is kept in the runtime's store
+ * (SubscriptionStore, src/store/store.ts), so it survives a restart and, on a store shared by
+ * several daemons, is known to each of them; `publish` enqueues one notify trigger per
+ * subscription whose source matches exactly, each carrying the record the runtime hands to the
+ * harness's `on_notify` (`{id, source, payload, now, attempt}`), one chain level below the publisher.
  *
- * The bus lives on the thread that owns the queue (one writer of the database). Deliveries go
- * through the queue, so the chain depth and the chain's gas budget bound a loop such as
+ * The bus lives on the thread that owns the queue (and its store). Deliveries go through the
+ * queue, so the chain depth and the chain's gas budget bound a loop such as
  * send -> done -> notify -> send: past the limit the queue refuses the notify, and the bus
  * reports the refusal (`onRefused`).
  */
 import type { Authority } from '../contract/index.js';
-import { SubscriptionTable, type SubscriptionRow } from '../store/subscriptions.js';
+import type { SubscriptionRecord, SubscriptionStore } from '../store/store.js';
+import { openSubscriptionFile, type SubscriptionFile } from '../store/subscriptions.js';
 import type { SubscriptionView } from './door.js';
 
 /** Prefix of a harness target in `target_agent`. */
 export const HARNESS_TARGET_PREFIX = 'harness:';
 
-/** One persisted subscription. */
-export interface Subscription {
-  id: number;
-  source: string;
-  harness: string;
-  once: boolean;
-  /** who subscribed (the invocation's authority), handed to the notified invocation */
-  authority: Authority;
-  createdAt: number;
-}
+/** One persisted subscription (the store's record). */
+export type Subscription = SubscriptionRecord;
 
 /** The harness named by a `harness:<name>` target, or null for any other target. */
 export function targetHarness(target: string): string | null {
@@ -46,10 +40,15 @@ export type Deliver = (
   context: { chain?: ChainRef; authority: Authority },
 ) => Promise<{ refused?: string }>;
 
-/** Options of {@link HarnessEventBus}. */
+/** Options of {@link HarnessEventBus}: where subscriptions are kept, `subscriptions` or `database`. */
 export interface EventBusOptions {
-  /** the SQLite file holding subscriptions (":memory:" for none) */
-  database: string;
+  /** the runtime's store of subscriptions (the door's: attach.ts); the bus does not close it */
+  subscriptions?: SubscriptionStore;
+  /**
+   * Without `subscriptions`: a SQLite file of the bus's own (":memory:" for none), for a bus used
+   * without a runtime; the bus closes it
+   */
+  database?: string;
   /** enqueue a notify trigger (the queue's notify) */
   deliver: Deliver;
   /** called when the queue refuses a delivery (chain depth, gas, unknown harness, no on_notify) */
@@ -65,27 +64,24 @@ export class SubscriptionError extends Error {
 
 /** The bus towards harnesses (see the module comment). */
 export class HarnessEventBus {
-  private readonly db: SubscriptionTable;
+  private readonly db: SubscriptionStore;
+  /** the file of the bus's own (the `database` option), closed with the bus */
+  private readonly file: SubscriptionFile | null = null;
   private readonly maxPerHarness: number;
   /** deliveries started, refused by the queue */
   readonly counts = { delivered: 0, refused: 0 };
   /** once subscriptions whose delivery is pending (see {@link publish}) */
   private readonly onceInFlight = new Set<number>();
 
+  /**
+   * @throws Error when neither `subscriptions` nor `database` is given; better-sqlite3's errors
+   *   when `database` cannot be opened
+   */
   constructor(private readonly options: EventBusOptions) {
-    this.db = new SubscriptionTable(options.database);
+    if (options.subscriptions) this.db = options.subscriptions;
+    else if (options.database !== undefined) this.db = this.file = openSubscriptionFile(options.database);
+    else throw new Error('the event bus needs a subscription store (subscriptions) or a file (database)');
     this.maxPerHarness = options.maxPerHarness ?? 1_000;
-  }
-
-  private static toSub(r: SubscriptionRow): Subscription {
-    return {
-      id: r.id,
-      source: r.source,
-      harness: r.harness,
-      once: r.once !== 0,
-      authority: JSON.parse(r.authority) as Authority,
-      createdAt: r.created_at,
-    };
   }
 
   /** The wire view of a subscription (target_agent `harness:<name>`). */
@@ -107,19 +103,18 @@ export class HarnessEventBus {
         `harness ${harness} holds ${n} subscriptions; the limit is ${this.maxPerHarness}`,
       );
     }
-    const createdAt = Date.now();
-    const id = this.db.insert(source, harness, once, JSON.stringify(authority), createdAt);
-    return { id, source, harness, once, authority, createdAt };
+    const spec = { source, harness, once, authority, createdAt: Date.now() };
+    return { id: this.db.add(spec), ...spec };
   }
 
   /** Remove subscription `id` (only if it targets `harness`, when given). True when removed. */
   unsubscribe(id: number, harness?: string): boolean {
-    return this.db.delete(id, harness);
+    return this.db.remove(id, harness);
   }
 
   /** Subscriptions, of one harness when given, in id order. */
   list(harness?: string): Subscription[] {
-    return this.db.list(harness).map(HarnessEventBus.toSub);
+    return this.db.list(harness);
   }
 
   /**
@@ -131,10 +126,8 @@ export class HarnessEventBus {
    * @returns how many deliveries were started
    */
   publish(source: string, payload: string, context: { chain?: ChainRef } = {}): number {
-    const rows = this.db.bySource(source);
     let started = 0;
-    for (const row of rows) {
-      const s = HarnessEventBus.toSub(row);
+    for (const s of this.db.bySource(source)) {
       if (s.once) {
         if (this.onceInFlight.has(s.id)) continue;
         this.onceInFlight.add(s.id);
@@ -166,17 +159,17 @@ export class HarnessEventBus {
     return started;
   }
 
-  /** Remove a once subscription whose delivery was accepted (the bus may be closed by then). */
+  /** Remove a once subscription whose delivery was accepted (the store may be closed by then). */
   private removeDelivered(id: number): void {
     try {
       this.unsubscribe(id);
     } catch {
-      // closed: the subscription stays and fires again on the next event (at-least-once)
+      // closed or away: the subscription stays and fires again on the next event (at-least-once)
     }
   }
 
-  /** Close the database. */
+  /** Close the bus's own file (`database`); a store given as `subscriptions` stays open. */
   close(): void {
-    this.db.close();
+    this.file?.close();
   }
 }

@@ -7,6 +7,7 @@
 import pg from 'pg';
 import * as sql from './pg-sql.js';
 import * as dead from './pg-dead.js';
+import { runSubscriptions, type SubscriptionOp } from './pg-subscriptions.js';
 
 const pools = new Map<string, pg.Pool>();
 
@@ -58,7 +59,9 @@ export interface PgJob {
     | 'deadList'
     | 'deadCounts'
     | 'retryDead'
-    | 'dropDead';
+    | 'dropDead'
+    /** args: the SubscriptionOp, then its arguments */
+    | 'subscriptions';
   args: unknown[];
 }
 
@@ -146,6 +149,8 @@ export async function run(job: PgJob, signal: AbortSignal): Promise<unknown> {
         return dead.retryDead(p, a[0] as string, a[1] as number);
       case 'dropDead':
         return dead.dropDead(p, a[0] as string);
+      case 'subscriptions':
+        return runSubscriptions(p, a[0] as SubscriptionOp, a.slice(1));
       case 'flush': {
         // journal records then finished claims, in that order (at-least-once: never the reverse)
         await sql.appendJournal(p, a[0] as string, a[1] as sql.JournalRow[]);

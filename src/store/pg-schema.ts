@@ -21,12 +21,16 @@
  *                     why (reason, last_error), deliveries started, when it entered (dead_at).
  *   berm_reference_imports  the upstream images imported into the deployments (schema 7): name ->
  *                     sha256 of the bytes last imported under it (src/daemon/reference-root.ts).
+ *   berm_subscriptions  the protocol door's event subscriptions (schema 8): id (bigserial),
+ *                     source, harness, once, authority (jsonb), created_at (ms); indexed by source
+ *                     and by harness. Every daemon sharing the database sees each one (a file of
+ *                     each daemon's own before: pg-subscriptions.ts).
  *   berm_schema       the version, who wrote it and when (created by {@link migrate}).
  */
 import type pg from 'pg';
 
 /** The schema this berm writes. A database with a newer one is refused (see {@link migrate}). */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /** Key of the advisory lock held while the schema is created or migrated. */
 const SCHEMA_LOCK = 0x6265726e;
@@ -156,6 +160,19 @@ const MIGRATIONS: string[] = [
   CREATE TABLE IF NOT EXISTS berm_reference_imports (
     name text PRIMARY KEY,
     sha256 text NOT NULL);
+  `,
+  // 7 -> 8: the protocol door's subscriptions, shared by every daemon (a SQLite file under each
+  // daemon's state directory before, imported by its daemon at boot)
+  `
+  CREATE TABLE IF NOT EXISTS berm_subscriptions (
+    id bigserial PRIMARY KEY,
+    source text NOT NULL,
+    harness text NOT NULL,
+    once boolean NOT NULL,
+    authority jsonb NOT NULL,
+    created_at double precision NOT NULL);
+  CREATE INDEX IF NOT EXISTS berm_subscriptions_source ON berm_subscriptions (source);
+  CREATE INDEX IF NOT EXISTS berm_subscriptions_harness ON berm_subscriptions (harness);
   `,
 ];
 

@@ -1,32 +1,30 @@
 /**
- * The PostgreSQL backend of {@link RuntimeStore}: several daemons (bermd, `berm worker`) share one
- * due-set, deployments, storage-capability keys and journal. docs/scale-out.md has the design.
+ * The PostgreSQL backend of {@link RuntimeStore}: several daemons (bermd, `berm worker`) share one due-set,
+ * deployments, storage-capability keys, journal and protocol-door subscriptions (docs/scale-out.md).
  *
  * The store interface is synchronous (the queue calls it between guest runs on its own thread);
  * PostgreSQL is not. Each call is therefore a blocking round trip through the synchronous bridge
- * (src/sync/bridge.ts: a worker thread that runs pg-job.ts while
- * the caller waits in Atomics.wait). Everything that need not block runs asynchronously on the
- * caller's event loop: one LISTEN connection (wakes armed and deployments changed by other
- * daemons), and the lease work: every third of the lease, renewal of the claims this process holds
- * in memory (never every row it owns: a claim it lost track of, say a call that timed out but
- * committed, must expire); once per lease period, expiry of claims whose lease ran out, and, when
- * this process has nothing due, a look for overdue wakes that no process holds in its due heap
- * (a claim that rolled back after the others skipped the locked row; a release by a daemon that
- * then died). No periodic query runs faster than that.
+ * (src/sync/bridge.ts: a worker thread that runs pg-job.ts while the caller waits in Atomics.wait).
+ * Everything that need not block runs asynchronously on the caller's event loop: one LISTEN
+ * connection (wakes armed and deployments changed by other daemons), and the lease work: every third
+ * of the lease, renewal of the claims this process holds in memory (never every row it owns: a claim
+ * it lost track of, say a call that timed out but committed, must expire); once per lease period,
+ * expiry of claims whose lease ran out, and, when this process has nothing due, a look for overdue
+ * wakes that no process holds in its due heap (a claim that rolled back after the others skipped the
+ * locked row; a release by a daemon that then died). No periodic query runs faster than that.
  *
- * Delivery stays at-least-once across daemons: a wake is claimed (moved to berm_claims with
- * attempt + 1, under a lease owned by this process) before it runs and forgotten only after its
- * journal record is written; a daemon that dies stops renewing, its leases expire and any daemon
- * puts the claims back as redeliveries, which fire again with attempt + 1.
+ * Delivery stays at-least-once across daemons: a wake is claimed (moved to berm_claims with attempt
+ * + 1, under a lease owned by this process) before it runs and forgotten only after its journal
+ * record is written; a daemon that dies stops renewing, its leases expire and any daemon puts the
+ * claims back as redeliveries, which fire again with attempt + 1.
  *
- * The database going away: claims fail (the wake stays pending in the database and is
- * re-announced to every daemon once the database is back), finished claims and their journal
- * records wait in memory and are written on reconnection (in that order; a write that failed may
- * have committed before its answer was lost, so each record carries a write id from its append
- * on, and the database stores a record of a given id once: the delivery it records is journaled
- * once, with its attempt), arming and deploying
- * throw (the caller refuses the request), {@link PgStore.available} turns false so callers can
- * refuse invocations cleanly.
+ * The database going away: claims fail (the wake stays pending in the database and is re-announced
+ * to every daemon once the database is back), finished claims and their journal records wait in
+ * memory and are written on reconnection (in that order; a write that failed may have committed
+ * before its answer was lost, so each record carries a write id from its append on, and the database
+ * stores a record of a given id once: the delivery it records is journaled once, with its attempt),
+ * arming and deploying throw (the caller refuses the request), {@link PgStore.available} turns false
+ * so callers can refuse invocations cleanly.
  */
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
@@ -36,6 +34,7 @@ import { runSync } from '../sync/bridge.js';
 import type { KvJob } from './pg-kv.js';
 import * as sql from './pg-sql.js';
 import { LIVENESS_INTERVAL_MS, holdOwnerLock, takeBackFromGone } from './pg-liveness.js';
+import { pgSubscriptions } from './pg-subscriptions.js';
 import type { PgJob } from './pg-job.js';
 import type {
   DeadSpec,
@@ -136,6 +135,7 @@ export class PgStore extends EventEmitter implements RuntimeStore {
   readonly deployments: DeploymentStore;
   readonly keys: KeyStore;
   readonly journal: Journal;
+  readonly subscriptions = pgSubscriptions((op, ...args) => this.call('subscriptions', op, ...args));
   readonly description: string;
   readonly owner: string;
   readonly leaseMs: number;

@@ -13,15 +13,17 @@
  *                dead-letter set (schema 3)
  *   reference_imports (name PRIMARY KEY, sha256): the upstream images imported into the
  *                deployments, by name (schema 5; a `deployments/reference-imports.json` before)
+ *   harness_subscriptions (id, source, harness, once, authority, created_at), indexed by source:
+ *                the protocol door's subscriptions (schema 6; a `subscriptions.sqlite` of the
+ *                door's own before, with this table, imported once: subscriptions.ts)
  * a key-value file (the storage capability's `database`, and <state>/kv.sqlite):
  *   berm_kv      (harness, key, value) PRIMARY KEY (harness, key), WITHOUT ROWID
- * the protocol door's subscriptions file:
- *   harness_subscriptions (id, source, harness, once, authority, created_at), indexed by source
+ * a subscriptions file of a bus used without a runtime's store: harness_subscriptions
  */
 import type { SqliteDatabase } from './sqlite-driver.js';
 
 /** Schema version of state.sqlite, kept in PRAGMA user_version; a newer one is refused. */
-export const STATE_SCHEMA_VERSION = 5;
+export const STATE_SCHEMA_VERSION = 6;
 
 const STATE_TABLES = `
   CREATE TABLE IF NOT EXISTS wakes (
@@ -72,6 +74,8 @@ export function createStateSchema(db: SqliteDatabase, file: string): void {
     db.exec(STATE_TABLES);
     if (elfRequired)
       db.exec('INSERT INTO deployments SELECT * FROM deployments_schema3; DROP TABLE deployments_schema3');
+    // schema 5 -> 6: the protocol door's subscriptions (created when missing)
+    createSubscriptionSchema(db);
   })();
   // schema 4 -> 5: the record of imported upstream images (STATE_TABLES creates it when missing)
   // schema 2 -> 3: the dead-letter set (the CREATE TABLE IF NOT EXISTS above)
@@ -91,7 +95,10 @@ export function createKvSchema(db: SqliteDatabase): void {
   );
 }
 
-/** Create the protocol door's subscription table and its index in `db` when missing. */
+/**
+ * Create the protocol door's subscription table and its index in `db` when missing (in
+ * state.sqlite, and in a subscriptions file of a bus used without a runtime's store).
+ */
 export function createSubscriptionSchema(db: SqliteDatabase): void {
   db.exec(`CREATE TABLE IF NOT EXISTS harness_subscriptions (
       id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -3,8 +3,9 @@
  * directory for the due-set and deployments, a second one for the storage capability's keys (the
  * file the storage capability opens, so its own transactions stay short), and journal.jsonl.
  *
- * The tables of <state>/state.sqlite (wakes, claims, deployments, dead) and of kv.sqlite (berm_kv)
- * are declared in sqlite-schema.ts.
+ * The tables of <state>/state.sqlite (wakes, claims, deployments, dead, reference_imports, the
+ * protocol door's harness_subscriptions: subscriptions.ts) and of kv.sqlite (berm_kv) are declared
+ * in sqlite-schema.ts.
  * WAL with synchronous=NORMAL: a committed transaction survives the process being killed (it is in
  * the WAL file); only a power loss may drop the last ones.
  */
@@ -12,6 +13,7 @@ import * as path from 'node:path';
 import { JsonlJournal } from './journal.js';
 import { openSqlite, type SqliteDatabase } from './sqlite-driver.js';
 import { createKvSchema, createStateSchema } from './sqlite-schema.js';
+import { SqliteSubscriptions } from './subscriptions.js';
 import { privateDir, privateFile } from '../util/private-files.js';
 import type { Authority } from '../contract/index.js';
 import type {
@@ -491,6 +493,7 @@ export class SqliteStore implements RuntimeStore {
   readonly deployments: DeploymentStore;
   readonly keys: SqliteKeys;
   readonly journal: JsonlJournal;
+  readonly subscriptions: SqliteSubscriptions;
   readonly description: string;
 
   private constructor(
@@ -500,6 +503,7 @@ export class SqliteStore implements RuntimeStore {
   ) {
     this.dues = new SqliteDues(db);
     this.deployments = new SqliteDeployments(db);
+    this.subscriptions = new SqliteSubscriptions(db, true);
     this.keys = new SqliteKeys(path.join(dir, 'kv.sqlite'), options.busyTimeoutMs ?? 5000);
     this.journal = new JsonlJournal(
       path.join(dir, 'journal.jsonl'),

@@ -1,7 +1,7 @@
 /**
  * The storage seam of the runtime: everything the queue keeps across restarts goes through
  * {@link RuntimeStore} — the due-set (pending wakes and claimed-but-unfinished ones), deployments,
- * the storage capability's keys and the invocation journal. The SQLite backend (sqlite-store.ts)
+ * the storage capability's keys, the invocation journal and the protocol door's subscriptions. The SQLite backend (sqlite-store.ts)
  * is the default; another backend (PostgreSQL for several daemons) is a new file implementing the
  * same interface. Every method is synchronous: the SQLite backend is, and the queue calls them on
  * its own thread between guest runs. A networked backend can keep this shape by serving from a
@@ -294,12 +294,66 @@ export interface Journal {
   close(): void;
 }
 
+/**
+ * One subscription of a harness to an event source (the protocol door's event bus,
+ * src/protocol/events.ts: an event published under `source` becomes a notify of `harness`).
+ */
+export interface SubscriptionRecord {
+  /** assigned by the store, unique, increasing; the id the subscriber removes it by */
+  id: number;
+  /** the event source it matches exactly */
+  source: string;
+  /** the harness notified */
+  harness: string;
+  /** removed once one delivery was accepted */
+  once: boolean;
+  /** who subscribed (the subscribing invocation's authority), handed to the notified invocation */
+  authority: Authority;
+  /** when it was made, ms since epoch */
+  createdAt: number;
+}
+
+/** What {@link SubscriptionStore.importRecords} did with each record it was given. */
+export interface SubscriptionImport {
+  /** records stored under the id they had */
+  kept: number;
+  /** records stored under a new id (theirs was taken by another subscription): [old, new] */
+  renumbered: [number, number][];
+  /** records already present (same source, harness, once, authority and createdAt): not stored again */
+  present: number;
+}
+
+/**
+ * The protocol door's subscriptions. The bus owns the rules (limits, once, delivery); the store
+ * keeps the rows, shared by every process of a shared store. Each method is one durable step.
+ */
+export interface SubscriptionStore {
+  /** How many subscriptions `harness` holds. */
+  count(harness: string): number;
+  /** Store a subscription. @returns its id */
+  add(spec: Omit<SubscriptionRecord, 'id'>): number;
+  /** Remove subscription `id` (only if it targets `harness`, when given). @returns whether one was removed */
+  remove(id: number, harness?: string): boolean;
+  /** Subscriptions, of one harness when given, in id order. */
+  list(harness?: string): SubscriptionRecord[];
+  /** Subscriptions whose source is exactly `source`, in id order. */
+  bySource(source: string): SubscriptionRecord[];
+  /**
+   * Take in the subscriptions a berm before this one kept in a file of the door's own, in one
+   * transaction: each keeps its id when that is free, gets a new one when it is taken, and is
+   * skipped when an equal record is present (an import repeated after a crash stores nothing twice).
+   */
+  importRecords(records: readonly SubscriptionRecord[]): SubscriptionImport;
+}
+
 /** Everything the runtime persists. */
 export interface RuntimeStore {
   readonly dues: DueStore;
   readonly deployments: DeploymentStore;
   readonly keys: KeyStore;
   readonly journal: Journal;
+  /** the protocol door's event subscriptions */
+  readonly subscriptions: SubscriptionStore;
   /** A short description for the boot log, e.g. "sqlite /var/lib/berm/state.sqlite". */
   readonly description: string;
   close(): void;
