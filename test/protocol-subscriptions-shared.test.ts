@@ -18,7 +18,7 @@ import {
   type Plain,
 } from '../src/protocol/index.js';
 import { openSqlite } from '../src/store/sqlite-driver.js';
-import { http, startBermd, stopBermd, type Bermd } from './helpers/cluster.js';
+import { TcpProxy, http, startBermd, stopBermd, viaPort, type Bermd } from './helpers/cluster.js';
 import { TEST_CACHE } from './helpers/fixtures.js';
 import { freshDatabase } from './helpers/pg.js';
 import { QG, journal, until } from './helpers/scale-out.js';
@@ -54,7 +54,7 @@ function endpointOf(root: string) {
     ((await ask('list_subscriptions', {})).subscription_list as { subscriptions: Plain[] }).subscriptions.map(
       (s) => [Number(s.id), s.source as string, s.target_agent as string],
     );
-  return { ask, list, close: () => c.close() };
+  return { ask, once, list, close: () => c.close() };
 }
 
 t.test("two bermd on one database share the protocol door's subscriptions", async (t) => {
@@ -126,4 +126,52 @@ t.test("two bermd on one database share the protocol door's subscriptions", asyn
   t.equal((await eb.ask('unsubscribe_event', { id })).msg, 'pong', 'removed through the other daemon');
   t.same(await ea.list(), all.slice(0, 2), 'gone for the first');
   t.match(await ea.ask('unsubscribe_event', { id }), { error: { code: 404 } });
+});
+
+t.test('with the shared database away the endpoint answers 503, and nothing is lost', async (t) => {
+  const url = await freshDatabase(t);
+  if (url === null) return;
+  const u = new URL(url);
+  const proxy = new TcpProxy(u.hostname, Number(u.port));
+  await proxy.listen();
+  t.teardown(() => proxy.cut());
+  const root = mkdtempSync(join(tmpdir(), 'bermd-subs-'));
+  const b = await startBermd({
+    root,
+    store: viaPort(url, proxy.port),
+    cacheDir: TEST_CACHE,
+    extra: ['--protocol-endpoint', `unix:${join(root, 'protocol.sock')}`],
+  });
+  t.teardown(() => stopBermd(b));
+  const e = endpointOf(root);
+  t.teardown(() => e.close());
+  const made = await e.ask('subscribe_event', { source: 'kept', target_agent: 'harness:qg' });
+  const id = Number((made.subscription_info as Plain).id);
+
+  await proxy.cut();
+  for (const [member, body] of [
+    ['subscribe_event', { source: 'lost?', target_agent: 'harness:qg' }],
+    ['list_subscriptions', {}],
+    ['unsubscribe_event', { id }],
+    ['publish_event', { source: 'kept', payload: 'x' }],
+  ] as const) {
+    t.match(
+      await e.once(member, body),
+      { msg: 'error', error: { code: 503, message: /^the shared store is unreachable: / } },
+      `${member}: 503, the store's fault, not the request's`,
+    );
+  }
+  await proxy.restore();
+  let back: [number, string, string][] = [];
+  await until('the endpoint answers again', async () => {
+    const r = await e.once('list_subscriptions', {});
+    if (r.msg !== 'subscription_list') return false;
+    back = (r.subscription_list as { subscriptions: Plain[] }).subscriptions.map((s) => [
+      Number(s.id),
+      s.source as string,
+      s.target_agent as string,
+    ]);
+    return true;
+  });
+  t.same(back, [[id, 'kept', 'harness:qg']], 'the subscription made before is there, and only it');
 });

@@ -13,7 +13,8 @@
  *   `unsubscribe_event` -> `pong`; `list_subscriptions` -> `subscription_list` (harness targets).
  * - `publish_event` -> delivered to the subscribed harnesses' on_notify (a fresh chain) -> `pong`.
  * - `ping` -> `pong`.
- * Anything else answers an ErrorMsg (code 501) saying it belongs to the agent daemon.
+ * Anything else answers an ErrorMsg (code 501) saying it belongs to the agent daemon. A request
+ * the store behind it fails (its database away, a full disk) answers 503 with the cause: retry.
  *
  * Trust: whoever can connect may schedule any harness, so the endpoint listens only on a Unix
  * socket (created mode 0600) or a loopback TCP address; anything else is refused at listen time.
@@ -23,6 +24,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { endpointText, parseEndpoint, type Endpoint } from './client.js';
 import type { WakeView } from './door.js';
+import { storeFault } from '../store/store-fault.js';
 import { HarnessEventBus, SubscriptionError, targetHarness } from './events.js';
 import { FrameReader, MAX_FRAME, frame } from './frame.js';
 import { decodeClient, encode, encodeServer, member, messageType, type Plain } from './schema.js';
@@ -373,7 +375,9 @@ export class ProtocolServer {
       return reply.ok ? reply.bytes : err(reply.code, reply.error);
     } catch (e) {
       log(`error: ${(e as Error).message}`);
-      return err(400, (e as Error).message);
+      // the store failing (its database away, a full disk) is no fault of the request: retry later
+      const fault = storeFault(e);
+      return fault === null ? err(400, (e as Error).message) : err(503, `${fault}: ${(e as Error).message}`);
     }
   }
 
