@@ -95,11 +95,7 @@ export class QueueBackend implements Backend {
     argsJson: string,
     options: { onLog?: (line: string) => void; authority?: Authority; signal?: CancelSignal },
   ): Promise<InvokeOutcome> {
-    const o = await this.runtime.invoke(harness, tool, argsJson, {
-      ...(options.onLog ? { onLog: options.onLog } : {}),
-      ...(options.authority ? { authority: options.authority } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
+    const o = await this.runtime.invoke(harness, tool, argsJson, options);
     // A large result is handed on in a turn of the event loop of its own. The workers' outcomes
     // arrive on message ports, and Node drains a port greedily: the messages that arrive while it
     // delivers one are delivered in the same turn (up to 1,000). A worker finishes the next large

@@ -58,8 +58,8 @@ export class Dispatcher {
   private readonly waiting = new Map<string, Job[]>();
   /** triggers waiting, over all harnesses */
   queued = 0;
-  /** running invocations by their interrupt word */
-  readonly running = new Map<SharedArrayBuffer, Job>();
+  /** the invocations running in the workers */
+  readonly running = new Set<Job>();
   private readonly perHarness = new Map<string, number>();
   private readonly buckets = new Map<string, TokenBucket>();
   /** launched invocations whose outcome is not yet answered (close() waits for 0) */
@@ -81,16 +81,18 @@ export class Dispatcher {
   /** A new chain (depth 0, the limits' fuel and invocations), acting for `authority`. */
   freshChain(authority?: Authority): ChainSpec {
     const l = this.limits;
-    return {
+    const fuel = Number.isFinite(l.fuel) ? l.fuel : Number.MAX_SAFE_INTEGER;
+    const chain: ChainSpec = {
       id: randomUUID(),
       depth: 0,
       deadline: 0,
-      fuelLeft: Number.isFinite(l.fuel) ? l.fuel : Number.MAX_SAFE_INTEGER,
-      fuelBudget: Number.isFinite(l.fuel) ? l.fuel : Number.MAX_SAFE_INTEGER,
+      fuelLeft: fuel,
+      fuelBudget: fuel,
       invocationsLeft: l.chainInvocations,
       maxDepth: l.chainDepth,
-      ...(authority ? { authority } : {}),
     };
+    if (authority) chain.authority = authority;
+    return chain;
   }
 
   /** The chain of work enqueued from inside `parent`: one deeper, with what it has left. */
@@ -151,7 +153,7 @@ export class Dispatcher {
       );
     }
     return new Promise((resolve) => {
-      const job: Job = { ...j, enqueuedAt: Date.now(), resolve };
+      const job = queued(j, Date.now(), resolve);
       if (j.signal) {
         const signal = j.signal;
         const onAbort = () => this.cancel(job, reasonOf(signal));
@@ -185,7 +187,7 @@ export class Dispatcher {
     }
     if (j.interrupt && j.cancelled === undefined) {
       j.cancelled = why;
-      Atomics.store(new Int32Array(j.interrupt), 0, 1);
+      Atomics.store(j.interrupt, 0, 1);
     }
   }
 
@@ -275,78 +277,77 @@ export class Dispatcher {
 
   /** Run `j` in a worker now; journal and answer its outcome when it ends. */
   launch(j: Job): void {
-    const interrupt = new SharedArrayBuffer(4);
-    j.interrupt = interrupt;
     const startedAt = j.now ?? Date.now();
-    this.running.set(interrupt, j);
+    this.running.add(j);
     this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 0) + 1);
     const t0 = performance.now();
     this.pending++;
-    void this.pool
-      .run(
-        {
-          harness: j.harness,
-          kind: j.kind,
-          entry: j.entry,
-          args: j.argsAt ? j.argsAt(startedAt) : j.args,
-          chain: j.chain,
-          ...(j.fresh ? { timeoutMs: this.limits.timeoutMs } : {}),
-          now: startedAt,
-          interrupt,
-          ...(j.onLog ? { onLog: j.onLog } : {}),
-        },
-        this.limits.graceMs,
-      )
-      .then((r) => {
-        this.running.delete(interrupt);
-        this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 1) - 1);
-        // a lost worker is a host fault: the wake is delivered again, at once when nothing of it
-        // ran, else after a backoff while it has attempts left (the last is journaled worker-lost)
-        if (r.lost && j.wake && (!r.started || j.wake.attempt < this.limits.wakeAttempts)) {
-          const delayMs = r.started ? this.limits.wakeRetryMs * 2 ** (j.wake.attempt - 1) : 0;
-          this.hooks.unstarted(j, r.started ? `${r.message}; the guest had started` : r.message, delayMs);
-          this.pending--;
-          this.hooks.emit('idle-check');
-          this.dispatch();
-          return;
-        }
-        const info: InvocationInfo = {
-          trigger: j.trigger,
-          harness: j.harness,
-          entry: j.entry,
-          chain: j.chain.id,
-          depth: j.chain.depth,
-          start: startedAt,
-          // the guest's run, from its start in the worker; the wait for the worker is queue wait
-          ms: performance.now() - t0 - r.waitMs,
-          waitMs: startedAt - j.enqueuedAt + r.waitMs,
-          // a lost worker's guest: the fuel it had taken (to the fuel slice), not 0
-          fuel: r.fuelUsed,
-        };
-        let outcome: Outcome = r.lost
-          ? { status: 'error', code: 'worker-lost', message: r.message, logs: [], info }
-          : fromRun(r.result, r.logs, info);
-        // the interrupt raised for a caller that went away (not a deadline, not the shutdown's)
-        if (
-          j.cancelled !== undefined &&
-          outcome.status === 'trapped' &&
-          outcome.trap.name === 'Interrupted' &&
-          !this.interrupting
-        ) {
-          this.counters.cancelled.running++;
-          outcome = {
-            status: 'cancelled',
-            message: `${j.cancelled}; its run was interrupted`,
-            logs: outcome.logs,
-            info,
-          };
-        }
-        const answer = this.finish(j, outcome);
+    const run = this.pool.run(
+      {
+        harness: j.harness,
+        kind: j.kind,
+        entry: j.entry,
+        args: j.argsAt ? j.argsAt(startedAt) : j.args,
+        chain: j.chain,
+        ...(j.fresh ? { timeoutMs: this.limits.timeoutMs } : {}),
+        now: startedAt,
+        ...(j.onLog ? { onLog: j.onLog } : {}),
+      },
+      this.limits.graceMs,
+    );
+    j.interrupt = run.interrupt;
+    void run.done.then((r) => {
+      this.running.delete(j);
+      // the flag is the worker's: from here on it may be another run's
+      delete j.interrupt;
+      this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 1) - 1);
+      // a lost worker is a host fault: the wake is delivered again, at once when nothing of it
+      // ran, else after a backoff while it has attempts left (the last is journaled worker-lost)
+      if (r.lost && j.wake && (!r.started || j.wake.attempt < this.limits.wakeAttempts)) {
+        const delayMs = r.started ? this.limits.wakeRetryMs * 2 ** (j.wake.attempt - 1) : 0;
+        this.hooks.unstarted(j, r.started ? `${r.message}; the guest had started` : r.message, delayMs);
         this.pending--;
-        j.resolve(answer);
         this.hooks.emit('idle-check');
         this.dispatch();
-      });
+        return;
+      }
+      const info: InvocationInfo = {
+        trigger: j.trigger,
+        harness: j.harness,
+        entry: j.entry,
+        chain: j.chain.id,
+        depth: j.chain.depth,
+        start: startedAt,
+        // the guest's run, from its start in the worker; the wait for the worker is queue wait
+        ms: performance.now() - t0 - r.waitMs,
+        waitMs: startedAt - j.enqueuedAt + r.waitMs,
+        // a lost worker's guest: the fuel it had taken (to the fuel slice), not 0
+        fuel: r.fuelUsed,
+      };
+      let outcome: Outcome = r.lost
+        ? { status: 'error', code: 'worker-lost', message: r.message, logs: [], info }
+        : fromRun(r.result, r.logs, info);
+      // the interrupt raised for a caller that went away (not a deadline, not the shutdown's)
+      if (
+        j.cancelled !== undefined &&
+        outcome.status === 'trapped' &&
+        outcome.trap.name === 'Interrupted' &&
+        !this.interrupting
+      ) {
+        this.counters.cancelled.running++;
+        outcome = {
+          status: 'cancelled',
+          message: `${j.cancelled}; its run was interrupted`,
+          logs: outcome.logs,
+          info,
+        };
+      }
+      const answer = this.finish(j, outcome);
+      this.pending--;
+      j.resolve(answer);
+      this.hooks.emit('idle-check');
+      this.dispatch();
+    });
   }
 
   /**
@@ -423,6 +424,36 @@ export class Dispatcher {
     for (const j of all)
       j.resolve(refused(new LimitError('closed', 'closed', 'the runtime shut down before it started')));
   }
+}
+
+/**
+ * A queued job from what {@link Dispatcher.submit} was given: every field of {@link Job} set, in
+ * one order, so the dispatcher's reads of a job see one object shape whichever trigger made it.
+ */
+function queued(
+  j: Omit<Job, 'enqueuedAt' | 'resolve'>,
+  enqueuedAt: number,
+  resolve: (o: Outcome) => void,
+): Job {
+  return {
+    trigger: j.trigger,
+    harness: j.harness,
+    kind: j.kind,
+    entry: j.entry,
+    args: j.args,
+    chain: j.chain,
+    fresh: j.fresh,
+    enqueuedAt,
+    resolve,
+    onLog: j.onLog,
+    wake: j.wake,
+    scheduleKey: j.scheduleKey,
+    now: j.now,
+    argsAt: j.argsAt,
+    signal: j.signal,
+    interrupt: undefined,
+    cancelled: undefined,
+  };
 }
 
 /** The reason a caller's signal was aborted with, as text (a default when it gave none). */

@@ -162,11 +162,19 @@ export class Executor {
     }
   }
 
-  /** A fresh chain state for a top-level run. */
-  static chain(spec: ChainSpec, interrupt: SharedArrayBuffer): ChainState {
+  /**
+   * A fresh chain state for a top-level run.
+   * @param fuel the chain's fuel account (default a plain one holding the spec's fuel): a worker
+   *   passes one that also publishes what the run has taken
+   */
+  static chain(
+    spec: ChainSpec,
+    interrupt: SharedArrayBuffer,
+    fuel: { left: number; readonly budget: number } = { left: spec.fuelLeft, budget: spec.fuelBudget },
+  ): ChainState {
     return {
       spec,
-      fuel: { left: spec.fuelLeft, budget: spec.fuelBudget },
+      fuel,
       invocationsLeft: spec.invocationsLeft,
       started: 0,
       interrupt,

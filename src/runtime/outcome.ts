@@ -126,8 +126,8 @@ export interface Job {
   argsAt?: (now: number) => string;
   /** aborted when nobody waits for the outcome any more (InvokeOptions.signal) */
   signal?: CancelSignal;
-  /** the run's interrupt word, once launched */
-  interrupt?: SharedArrayBuffer;
+  /** the run's interrupt flag (its worker's, Int32 at 0) while it runs */
+  interrupt?: Int32Array;
   /** why the run was cancelled, once its signal aborted while it ran */
   cancelled?: string;
 }

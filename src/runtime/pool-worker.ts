@@ -10,11 +10,45 @@ import { Engine } from '../engine/engine.js';
 import { Harness } from '../harness/harness.js';
 import type { CapabilityReply, ScheduleHost } from '../capabilities/types.js';
 import { Executor, type ChainState } from './executor.js';
-import type { FromWorker, HostReplyMessage, HostRequest, ToWorker, WorkerConfig } from './worker-messages.js';
+import {
+  RUN_DEADLINE,
+  RUN_FUEL,
+  RUN_STARTED,
+  RUN_STARTED_AT,
+  runState,
+  type FromWorker,
+  type HostReplyMessage,
+  type HostRequest,
+  type ToWorker,
+  type WorkerConfig,
+} from './worker-messages.js';
 
 const config = workerData as WorkerConfig;
 const port = parentPort!;
 const flag = new Int32Array(config.hostFlag);
+const state = runState(config.runState);
+
+/**
+ * A chain's fuel account whose every change is also written where the pool reads it (the run
+ * state's fuel word), so a lost worker's run is still accounted. One class, so the engine's reads
+ * of `left` stay monomorphic.
+ */
+class SharedFuel {
+  private remaining: number;
+  constructor(
+    private readonly before: number,
+    readonly budget: number,
+  ) {
+    this.remaining = before;
+  }
+  get left(): number {
+    return this.remaining;
+  }
+  set left(v: number) {
+    this.remaining = v;
+    state.words[RUN_FUEL] = this.before - v;
+  }
+}
 
 /** Longest a guest waits for the queue to answer a host call; the main thread answers in microseconds. */
 const HOST_REPLY_TIMEOUT_MS = config.hostReplyTimeoutMs ?? 30_000;
@@ -161,22 +195,13 @@ async function handle(msg: ToWorker): Promise<void> {
       // been busy with earlier messages (a translation, a deployment) meanwhile
       const spec =
         msg.timeoutMs === undefined ? msg.chain : { ...msg.chain, deadline: Date.now() + msg.timeoutMs };
-      post({ type: 'started', id: msg.id, deadline: spec.deadline });
-      const chain = Executor.chain(spec, msg.interrupt);
+      // the pool learns the start from the run state, not from a message (its watchdog sweeps it)
+      state.words[RUN_FUEL] = 0;
+      state.words[RUN_DEADLINE] = spec.deadline;
+      state.words[RUN_STARTED_AT] = performance.timeOrigin + performance.now();
+      Atomics.store(state.ids, RUN_STARTED, msg.id);
+      const chain = Executor.chain(spec, config.interrupt, new SharedFuel(spec.fuelLeft, spec.fuelBudget));
       const fuelBefore = chain.fuel.left;
-      // the fuel taken so far, where the pool can read it if this worker is lost: `left` changes
-      // once per fuel slice the guest takes and once when the run gives back what it did not use
-      const shared = new Float64Array(msg.fuelUsed);
-      let left = fuelBefore;
-      Object.defineProperty(chain.fuel, 'left', {
-        get: () => left,
-        set: (v: number) => {
-          left = v;
-          shared[0] = fuelBefore - v;
-        },
-        enumerable: true,
-        configurable: true,
-      });
       const onLog = msg.streamLogs ? (line: string) => post({ type: 'log', id: msg.id, line }) : undefined;
       const { result, logs } = executor.run(
         chain,

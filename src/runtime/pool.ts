@@ -4,26 +4,44 @@
  * worker (the ELF bytes and the compiled WebAssembly.Module, which V8 shares between threads) and
  * replayed to a replacement worker.
  *
- * A watchdog per run, armed when the worker reports that it starts the guest (a run posted to a
- * worker waits behind what the worker is still doing: that time is not the guest's): at the
- * chain's deadline the run's interrupt flag is raised (a guest in translated code stops within a
- * fuel slice); if the worker is still busy `graceMs` later it is stuck in a host call, so it is
+ * A watchdog over the runs, counted from the moment a worker starts the guest (a run posted to a
+ * worker waits behind what the worker is still doing: that time is not the guest's). The worker
+ * writes that moment and the chain's deadline into its run state (shared memory, see
+ * worker-messages.ts RunState) instead of posting a message, and one sweep every
+ * {@link SWEEP_MS} ms, running only while some run is in a worker, reads them: past the deadline
+ * (plus a little of the grace) the run's interrupt flag is raised (a guest in translated code
+ * stops within a fuel slice, and it checks its own deadline at every poll before that); if the
+ * worker is still busy `graceMs` after the deadline it is stuck in a host call, so it is
  * terminated and replaced and that run fails with a clear error — the pool keeps its size and
- * nothing else is lost.
+ * nothing else is lost. A short run thus costs the pool's thread one message each way and no
+ * timer.
+ *
+ * Each worker has one interrupt flag, cleared by the pool before it posts a run: the pool's
+ * thread raises it only while that run is the worker's, so a raise never reaches a later run.
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Grant } from '../capabilities/types.js';
 import type { CompileInfo } from '../engine/engine.js';
 import type { Manifest } from '../harness/manifest.js';
-import type {
-  FromWorker,
-  HostReply,
-  HostReplyMessage,
-  HostRequest,
-  RunResult,
-  ToWorker,
-  WorkerConfig,
+import {
+  RUN_DEADLINE,
+  RUN_FUEL,
+  RUN_STARTED,
+  RUN_STARTED_AT,
+  RUN_STATE_BYTES,
+  runState,
+  type FromWorker,
+  type HostReply,
+  type HostReplyMessage,
+  type HostRequest,
+  type RunResult,
+  type RunState,
+  type ToWorker,
+  type WorkerConfig,
 } from './worker-messages.js';
+
+/** Period of the watchdog's sweep over the runs in the workers, ms. */
+export const SWEEP_MS = 20;
 
 /**
  * The worker's entry module: pool-worker.ts beside this file under a TypeScript loader,
@@ -85,27 +103,33 @@ export interface PoolJob {
    * starts with this run); absent: `chain.deadline` is the deadline
    */
   timeoutMs?: number;
-  interrupt: SharedArrayBuffer;
   onLog?: (line: string) => void;
+}
+
+/** A run handed to a worker: its interrupt flag (Int32 at 0) and its outcome. */
+export interface PoolRun {
+  /** raise (Atomics.store 1) to stop the run at its guest's next poll; valid until `done` settles */
+  interrupt: Int32Array;
+  done: Promise<PoolResult>;
 }
 
 interface Slot {
   worker: Worker;
   port: MessagePort;
   flag: Int32Array;
+  /** the worker's interrupt flag (WorkerConfig interrupt) */
+  interrupt: Int32Array;
+  /** what the worker tells of the run it holds (WorkerConfig runState) */
+  state: RunState;
   job: {
     id: number;
     resolve: (r: PoolResult) => void;
     onLog?: (line: string) => void;
-    timers: NodeJS.Timeout[];
-    interrupt: SharedArrayBuffer;
-    /** the run's fuel so far (see ToWorker 'run' fuelUsed) */
-    fuelUsed: Float64Array;
     graceMs: number;
-    /** performance.now() when the run was posted */
+    /** when the run was posted, ms since the epoch (performance.timeOrigin + performance.now()) */
     posted: number;
-    /** performance.now() when the worker reported that it starts the guest; null before */
-    started: number | null;
+    /** the watchdog raised the interrupt at the deadline */
+    raised: boolean;
   } | null;
   compiles: Map<number, { resolve: (c: Compiled) => void; reject: (e: Error) => void }>;
   /** deploys posted to this worker and not yet answered: told the worker's error, or null */
@@ -118,7 +142,7 @@ interface Slot {
 /** Options of {@link WorkerPool}. */
 export interface PoolOptions {
   size: number;
-  config: Omit<WorkerConfig, 'hostFlag' | 'replyPort'>;
+  config: Omit<WorkerConfig, 'hostFlag' | 'replyPort' | 'interrupt' | 'runState'>;
   /** answers a guest's host call that needs the queue (called on the main thread) */
   onHost: (req: HostRequest) => HostReply;
   /** told when a worker is replaced (for the log and counters) */
@@ -148,6 +172,8 @@ export class WorkerPool {
   private readonly deployments = new Map<string, Extract<ToWorker, { type: 'deploy' }>>();
   private nextId = 1;
   private closed = false;
+  /** the watchdog's sweep, while some run is in a worker */
+  private sweeper: NodeJS.Timeout | null = null;
   /** workers replaced after a stuck host call or a crash */
   replaced = 0;
 
@@ -168,12 +194,20 @@ export class WorkerPool {
 
   private spawn(): Slot {
     const hostFlag = new SharedArrayBuffer(4);
+    const interrupt = new SharedArrayBuffer(4);
+    const state = new SharedArrayBuffer(RUN_STATE_BYTES);
     const { port1, port2 } = new MessageChannel();
     // execArgv is passed explicitly: bin/berm.js appends its TypeScript loader to process.execArgv
     // at run time, and a worker sees such additions only when given the array; V8 flags such as
     // --stack-size are per process and refused by Worker (the pool's workers get their own below).
     const worker = new Worker(workerEntry(), {
-      workerData: { ...this.opts.config, hostFlag, replyPort: port2 } satisfies WorkerConfig,
+      workerData: {
+        ...this.opts.config,
+        hostFlag,
+        replyPort: port2,
+        interrupt,
+        runState: state,
+      } satisfies WorkerConfig,
       transferList: [port2],
       execArgv: process.execArgv.filter((a) => !a.startsWith('--stack-size')),
       resourceLimits: { stackSizeMb: 16 },
@@ -184,6 +218,8 @@ export class WorkerPool {
       worker,
       port: port1,
       flag: new Int32Array(hostFlag),
+      interrupt: new Int32Array(interrupt),
+      state: runState(state),
       job: null,
       compiles: new Map(),
       deploys: new Map(),
@@ -226,9 +262,6 @@ export class WorkerPool {
       case 'log':
         if (slot.job?.id === m.id) slot.job.onLog?.(m.line);
         return;
-      case 'started':
-        if (slot.job?.id === m.id) this.watch(slot, m.deadline);
-        return;
       case 'optimized': {
         // replacement workers get the optimised tier with the deployment; live ones swap it in
         for (const d of this.deployments.values()) {
@@ -256,6 +289,7 @@ export class WorkerPool {
       case 'done': {
         const job = slot.job;
         if (!job || job.id !== m.id) return;
+        const waitMs = Math.max(0, slot.state.words[RUN_STARTED_AT]! - job.posted);
         this.finish(slot);
         job.resolve({
           lost: false,
@@ -263,7 +297,7 @@ export class WorkerPool {
           logs: m.logs,
           fuelUsed: m.fuelUsed,
           invocations: m.invocations,
-          waitMs: (job.started ?? job.posted) - job.posted,
+          waitMs,
         });
         this.opts.onIdle();
         return;
@@ -272,7 +306,6 @@ export class WorkerPool {
   }
 
   private finish(slot: Slot): void {
-    for (const t of slot.job?.timers ?? []) clearTimeout(t);
     slot.job = null;
     slot.worker.unref();
   }
@@ -295,13 +328,16 @@ export class WorkerPool {
       this.slots[i] = this.spawn();
       this.opts.onReplace?.(why);
     }
-    job?.resolve({
-      lost: true,
-      message: why,
-      started: job.started !== null,
-      waitMs: (job.started ?? performance.now()) - job.posted,
-      fuelUsed: job.fuelUsed[0]!,
-    });
+    if (job) {
+      const started = Atomics.load(slot.state.ids, RUN_STARTED) === job.id;
+      job.resolve({
+        lost: true,
+        message: why,
+        started,
+        waitMs: Math.max(0, (started ? slot.state.words[RUN_STARTED_AT]! : epochNow()) - job.posted),
+        fuelUsed: started ? slot.state.words[RUN_FUEL]! : 0,
+      });
+    }
     if (!this.closed) this.opts.onIdle();
   }
 
@@ -392,76 +428,87 @@ export class WorkerPool {
    * @param graceMs how long past the chain's deadline a busy worker is left before it is replaced
    * @throws Error when no worker is idle.
    */
-  run(job: PoolJob, graceMs: number): Promise<PoolResult> {
+  run(job: PoolJob, graceMs: number): PoolRun {
     const slot = this.slots.find(free);
     if (!slot) throw new Error('no idle worker');
     const id = this.nextId++;
-    const fuelUsed = new SharedArrayBuffer(8);
-    return new Promise((resolve) => {
+    // cleared before the post: a raise for the worker's previous run (its caller went away as it
+    // ended) must not stop this one
+    Atomics.store(slot.interrupt, 0, 0);
+    const done = new Promise<PoolResult>((resolve) => {
       slot.job = {
         id,
         resolve,
         ...(job.onLog ? { onLog: job.onLog } : {}),
-        timers: [],
-        interrupt: job.interrupt,
-        fuelUsed: new Float64Array(fuelUsed),
         graceMs,
-        posted: performance.now(),
-        started: null,
+        posted: epochNow(),
+        raised: false,
       };
-      // a busy worker keeps the process alive until its run ends
-      slot.worker.ref();
-      slot.worker.postMessage({
-        type: 'run',
-        id,
-        harness: job.harness,
-        kind: job.kind,
-        entry: job.entry,
-        args: job.args,
-        chain: job.chain,
-        ...(job.timeoutMs !== undefined ? { timeoutMs: job.timeoutMs } : {}),
-        now: job.now,
-        interrupt: job.interrupt,
-        fuelUsed,
-        streamLogs: job.onLog !== undefined,
-      } satisfies ToWorker);
     });
+    // a busy worker keeps the process alive until its run ends
+    slot.worker.ref();
+    slot.worker.postMessage({
+      type: 'run',
+      id,
+      harness: job.harness,
+      kind: job.kind,
+      entry: job.entry,
+      args: job.args,
+      chain: job.chain,
+      ...(job.timeoutMs !== undefined ? { timeoutMs: job.timeoutMs } : {}),
+      now: job.now,
+      streamLogs: job.onLog !== undefined,
+    } satisfies ToWorker);
+    if (this.sweeper === null) {
+      this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
+      this.sweeper.unref();
+    }
+    return { interrupt: slot.interrupt, done };
   }
 
   /**
-   * The watchdog of the run `slot` holds, from the moment its worker starts the guest: the
-   * deadline the worker fixed then (ms since the epoch), not the moment the run was posted, so a
-   * guest never loses its budget to the worker's earlier work.
+   * The watchdog: for each run whose guest has started, raise its interrupt once the chain's
+   * deadline is min(100, grace/2) ms past (the guest checks its deadline at every poll: this
+   * catches one that stopped polling), and replace its worker once the deadline is `graceMs` past
+   * (stuck in a host call). Stops itself when no run is in a worker.
    */
-  private watch(slot: Slot, deadline: number): void {
-    const job = slot.job!;
-    job.started = performance.now();
-    const { id, graceMs } = job;
-    const left = Math.max(0, deadline - Date.now());
-    const timers = [
-      // the guest checks its own deadline at every poll; this catches one that stopped polling
-      setTimeout(() => Atomics.store(new Int32Array(job.interrupt), 0, 1), left + Math.min(100, graceMs / 2)),
-      setTimeout(() => {
-        if (slot.job?.id !== id) return;
+  private sweep(): void {
+    let busy = false;
+    const now = Date.now();
+    for (const slot of this.slots) {
+      const job = slot.job;
+      if (job === null) continue;
+      busy = true;
+      if (Atomics.load(slot.state.ids, RUN_STARTED) !== job.id) continue;
+      const deadline = slot.state.words[RUN_DEADLINE]!;
+      if (!job.raised && now >= deadline + Math.min(100, job.graceMs / 2)) {
+        job.raised = true;
+        Atomics.store(slot.interrupt, 0, 1);
+      }
+      if (now >= deadline + job.graceMs) {
         void slot.worker.terminate();
         this.lose(
           slot,
-          `the invocation was still running ${graceMs} ms after its deadline (stuck in a host call?); its worker was terminated and replaced`,
+          `the invocation was still running ${job.graceMs} ms after its deadline (stuck in a host call?); its worker was terminated and replaced`,
         );
-      }, left + graceMs),
-    ];
-    for (const t of timers) t.unref();
-    job.timers = timers;
+      }
+    }
+    if (!busy && this.sweeper !== null) {
+      clearInterval(this.sweeper);
+      this.sweeper = null;
+    }
   }
 
-  /** Raise the interrupt of every running job (shutdown past the drain bound). */
-  interruptAll(flags: Iterable<SharedArrayBuffer>): void {
-    for (const f of flags) Atomics.store(new Int32Array(f), 0, 1);
+  /** Raise the interrupt of every run in a worker (shutdown past the drain bound). */
+  interruptAll(): void {
+    for (const s of this.slots) if (s.job !== null) Atomics.store(s.interrupt, 0, 1);
   }
 
   /** Terminate every worker. */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.sweeper !== null) clearInterval(this.sweeper);
+    this.sweeper = null;
     await Promise.all(
       this.slots.map(async (s) => {
         s.dead = true;
@@ -470,4 +517,9 @@ export class WorkerPool {
       }),
     );
   }
+}
+
+/** Now, ms since the epoch, to the sub-millisecond (comparable across the pool's threads). */
+function epochNow(): number {
+  return performance.timeOrigin + performance.now();
 }

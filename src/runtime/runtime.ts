@@ -209,8 +209,8 @@ export class BermRuntime extends EventEmitter {
       args,
       chain: this.dispatcher.freshChain(opts.authority),
       fresh: true,
-      ...(opts.onLog ? { onLog: opts.onLog } : {}),
-      ...(opts.signal ? { signal: opts.signal } : {}),
+      onLog: opts.onLog,
+      signal: opts.signal,
     });
   }
 
@@ -451,7 +451,7 @@ export class BermRuntime extends EventEmitter {
     const bound = new Promise<'timeout'>((resolve) => (t = setTimeout(() => resolve('timeout'), drainMs)));
     if ((await Promise.race([drained, bound])) === 'timeout') {
       q.interrupting = true;
-      this.pool.interruptAll(q.running.keys());
+      this.pool.interruptAll();
       const t2 = new Promise<void>((resolve) => setTimeout(resolve, this.limits.graceMs));
       await Promise.race([drained, t2]);
     }

@@ -357,6 +357,14 @@ export class WakeScheduler {
     const now = Date.now();
     // every wake due by now is in the heap from here on (a store fault leaves them all due)
     this.fill(now);
+    // nothing due and nothing to deliver again (every call's dispatch comes here): what the full
+    // drain below would conclude, without its walk
+    if (this.redeliver.length === 0 && this.held.size === 0 && this.heap.peekWhen() > now) {
+      this.spillMark = now;
+      this.notBefore = 0;
+      this.armTimer();
+      return;
+    }
     const setAside: [number, number][] = [];
     const startedBefore = this.wakesStarted;
     // harnesses whose due wakes were held back by a limit in this drain

@@ -30,6 +30,14 @@ export interface WorkerConfig {
   modules: string[];
   /** shared flag word of the synchronous host-call path */
   hostFlag: SharedArrayBuffer;
+  /**
+   * the interrupt flag (Int32 at 0) of whatever run this worker holds, shared by the run's whole
+   * chain: the pool clears it before it posts a run and raises it to stop the run (a deadline, a
+   * caller gone, the shutdown); the worker only reads it
+   */
+  interrupt: SharedArrayBuffer;
+  /** the run-state words this worker writes as it starts and runs a guest ({@link RunState}) */
+  runState: SharedArrayBuffer;
   /** the worker's end of its reply channel (transferred) */
   replyPort: import('node:worker_threads').MessagePort;
   /** longest a guest waits for the queue to answer a host call, ms (default 30,000) */
@@ -107,17 +115,42 @@ export type ToWorker =
        * start of a tool call; the schedule capability counts the invocation's delays from it
        */
       now: number;
-      /** the invocation's interrupt flag (Int32 at 0), shared by its whole chain */
-      interrupt: SharedArrayBuffer;
-      /**
-       * Float64 at 0: the fuel this run has taken so far, kept by the worker as the guest takes
-       * it (to the engine's fuel slice, 16,384 instructions), so that the run of a worker that is
-       * lost is still accounted
-       */
-      fuelUsed: SharedArrayBuffer;
       /** post each berm.log line as it happens */
       streamLogs: boolean;
     };
+
+/**
+ * The words a worker shares with the pool about the run it holds, in one SharedArrayBuffer of
+ * {@link RUN_STATE_BYTES}: the pool reads them without a message, so starting a run costs the
+ * worker no post (the pool's watchdog sweeps them, see pool.ts).
+ * - Int32 at index {@link RUN_STARTED} (byte 0): the id of the run whose guest the worker started
+ *   last, stored after the Float64 words below (Atomics, so a reader that sees the id sees them);
+ * - Float64 at index {@link RUN_FUEL} (byte 8): the fuel the run has taken so far, kept as the
+ *   guest takes it (to the engine's fuel slice, 16,384 instructions), so that the run of a worker
+ *   that is lost is still accounted;
+ * - Float64 at {@link RUN_DEADLINE} (byte 16): the chain's deadline, ms since the epoch;
+ * - Float64 at {@link RUN_STARTED_AT} (byte 24): when the worker started the guest,
+ *   `performance.timeOrigin + performance.now()` of the worker (ms since the epoch).
+ */
+export interface RunState {
+  ids: Int32Array;
+  words: Float64Array;
+}
+/** Size of a worker's run-state buffer, bytes. */
+export const RUN_STATE_BYTES = 32;
+/** Int32 index of the started run's id. */
+export const RUN_STARTED = 0;
+/** Float64 index of the fuel taken. */
+export const RUN_FUEL = 1;
+/** Float64 index of the chain's deadline. */
+export const RUN_DEADLINE = 2;
+/** Float64 index of the guest's start. */
+export const RUN_STARTED_AT = 3;
+
+/** The views of a run-state buffer (see {@link RunState}). */
+export function runState(buffer: SharedArrayBuffer): RunState {
+  return { ids: new Int32Array(buffer, 0, 2), words: new Float64Array(buffer) };
+}
 
 /** A trap as it crosses threads. */
 export interface TrapInfo {
@@ -162,11 +195,6 @@ export type FromWorker =
    */
   | { type: 'optimized'; from: string; module: WebAssembly.Module; info: CompileInfo }
   | { type: 'log'; id: number; line: string }
-  /**
-   * the worker starts run `id` now: its chain's deadline is `deadline` (ms since the epoch; the
-   * pool's watchdog counts from it)
-   */
-  | { type: 'started'; id: number; deadline: number }
   | {
       type: 'done';
       id: number;

@@ -85,6 +85,8 @@ export const STORE_UNAVAILABLE = 'store-unavailable';
 export const STORE_RETRY_AFTER_S = 1;
 
 const CLOSE = Buffer.from('}');
+/** Decodes a whole body (no stream state is kept between calls), refusing malformed UTF-8. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * The harness resource of the route table.
@@ -131,7 +133,7 @@ export function harnessRoutes(ctx: RouteContext, code: CodeListings): Resource {
     const body = await readBody(req, ctx.body());
     let text: string;
     try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+      text = UTF8.decode(body);
     } catch {
       throw new HttpError(400, 'arguments are not valid UTF-8');
     }
