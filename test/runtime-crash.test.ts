@@ -41,9 +41,12 @@ function start(): { child: ChildProcess; ready: Promise<void>; exited: Promise<n
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const ready = new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
-      // invocation lines are many: keep only the tail, enough to see "ready"
-      out = (out + d.toString()).slice(-4096);
-      if (/berm worker: ready/.test(out)) resolve();
+      // invocation lines are many: keep only the tail, enough to see a "ready" cut between two
+      // chunks. Looked for before the cut: a reader that falls behind (a loaded machine) gets the
+      // line in one chunk with thousands of invocation lines after it, and the tail alone has lost it
+      const seen = out + d.toString();
+      if (/berm worker: ready/.test(seen)) resolve();
+      out = seen.slice(-4096);
     });
     child.on('exit', (code) => reject(new Error(`berm worker exited (${code}) before it was ready: ${err}`)));
   });
