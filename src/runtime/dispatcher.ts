@@ -61,6 +61,8 @@ export class Dispatcher {
   /** the invocations running in the workers */
   readonly running = new Set<Job>();
   private readonly perHarness = new Map<string, number>();
+  /** harnesses running as many invocations as harnessConcurrency allows (or more) */
+  private atLimit = 0;
   private readonly buckets = new Map<string, TokenBucket>();
   /** launched invocations whose outcome is not yet answered (close() waits for 0) */
   pending = 0;
@@ -233,6 +235,31 @@ export class Dispatcher {
     );
   }
 
+  /**
+   * Whether a due wake may start now (rate aside), given `harnesses` deployed: there is room
+   * overall and fewer than that many harnesses are at their concurrency limit, or none is deployed
+   * (a wake of a harness not deployed is journaled as such, which needs room only). A harness that
+   * still runs after it was undeployed counts against the deployed ones until it ends (this errs
+   * on waiting for a finishing invocation, which dispatches, never on starting).
+   */
+  mayStartAny(harnesses: number): boolean {
+    return (
+      this.running.size < this.limits.concurrency &&
+      this.pool.idle() > 0 &&
+      (harnesses === 0 || this.atLimit < harnesses)
+    );
+  }
+
+  /** Count one more (`delta` 1) or one fewer (-1) running invocation of `harness`. */
+  private countRunning(harness: string, delta: 1 | -1): void {
+    const before = this.perHarness.get(harness) ?? 0;
+    const after = Math.max(0, before + delta);
+    this.perHarness.set(harness, after);
+    const limit = this.limits.harnessConcurrency;
+    if (before < limit && after >= limit) this.atLimit++;
+    else if (before >= limit && after < limit) this.atLimit--;
+  }
+
   /** Whether `harness` runs as many invocations as its concurrency limit allows. */
   atConcurrency(harness: string): boolean {
     return (this.perHarness.get(harness) ?? 0) >= this.limits.harnessConcurrency;
@@ -279,7 +306,7 @@ export class Dispatcher {
   launch(j: Job): void {
     const startedAt = j.now ?? Date.now();
     this.running.add(j);
-    this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 0) + 1);
+    this.countRunning(j.harness, 1);
     const t0 = performance.now();
     this.pending++;
     const run = this.pool.run(
@@ -300,7 +327,7 @@ export class Dispatcher {
       this.running.delete(j);
       // the flag is the worker's: from here on it may be another run's
       delete j.interrupt;
-      this.perHarness.set(j.harness, (this.perHarness.get(j.harness) ?? 1) - 1);
+      this.countRunning(j.harness, -1);
       // a lost worker is a host fault: the wake is delivered again, at once when nothing of it
       // ran, else after a backoff while it has attempts left (the last is journaled worker-lost)
       if (r.lost && j.wake && (!r.started || j.wake.attempt < this.limits.wakeAttempts)) {

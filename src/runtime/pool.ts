@@ -147,7 +147,13 @@ export interface PoolOptions {
   onHost: (req: HostRequest) => HostReply;
   /** told when a worker is replaced (for the log and counters) */
   onReplace?: (why: string) => void;
-  /** called whenever a worker becomes idle */
+  /**
+   * called whenever a worker becomes idle (started up, done translating, lost and replaced),
+   * except when a run ends in it (done, or its worker lost): that run's caller is answered instead
+   * (its promise), and it starts what may start next once it has counted the run as ended. An
+   * onIdle there would come first (the answer reaches the caller a microtask later) and find the
+   * worker free while the caller still counts its run as running.
+   */
   onIdle: () => void;
   /**
    * told when the optimised tier of a baseline-tier module (cache key `from`) reached the workers
@@ -299,7 +305,6 @@ export class WorkerPool {
           invocations: m.invocations,
           waitMs,
         });
-        this.opts.onIdle();
         return;
       }
     }
@@ -338,7 +343,8 @@ export class WorkerPool {
         fuelUsed: started ? slot.state.words[RUN_FUEL]! : 0,
       });
     }
-    if (!this.closed) this.opts.onIdle();
+    // a run that ended here is answered to its caller, which starts what may start (see onIdle)
+    if (!this.closed && !job) this.opts.onIdle();
   }
 
   /** Translate (or load from the disk cache) an ELF in a worker. @throws what compiling threw. */

@@ -437,9 +437,17 @@ export class WakeScheduler {
     // harness that may start now; an entry whose harness is at its limit moves to that harness's
     // heap (claimed and released once), so it does not stand in front of other harnesses' wakes.
     // At most SET_ASIDE_PER_DRAIN move per drain, so a drain stays cheap; the next drain goes on.
+    // While every deployed harness is at its concurrency limit (a lone harness at its share of the
+    // pool), the main heap's entries are not claimed at all: each would only be released again
+    // (two store transactions on this thread, in front of the run that frees room); the run
+    // that ends dispatches.
     let movedAside = 0;
     while (!claimDue && q.capacity() > 0) {
-      let from: DueHeap | null = this.heap.peekWhen() <= now ? this.heap : null;
+      let from: DueHeap | null = null;
+      if (this.heap.peekWhen() <= now) {
+        if (q.mayStartAny(registry.size)) from = this.heap;
+        else for (const h of registry.names()) if (q.atConcurrency(h)) blocked.add(h);
+      }
       let fromHarness: string | null = null; // null: the main heap
       for (const [h, heap] of this.held) {
         if (heap.peekWhen() > now) continue;
