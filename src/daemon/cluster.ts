@@ -15,8 +15,9 @@
  *   announce from the moment the backend exists (before that read) are held and applied once the
  *   restore is done, so none made meanwhile is missed and nothing is read twice.
  * - Announcements sent while this daemon's LISTEN connection was down are lost to it: once it
- *   listens again, the records (names and digests, no bytes) are compared with what it holds, and
- *   the differences applied as their announcements would have been.
+ *   listens again, the records (names and digests, no bytes) are compared with what it serves and
+ *   holds, and the differences applied as their announcements would have been; a record it holds
+ *   without serving it (its restore failed) is deployed again, as at boot.
  */
 import type { DueFollower, PgStore } from '../store/pg-store.js';
 import type { InvokeOutcome } from '../contract/index.js';
@@ -107,8 +108,9 @@ export function followCluster(
     if (rec.elf === null) throw new Error(`the shared store holds no image for ${name}`);
     await d.deploy(name, rec.elf, { recordedAt: rec.deployedAt });
   };
+  // a record held without being served (its restore failed) goes too: its copy and its image
   const applyRemove = async (d: Deployments, name: string): Promise<void> => {
-    if (!d.get(name)) return;
+    if (!d.get(name) && d.storedDigest(name) === undefined) return;
     await d.undeploy(name, { recorded: true });
   };
   const apply = (d: Deployments, c: { name: string; op: 'put' | 'remove'; by: string }): Promise<void> =>
@@ -118,9 +120,10 @@ export function followCluster(
       else log(line);
     });
   /**
-   * The changes announced while the store's listener was down (never delivered): each record whose
-   * digest differs from the one this daemon last read or committed for its name is applied as
-   * announced (its bytes read then), and each deployment served here without a record is removed.
+   * The changes announced while the store's listener was down (never delivered): each record this
+   * daemon does not serve with its digest (a new or changed record, or one its boot or an earlier
+   * change could not put in place: retried as boot retries it) is applied as announced (its bytes
+   * read then), and each name held here without a record, served or not, is removed.
    */
   const catchUp = async (d: Deployments): Promise<void> => {
     let recs: { name: string; sha256: string }[];
@@ -134,9 +137,9 @@ export function followCluster(
     const inStore = new Set<string>();
     for (const r of recs) {
       inStore.add(r.name);
-      if (d.storedDigest(r.name) !== r.sha256) await apply(d, { name: r.name, op: 'put', by });
+      if (d.get(r.name)?.digest !== r.sha256) await apply(d, { name: r.name, op: 'put', by });
     }
-    for (const p of d.list()) if (!inStore.has(p.name)) await apply(d, { name: p.name, op: 'remove', by });
+    for (const name of d.heldNames()) if (!inStore.has(name)) await apply(d, { name, op: 'remove', by });
   };
   // changes apply in order, one at a time, once join released them
   let release!: () => void;

@@ -215,6 +215,14 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
   }
 
   /**
+   * Every name this daemon holds: published, or recorded in its copy of the store's records
+   * without being served (not restored at boot, its image refused then), sorted.
+   */
+  heldNames(): string[] {
+    return [...new Set([...this.published.keys(), ...this.stored.keys()])].sort();
+  }
+
+  /**
    * Store `bytes` and record them as `name`'s deployment without publishing them (an import at
    * boot, before {@link restore} publishes what the store records).
    * @throws the image write's or the store's error
