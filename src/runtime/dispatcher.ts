@@ -197,17 +197,7 @@ export class Dispatcher {
   private dropped(j: Job, why = reasonOf(j.signal)): Outcome {
     this.counters.cancelled.queued++;
     const now = Date.now();
-    const info: InvocationInfo = {
-      trigger: j.trigger,
-      harness: j.harness,
-      entry: j.entry,
-      chain: j.chain.id,
-      depth: j.chain.depth,
-      start: now,
-      ms: 0,
-      waitMs: now - j.enqueuedAt,
-      fuel: 0,
-    };
+    const info = invocationInfo(j, now, 0, now - j.enqueuedAt, 0);
     return this.finish(j, {
       status: 'cancelled',
       message: `${why}; it was dropped before it started`,
@@ -338,19 +328,15 @@ export class Dispatcher {
         this.dispatch();
         return;
       }
-      const info: InvocationInfo = {
-        trigger: j.trigger,
-        harness: j.harness,
-        entry: j.entry,
-        chain: j.chain.id,
-        depth: j.chain.depth,
-        start: startedAt,
+      const info = invocationInfo(
+        j,
+        startedAt,
         // the guest's run, from its start in the worker; the wait for the worker is queue wait
-        ms: performance.now() - t0 - r.waitMs,
-        waitMs: startedAt - j.enqueuedAt + r.waitMs,
+        performance.now() - t0 - r.waitMs,
+        startedAt - j.enqueuedAt + r.waitMs,
         // a lost worker's guest: the fuel it had taken (to the fuel slice), not 0
-        fuel: r.fuelUsed,
-      };
+        r.fuelUsed,
+      );
       let outcome: Outcome = r.lost
         ? { status: 'error', code: 'worker-lost', message: r.message, logs: [], info }
         : fromRun(r.result, r.logs, info);
@@ -451,6 +437,21 @@ export class Dispatcher {
     for (const j of all)
       j.resolve(refused(new LimitError('closed', 'closed', 'the runtime shut down before it started')));
   }
+}
+
+/** What the journal and the caller learn of `j`'s run: started at `start` (ms since the epoch). */
+function invocationInfo(j: Job, start: number, ms: number, waitMs: number, fuel: number): InvocationInfo {
+  return {
+    trigger: j.trigger,
+    harness: j.harness,
+    entry: j.entry,
+    chain: j.chain.id,
+    depth: j.chain.depth,
+    start,
+    ms,
+    waitMs,
+    fuel,
+  };
 }
 
 /**
