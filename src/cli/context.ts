@@ -4,7 +4,7 @@
  */
 import { statSync, type Stats } from 'node:fs';
 import * as path from 'node:path';
-import { isatty } from 'node:tty';
+import { createRequire } from 'node:module';
 import { demangle } from '../util/demangle.js';
 import { InputFileError, readRegularFile } from '../util/read-file.js';
 import { InvalidArgumentError } from './commander.js';
@@ -107,7 +107,10 @@ export function processIo(): Io {
       return process.stderr.isTTY === true;
     },
     get stdinIsTTY() {
-      return isatty(0);
+      // node:tty is loaded only when asked: at the top it loads net and its bindings, about 1 ms
+      // of every CLI start
+      const tty = createRequire(import.meta.url)('node:tty') as typeof import('node:tty');
+      return tty.isatty(0);
     },
     get progressStream() {
       return process.stderr;
