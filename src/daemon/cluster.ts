@@ -100,21 +100,12 @@ export function followCluster(
   let target: Deployments | null = null;
   /** failures of the changes held until join, then null (later failures are logged) */
   let held: string[] | null = [];
-  const applyPut = async (d: Deployments, name: string): Promise<void> => {
-    const rec = store.deployments.get(name);
-    if (!rec) return;
-    if (d.get(name)?.digest === rec.sha256) return;
-    // the shared store holds every record's bytes (holdsImages)
-    if (rec.elf === null) throw new Error(`the shared store holds no image for ${name}`);
-    await d.deploy(name, rec.elf, { recordedAt: rec.deployedAt });
-  };
-  // a record held without being served (its restore failed) goes too: its copy and its image
-  const applyRemove = async (d: Deployments, name: string): Promise<void> => {
-    if (!d.get(name) && d.storedDigest(name) === undefined) return;
-    await d.undeploy(name, { recorded: true });
-  };
+  // a change is applied from the record as it is when the name's turn comes (Deployments.follow),
+  // not as announced: a put and a remove are the same step, and a deploy or undeploy acknowledged
+  // here after the change was made is never undone by it. A record held without being served (its
+  // restore failed) goes with its name: its copy and its image
   const apply = (d: Deployments, c: { name: string; op: 'put' | 'remove'; by: string }): Promise<void> =>
-    (c.op === 'put' ? applyPut(d, c.name) : applyRemove(d, c.name)).catch((e: unknown) => {
+    d.follow(c.name).then(undefined, (e: unknown) => {
       const line = `deployment ${c.name} from ${c.by} not applied: ${(e as Error).message}`;
       if (held !== null) held.push(line);
       else log(line);

@@ -386,76 +386,109 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
     bytes: Uint8Array,
     opts: { recordedAt?: number } = {},
   ): Promise<{ deployment: Deployment; changed: boolean }> {
+    return this.serial(name, () => this.deployNow(name, bytes, opts));
+  }
+
+  /**
+   * Bring `name` in line with the store's record as it is now, for a change another daemon made
+   * to a shared store (announced, or found by a comparison after the listener was down): a
+   * record this daemon does not serve with its digest is deployed from the record's bytes without
+   * writing it again; with no record, whatever this daemon holds under the name goes, without
+   * writing. The record is read in the name's turn, after every deploy and undeploy of the name
+   * before it: a deploy acknowledged here whose record postdates the change (its own announcement
+   * still on the way) is never undone by the older change, and one acknowledged undeploy is never
+   * undone by an older put.
+   * @returns what was done
+   * @throws Error when the record holds no image bytes; else as {@link deploy} and
+   *   {@link undeploy}
+   */
+  follow(name: string): Promise<'deployed' | 'removed' | 'unchanged'> {
     return this.serial(name, async () => {
-      const digest = sha256Hex(bytes);
-      const granted = this.grants.grantFor(name, digest);
-      const cur = this.published.get(name);
-      if (cur && cur.digest === digest && sameGrant(cur.granted, granted)) {
-        return { deployment: cur, changed: false };
+      const rec = this.records.get(name);
+      if (rec) {
+        if (this.published.get(name)?.digest === rec.sha256) return 'unchanged';
+        // a shared store holds every record's bytes (holdsImages)
+        if (rec.elf === null) throw new Error(`the store holds no image for ${name}`);
+        await this.deployNow(name, rec.elf, { recordedAt: rec.deployedAt });
+        return 'deployed';
       }
-      const manifest = inspectImage(bytes, this.bounds);
-      this.checkImageCap(name, digest);
-      // the image is durable before anything serves it (a full disk refuses the deploy here); while
-      // this deploy runs, no undeploy or failed deploy of another name deletes the same image
-      this.deploying.set(digest, (this.deploying.get(digest) ?? 0) + 1);
-      const release = (): void => {
-        const n = (this.deploying.get(digest) ?? 1) - 1;
-        if (n > 0) this.deploying.set(digest, n);
-        else this.deploying.delete(digest);
-      };
-      let deployedAt: number;
-      try {
-        try {
-          this.images.putImage(bytes);
-        } catch (e) {
-          release();
-          throw storeWriteError('the image could not be stored', e);
-        }
-        try {
-          await this.backend.deploy(name, bytes, granted);
-        } catch (e) {
-          release();
-          this.dropIfUnused(digest);
-          if (e instanceof HttpError) throw e;
-          // the workers could not make an instance of it (runtime/pool.ts DeployRefused): not a
-          // fault of the image, and nothing was published
-          if ((e as Error).name === 'DeployRefused')
-            throw new HttpError(507, (e as Error).message, { limit: 'max-instance-memory' });
-          throw new HttpError(
-            400,
-            `the image does not compile: ${(e as Error).name}: ${(e as Error).message}`,
-          );
-        }
-        const superseded = this.stored.get(name)?.digest;
-        deployedAt = opts.recordedAt ?? Date.now();
-        try {
-          if (opts.recordedAt === undefined) this.putRecord(name, digest, bytes, granted, deployedAt);
-          this.setStored(name, { digest, deployedAt });
-        } finally {
-          release();
-        }
-        // the record no longer names the old image: its file goes unless another name (or a
-        // deploy in progress) uses it. Calls run the compiled module in memory, never the file, so
-        // calls of the old image still in flight finish unaffected
-        if (superseded !== undefined && superseded !== digest) this.dropIfUnused(superseded);
-      } catch (e) {
-        if (e instanceof HttpError) throw e;
-        // not recorded, so not acknowledged: put back what the runtime served before, and drop
-        // the new image unless something else uses it
-        this.dropIfUnused(digest);
-        if (cur)
-          await this.backend
-            .deploy(name, this.images.readImage(cur.digest), cur.granted)
-            .catch(() => undefined);
-        else await this.backend.undeploy(name).catch(() => undefined);
-        throw storeWriteError('the deployment could not be recorded', e);
-      }
-      const deployment: Deployment = { name, digest, manifest, granted, deployedAt };
-      this.published.set(name, deployment);
-      for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
-      this.emit('changed', name, 'deployed');
-      return { deployment, changed: true };
+      if (!this.published.has(name) && !this.stored.has(name)) return 'unchanged';
+      await this.undeployNow(name, { recorded: true });
+      return 'removed';
     });
+  }
+
+  /** {@link deploy} in the name's turn. */
+  private async deployNow(
+    name: string,
+    bytes: Uint8Array,
+    opts: { recordedAt?: number },
+  ): Promise<{ deployment: Deployment; changed: boolean }> {
+    const digest = sha256Hex(bytes);
+    const granted = this.grants.grantFor(name, digest);
+    const cur = this.published.get(name);
+    if (cur && cur.digest === digest && sameGrant(cur.granted, granted)) {
+      return { deployment: cur, changed: false };
+    }
+    const manifest = inspectImage(bytes, this.bounds);
+    this.checkImageCap(name, digest);
+    // the image is durable before anything serves it (a full disk refuses the deploy here); while
+    // this deploy runs, no undeploy or failed deploy of another name deletes the same image
+    this.deploying.set(digest, (this.deploying.get(digest) ?? 0) + 1);
+    const release = (): void => {
+      const n = (this.deploying.get(digest) ?? 1) - 1;
+      if (n > 0) this.deploying.set(digest, n);
+      else this.deploying.delete(digest);
+    };
+    let deployedAt: number;
+    try {
+      try {
+        this.images.putImage(bytes);
+      } catch (e) {
+        release();
+        throw storeWriteError('the image could not be stored', e);
+      }
+      try {
+        await this.backend.deploy(name, bytes, granted);
+      } catch (e) {
+        release();
+        this.dropIfUnused(digest);
+        if (e instanceof HttpError) throw e;
+        // the workers could not make an instance of it (runtime/pool.ts DeployRefused): not a
+        // fault of the image, and nothing was published
+        if ((e as Error).name === 'DeployRefused')
+          throw new HttpError(507, (e as Error).message, { limit: 'max-instance-memory' });
+        throw new HttpError(400, `the image does not compile: ${(e as Error).name}: ${(e as Error).message}`);
+      }
+      const superseded = this.stored.get(name)?.digest;
+      deployedAt = opts.recordedAt ?? Date.now();
+      try {
+        if (opts.recordedAt === undefined) this.putRecord(name, digest, bytes, granted, deployedAt);
+        this.setStored(name, { digest, deployedAt });
+      } finally {
+        release();
+      }
+      // the record no longer names the old image: its file goes unless another name (or a
+      // deploy in progress) uses it. Calls run the compiled module in memory, never the file, so
+      // calls of the old image still in flight finish unaffected
+      if (superseded !== undefined && superseded !== digest) this.dropIfUnused(superseded);
+    } catch (e) {
+      if (e instanceof HttpError) throw e;
+      // not recorded, so not acknowledged: put back what the runtime served before, and drop
+      // the new image unless something else uses it
+      this.dropIfUnused(digest);
+      if (cur)
+        await this.backend
+          .deploy(name, this.images.readImage(cur.digest), cur.granted)
+          .catch(() => undefined);
+      else await this.backend.undeploy(name).catch(() => undefined);
+      throw storeWriteError('the deployment could not be recorded', e);
+    }
+    const deployment: Deployment = { name, digest, manifest, granted, deployedAt };
+    this.published.set(name, deployment);
+    for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
+    this.emit('changed', name, 'deployed');
+    return { deployment, changed: true };
   }
 
   /**
@@ -492,19 +525,22 @@ export class Deployments extends EventEmitter<{ changed: [name: string, kind: 'd
    *   record could not be removed
    */
   undeploy(name: string, opts: { recorded?: boolean } = {}): Promise<void> {
-    return this.serial(name, async () => {
-      if (!this.published.has(name) && !this.stored.has(name)) this.require(name);
-      if (this.published.has(name)) await this.backend.undeploy(name);
-      this.published.delete(name);
-      const old = this.stored.get(name);
-      if (old !== undefined) {
-        if (!opts.recorded) this.records.remove(name);
-        this.deleteStored(name);
-        this.dropIfUnused(old.digest);
-      }
-      for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
-      this.emit('changed', name, 'removed');
-    });
+    return this.serial(name, () => this.undeployNow(name, opts));
+  }
+
+  /** {@link undeploy} in the name's turn. */
+  private async undeployNow(name: string, opts: { recorded?: boolean }): Promise<void> {
+    if (!this.published.has(name) && !this.stored.has(name)) this.require(name);
+    if (this.published.has(name)) await this.backend.undeploy(name);
+    this.published.delete(name);
+    const old = this.stored.get(name);
+    if (old !== undefined) {
+      if (!opts.recorded) this.records.remove(name);
+      this.deleteStored(name);
+      this.dropIfUnused(old.digest);
+    }
+    for (const k of this.validators.keys()) if (k.startsWith(`${name}\0`)) this.validators.delete(k);
+    this.emit('changed', name, 'removed');
   }
 
   /**
