@@ -9,12 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { startDaemon, type BackendFactory } from '../src/daemon/daemon.js';
-import { createRuntimeBackend } from '../src/daemon/runtime-backend.js';
-import { resolveSettings } from '../src/daemon/settings.js';
 import { shutdownBridge } from '../src/sync/bridge.js';
 import { elf, testDaemon } from './helpers/daemon.js';
-import { TEST_CACHE } from './helpers/fixtures.js';
 import { freshDatabase } from './helpers/pg.js';
 import { until } from './helpers/wait.js';
 
@@ -38,26 +34,25 @@ t.test('an older removal announced late does not undo a deploy acknowledged sinc
   let letGo!: () => void;
   const gate = new Promise<void>((r) => (letGo = r));
   let slowHeld = false;
-  const root = mkdtempSync(join(tmpdir(), 'bermd-follow-order-'));
-  t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  const settings = {
-    ...resolveSettings({ addr: '127.0.0.1:0', root, workers: '1', cacheDir: TEST_CACHE, store: url }, {}),
-    limit: [],
-  };
-  const factory: BackendFactory = async (ctx) => {
-    const backend = await createRuntimeBackend(ctx);
-    const deploy = backend.deploy.bind(backend);
-    backend.deploy = async (name, bytes, grant) => {
-      if (name === 'slow') {
-        slowHeld = true;
-        await gate;
-      }
-      return deploy(name, bytes, grant);
-    };
-    return backend;
-  };
-  const a = await startDaemon(settings, factory, {}, () => {});
-  t.teardown(() => a.stop());
+  const a = await testDaemon(
+    { store: url },
+    {},
+    mkdtempSync(join(tmpdir(), 'bermd-follow-order-')),
+    (backend) => {
+      const deploy = backend.deploy.bind(backend);
+      backend.deploy = async (name, bytes, grant) => {
+        if (name === 'slow') {
+          slowHeld = true;
+          await gate;
+        }
+        return deploy(name, bytes, grant);
+      };
+    },
+  );
+  t.teardown(async () => {
+    await a.stop();
+    rmSync(a.root, { recursive: true, force: true });
+  });
   const servedBy = async (base: string): Promise<Map<string, string>> =>
     new Map(
       ((await (await fetch(`${base}/harnesses`)).json()) as { name: string; digest: string }[]).map((h) => [

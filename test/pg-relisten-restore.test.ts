@@ -15,14 +15,10 @@ import pg from 'pg';
 import t, { type Test } from 'tap';
 import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
-import { startDaemon, type BackendFactory } from '../src/daemon/daemon.js';
-import { createRuntimeBackend } from '../src/daemon/runtime-backend.js';
-import { resolveSettings } from '../src/daemon/settings.js';
 import { OWNER_LOCK_CLASS } from '../src/store/pg-liveness.js';
 import { shutdownBridge } from '../src/sync/bridge.js';
 import { viaPort } from './helpers/cluster.js';
 import { elf, testDaemon, type TestDaemon } from './helpers/daemon.js';
-import { TEST_CACHE } from './helpers/fixtures.js';
 import { freshDatabase } from './helpers/pg.js';
 import { until } from './helpers/wait.js';
 
@@ -113,26 +109,25 @@ async function daemonB(t: Test, url: string): Promise<TestDaemon> {
  * `refused` (DeployRefused, as the workers when they cannot make an instance).
  */
 async function refusingDaemon(t: Test, url: string, refused: Set<string>) {
-  const root = mkdtempSync(join(tmpdir(), 'bermd-relisten-restore-'));
-  t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  const settings = {
-    ...resolveSettings({ addr: '127.0.0.1:0', root, workers: '1', cacheDir: TEST_CACHE, store: url }, {}),
-    limit: [],
-  };
-  const factory: BackendFactory = async (ctx) => {
-    const backend = await createRuntimeBackend(ctx);
-    const deploy = backend.deploy.bind(backend);
-    backend.deploy = (name, bytes, grant) => {
-      if (!refused.has(name)) return deploy(name, bytes, grant);
-      const e = new Error(`no memory left for an instance of ${name} (refused by the test)`);
-      e.name = 'DeployRefused';
-      return Promise.reject(e);
-    };
-    return backend;
-  };
-  const logs: string[] = [];
-  const d = await startDaemon(settings, factory, {}, (l) => logs.push(l));
-  t.teardown(() => d.stop());
+  const d = await testDaemon(
+    { store: url },
+    {},
+    mkdtempSync(join(tmpdir(), 'bermd-relisten-restore-')),
+    (backend) => {
+      const deploy = backend.deploy.bind(backend);
+      backend.deploy = (name, bytes, grant) => {
+        if (!refused.has(name)) return deploy(name, bytes, grant);
+        const e = new Error(`no memory left for an instance of ${name} (refused by the test)`);
+        e.name = 'DeployRefused';
+        return Promise.reject(e);
+      };
+    },
+  );
+  const { root, logs } = d;
+  t.teardown(async () => {
+    await d.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
   const owner = logs.map((l) => /owner ([^)]+)\)/.exec(l)?.[1]).find((o) => o !== undefined);
   if (owner === undefined) throw new Error(`no owner in the boot log:\n${logs.join('\n')}`);
   const served = async () =>

@@ -11,9 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import t, { type Test } from 'tap';
-import { startDaemon, type BackendFactory } from '../src/daemon/daemon.js';
-import { createRuntimeBackend } from '../src/daemon/runtime-backend.js';
-import { resolveSettings } from '../src/daemon/settings.js';
 import { BermRuntime } from '../src/runtime/index.js';
 import { OWNER_LOCK_CLASS } from '../src/store/pg-liveness.js';
 import { PgStore } from '../src/store/pg-store.js';
@@ -68,38 +65,37 @@ async function notListening(admin: pg.Client, owner: string): Promise<boolean> {
 
 /** A bermd in this process on `url`'s store, the image bytes its store reads hand back counted by name. */
 async function countedDaemon(t: Test, url: string, bytesRead: Map<string, number>) {
-  const root = mkdtempSync(join(tmpdir(), 'bermd-relisten-'));
-  t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  const settings = {
-    ...resolveSettings({ addr: '127.0.0.1:0', root, workers: '1', cacheDir: TEST_CACHE, store: url }, {}),
-    limit: [],
-  };
-  const factory: BackendFactory = async (ctx) => {
-    const backend = await createRuntimeBackend(ctx);
-    // the runtime store's deployments: the object bermd's deployments and its cluster sync read
-    const store: DeploymentStore = backend.deploymentRecords();
-    const count = (r: { name: string; elf: Uint8Array | null } | undefined): void => {
-      if (r?.elf) bytesRead.set(r.name, (bytesRead.get(r.name) ?? 0) + r.elf.length);
-    };
-    const list = store.list.bind(store);
-    const get = store.get.bind(store);
-    Object.assign(store, {
-      list: () => {
-        const out = list();
-        out.forEach(count);
-        return out;
-      },
-      get: (name: string) => {
-        const out = get(name);
-        count(out);
-        return out;
-      },
-    });
-    return backend;
-  };
-  const logs: string[] = [];
-  const d = await startDaemon(settings, factory, {}, (l) => logs.push(l));
-  t.teardown(() => d.stop());
+  const d = await testDaemon(
+    { store: url },
+    {},
+    mkdtempSync(join(tmpdir(), 'bermd-relisten-')),
+    (backend) => {
+      // the runtime store's deployments: the object bermd's deployments and its cluster sync read
+      const store: DeploymentStore = backend.deploymentRecords();
+      const count = (r: { name: string; elf: Uint8Array | null } | undefined): void => {
+        if (r?.elf) bytesRead.set(r.name, (bytesRead.get(r.name) ?? 0) + r.elf.length);
+      };
+      const list = store.list.bind(store);
+      const get = store.get.bind(store);
+      Object.assign(store, {
+        list: () => {
+          const out = list();
+          out.forEach(count);
+          return out;
+        },
+        get: (name: string) => {
+          const out = get(name);
+          count(out);
+          return out;
+        },
+      });
+    },
+  );
+  const { logs } = d;
+  t.teardown(async () => {
+    await d.stop();
+    rmSync(d.root, { recursive: true, force: true });
+  });
   const owner = logs.map((l) => /owner ([^)]+)\)/.exec(l)?.[1]).find((o) => o !== undefined);
   if (owner === undefined) throw new Error(`no owner in the boot log:\n${logs.join('\n')}`);
   return { d, logs, owner };

@@ -2,7 +2,8 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { startDaemon, type RunningDaemon } from '../../src/daemon/daemon.js';
+import type { Backend } from '../../src/daemon/backend.js';
+import { startDaemon, type BackendFactory, type RunningDaemon } from '../../src/daemon/daemon.js';
 import { createRuntimeBackend } from '../../src/daemon/runtime-backend.js';
 import { resolveSettings, type Flags } from '../../src/daemon/settings.js';
 import { TEST_CACHE } from './fixtures.js';
@@ -17,18 +18,28 @@ export interface TestDaemon extends RunningDaemon {
   req(path: string, init?: RequestInit & { token?: string | null }): Promise<Response>;
 }
 
-/** Start a daemon; `flags` override settings, `env` supplies BERMD_TOKEN. */
+/**
+ * Start a daemon; `flags` override settings, `env` supplies BERMD_TOKEN; `adapt` may replace
+ * methods of the runtime backend before the daemon uses it (to hold, refuse or count what the
+ * daemon asks of it).
+ */
 export async function testDaemon(
   flags: Flags = {},
   env: Record<string, string> = {},
   root = mkdtempSync(join(tmpdir(), 'bermd-test-')),
+  adapt: (backend: Backend) => void = () => {},
 ): Promise<TestDaemon> {
   const logs: string[] = [];
   const settings = {
     ...resolveSettings({ addr: '127.0.0.1:0', root, workers: '1', cacheDir: TEST_CACHE, ...flags }, env),
     limit: flags.limit ?? [],
   };
-  const d = await startDaemon(settings, createRuntimeBackend, env, (l) => logs.push(l));
+  const factory: BackendFactory = async (ctx) => {
+    const backend = await createRuntimeBackend(ctx);
+    adapt(backend);
+    return backend;
+  };
+  const d = await startDaemon(settings, factory, env, (l) => logs.push(l));
   const token = env.BERMD_TOKEN ?? null;
   return {
     ...d,
