@@ -15,13 +15,20 @@ export interface SqliteStatement {
   raw(on?: boolean): SqliteStatement;
 }
 
+/**
+ * A function that runs as one transaction (better-sqlite3's): called, inside BEGIN (deferred: the
+ * write lock is taken by the first write); through `immediate`, inside BEGIN IMMEDIATE (the write
+ * lock first, so what it reads stays as read until it commits).
+ */
+export type SqliteTransaction<A extends unknown[], R> = ((...args: A) => R) & { immediate(...args: A): R };
+
 /** An open database (better-sqlite3's Database, the part berm uses). */
 export interface SqliteDatabase {
   prepare(sql: string): SqliteStatement;
   exec(sql: string): void;
   pragma(sql: string): unknown;
   close(): void;
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): SqliteTransaction<A, R>;
 }
 
 /** Options of {@link openSqlite}, as better-sqlite3 takes them. */
