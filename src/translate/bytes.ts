@@ -11,10 +11,10 @@
  * The format's primitives (type codes, opcodes, LEB128, names) are in wasm-encoding.ts.
  */
 import { uleb } from '../util/leb.js';
+import { writeModule } from './wasm-sections.js';
 import {
   Bytes,
   localDeclarations,
-  name,
   Op,
   sleb32,
   sleb64,
@@ -57,12 +57,14 @@ export class ByteModule implements ExprBuilder {
    *   bytes) per byte of RISC-V code (measured on the fixtures: 0.17-0.91 nodes, 6.5-14 values).
    */
   constructor(codeBytes = 0) {
-    const nodes = Math.max(1 << 12, Math.min(1 << 24, Math.ceil(codeBytes)));
+    // one guest function's module (the lazy tier, codeBytes small but known) starts small too
+    const least = codeBytes > 0 && codeBytes < 1 << 12 ? 1 << 8 : 1 << 12;
+    const nodes = Math.max(least, Math.min(1 << 24, Math.ceil(codeBytes)));
     this.start = new Int32Array(nodes);
     this.len = new Int32Array(nodes);
     this.type = new Int32Array(nodes);
     this.pure = new Uint8Array(nodes);
-    this.buf = new Int32Array(Math.max(1 << 14, Math.min(1 << 26, codeBytes * 16)));
+    this.buf = new Int32Array(Math.max(least * 4, Math.min(1 << 26, codeBytes * 16)));
   }
   /** node -> the tuple local a tuple-typed local.get reads */
   private readonly tupleLocals = new Map<number, number>();
@@ -561,7 +563,7 @@ export class ByteModule implements ExprBuilder {
     this.sharedMemory = shared;
   }
   addGlobal(name: string, type: Ty, mutable: boolean, init: Ref): void {
-    this.globalIndex.set(name, this.globals.length);
+    this.globalIndex.set(name, this.globalImports.length + this.globals.length);
     this.globals.push({ name, t: type, mutable, init });
   }
   /** Encoded declarations of locals of types `vars`, one shared array per distinct list. */
@@ -697,16 +699,11 @@ export class ByteModule implements ExprBuilder {
    */
   emitBinary(): Uint8Array {
     this.resolveCalls();
-    const out = new Bytes();
-    out.append([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
-    const section = (id: number, body: Uint8Array | number[]) => {
-      out.push(id);
-      uleb(out, body.length);
-      out.append(body);
-    };
     // code first: block types may add signatures to the type table
-    const code = new Bytes();
-    const f = new Bytes();
+    // a small module (the lazy tier's) starts small: zeroing 64 KiB would cost more than its bytes
+    const start = Math.min(1 << 16, 64 + this.used * 2);
+    const code = new Bytes(start);
+    const f = new Bytes(start);
     uleb(code, this.defs.length);
     for (const d of this.defs) {
       f.length = 0;
@@ -721,74 +718,81 @@ export class ByteModule implements ExprBuilder {
       uleb(code, f.length);
       code.append(f.bytes());
     }
-    const globals: number[] = [];
-    uleb(globals, this.globals.length);
-    for (const g of this.globals) {
-      globals.push(g.t, g.mutable ? 1 : 0);
-      this.write(globals, g.init);
-      globals.push(Op.end);
-    }
-
-    const types: number[] = [];
-    uleb(types, this.funcTypeSigs.length);
-    for (const [p, r] of this.funcTypeSigs) {
-      types.push(0x60);
-      uleb(types, p.length);
-      types.push(...p);
-      uleb(types, r.length);
-      types.push(...r);
-    }
-    section(1, types);
-
-    const imports: number[] = [];
-    uleb(imports, this.imports.length + (this.memoryImport ? 1 : 0));
-    for (const i of this.imports) {
-      name(imports, i.module);
-      name(imports, i.base);
-      imports.push(0x00);
-      uleb(imports, i.type);
-    }
-    if (this.memoryImport) {
-      name(imports, this.memoryImport.module);
-      name(imports, this.memoryImport.base);
-      imports.push(0x02, this.sharedMemory ? 0x03 : 0x01);
-      uleb(imports, this.memoryPages[0]);
-      uleb(imports, this.memoryPages[1]);
-    }
-    section(2, imports);
-
-    const funcs: number[] = [];
-    uleb(funcs, this.defs.length);
-    for (const d of this.defs) uleb(funcs, d.type);
-    section(3, funcs);
-    section(6, globals);
-
-    const exps: number[] = [];
-    uleb(exps, this.exports.length);
-    for (const e of this.exports) {
-      name(exps, e.name);
-      exps.push(e.kind);
-      const k = e.kind === 0 ? this.fnIndex.get(e.internal) : this.globalIndex.get(e.internal);
-      if (k === undefined) throw new Error(`ByteModule: export of unknown ${e.internal}`);
-      uleb(exps, k);
-    }
-    section(7, exps);
-    section(10, code.bytes());
-
-    // custom "name" section, function names subsection (spec appendix 7.4)
-    const names = new Bytes();
-    const all = [...this.imports.map((i) => i.name), ...this.defs.map((d) => d.name)];
-    uleb(names, all.length);
-    all.forEach((n, k) => {
-      uleb(names, k);
-      name(names, n);
+    const globals = this.globals.map((g) => {
+      const init: number[] = [];
+      this.write(init, g.init);
+      return { type: g.t, mutable: g.mutable, init };
     });
-    const custom = new Bytes();
-    name(custom, 'name');
-    custom.push(0x01);
-    uleb(custom, names.length);
-    custom.append(names.bytes());
-    section(0, custom.bytes());
-    return out.bytes().slice();
+    const fnIndex = (n: string) => {
+      const k = this.fnIndex.get(n);
+      if (k === undefined) throw new Error(`ByteModule: unknown function ${n}`);
+      return k;
+    };
+    const exports = this.exports.map((e) => {
+      const k =
+        e.kind === 0 ? this.fnIndex.get(e.internal) : e.kind === 1 ? 0 : this.globalIndex.get(e.internal);
+      if (k === undefined) throw new Error(`ByteModule: export of unknown ${e.internal}`);
+      return { name: e.name, kind: e.kind, index: k };
+    });
+    const elements = this.elements.map((e) => ({ offset: e.offset, functions: e.names.map(fnIndex) }));
+    const [pages0, pages1] = this.memoryPages;
+    return writeModule({
+      types: this.funcTypeSigs,
+      functionImports: this.imports,
+      memoryImport: this.memoryImport && {
+        ...this.memoryImport,
+        pages: [pages0, pages1],
+        shared: this.sharedMemory,
+      },
+      globalImports: this.globalImports,
+      tableImport: this.tableImport,
+      functionTypes: this.defs.map((d) => d.type),
+      table: this.tableSize === null ? null : { size: this.tableSize },
+      elements,
+      globals,
+      exports,
+      code: code.bytes(),
+      functionNames: [...this.imports.map((i) => i.name), ...this.defs.map((d) => d.name)],
+    });
+  }
+
+  // ---- imported globals and the funcref table (the lazy tier's modules, lazy-image.ts) ----
+  private readonly globalImports: { module: string; base: string; type: number; mutable: boolean }[] = [];
+  private tableImport: { module: string; base: string; min: number } | null = null;
+  private tableSize: number | null = null;
+  private readonly elements: { offset: number; names: string[] }[] = [];
+  /** Import global `name` (before any global is defined: imports come first). @throws Error after */
+  addGlobalImport(name: string, module: string, base: string, type: Ty, mutable: boolean): void {
+    if (this.globals.length > 0) throw new Error('ByteModule: global imports must precede globals');
+    this.globalIndex.set(name, this.globalImports.length);
+    this.globalImports.push({ module, base, type, mutable });
+  }
+  /** Import table 0, a funcref table of at least `min` entries. */
+  addTableImport(module: string, base: string, min: number): void {
+    this.tableImport = { module, base, min };
+  }
+  /** Define table 0: a funcref table of `size` entries, fixed. */
+  setTable(size: number): void {
+    this.tableSize = size;
+  }
+  /** Put the named functions, in order, in table 0 from entry `offset` on when instantiated. */
+  addElements(offset: number, functions: readonly string[]): void {
+    this.elements.push({ offset, names: [...functions] });
+  }
+  /** Export table 0 as `externalName`. */
+  addTableExport(externalName: string): void {
+    this.exports.push({ name: externalName, kind: 1, internal: '' });
+  }
+  /** The type index of the signature (params, results), added when new. */
+  typeIndex(params: Ty, results: Ty): number {
+    return this.sigIndex(this.valTypes(params), this.valTypes(results));
+  }
+  /** The names called, from the `from`th on ({@link calledCount}), not imported, added or declared. */
+  unresolvedCalls(from = 0): string[] {
+    return this.fnNames.slice(from).filter((n) => !this.fnIndex.has(n) && !this.declared.has(n));
+  }
+  /** How many distinct names have been called so far. */
+  get calledCount(): number {
+    return this.fnNames.length;
   }
 }

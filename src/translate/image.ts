@@ -104,80 +104,18 @@ export function buildImage(
   layout: GuestLayout,
   opts: TranslateOptions,
 ): BuiltImage {
-  const i64 = t.i64;
-  const i32 = t.i32;
-  const pair = t.tuple([i64, i64]);
-  const params = t.tuple(new Array(9).fill(i64));
-  const pages = memoryPages(opts.memorySize);
-  m.setMemory(pages, pages, null, [], SHARED_MEMORY);
-  m.addMemoryImport('0', IMPORT_MODULE, Imports.memory);
-  for (const key of ['ecall', 'trap', 'poll', 'csr'] as const) {
-    const sig = signatureTypes(t, IMPORT_SIGNATURES[key]);
-    m.addFunctionImport(IMPORT_NAMES[key], IMPORT_MODULE, Imports[key], sig.params, sig.result);
-  }
-  // before anything calls them: the baseline tier writes their indices as final bytes
-  addImportHelpers(m, t);
-  const gen = new Gen(m, t, Names.trap);
-
-  m.addGlobal(Names.gp, i64, true, m.i64.const(0n));
-  m.addGlobal(Names.tp, i64, true, m.i64.const(0n));
-  m.addGlobal(Names.a0, i64, true, m.i64.const(0n));
-  m.addGlobal(Names.a1, i64, true, m.i64.const(0n));
-  m.addGlobal(Names.fuel, i32, true, m.i32.const(0));
-  m.addGlobal(Names.resv, i64, true, m.i64.const(-1n));
-  m.addGlobal(Names.dirtyLo, i32, true, m.i32.const(layout.size));
-  m.addGlobal(Names.dirtyHi, i32, true, m.i32.const(0));
-  m.addGlobalExport(Names.a0, Exports.a0);
-  m.addGlobalExport(Names.a1, Exports.a1);
-  m.addGlobalExport(Names.dirtyLo, Exports.dirtyLo);
-  m.addGlobalExport(Names.dirtyHi, Exports.dirtyHi);
-  m.addGlobalExport(Names.fuel, Exports.fuel);
-
-  addMulHelpers(m, t);
-  addEcallHelper(m, t, opts.memorySize);
-
-  const functionEntries = new Set(image.functions.map((f) => f.start));
-  const entryCosts = new Map(image.functions.map((f) => [f.start, entryCost(f.start, f.start + f.size)]));
-  const named = relocationTargets(image).codeAddresses;
-  const ctx: EmitContext = {
-    m,
-    types: t,
-    gen,
-    structure,
-    base: layout.base,
-    size: layout.size,
-    stackLimit: layout.stackLimit,
-    dirtySplit: layout.stackLimit - STACK_GUARD - layout.base,
-    functionEntries,
-    entryCosts,
-    pair,
-    params,
-  };
-  const exec = image.segments.filter((seg) => (seg.flags & 1) !== 0);
-  const decodeAt = (address: number): Instr | null => {
-    const seg = exec.find((x) => address >= x.vaddr && address < x.vaddr + x.filesz);
-    const bits = seg ? instructionBits(seg.data, address - seg.vaddr) : null;
-    return bits === null ? null : decode(bits);
-  };
-  const facts = { functionEntries, relocationTargets: named, decodeAt };
+  addImports(m, t, opts);
+  addModuleBase(m, t, layout, opts);
+  const facts = imageFacts(image);
+  const { functionEntries, entryCosts, named } = facts;
+  const ctx = emitContext(m, t, structure, layout, facts);
   const sizes = new Map<string, number>();
-  const failed = (fn: { start: number }, e: unknown) =>
-    new TranslateError(
-      `translating ${describeFunction(image, fn.start)} failed: ${errorText(e)}`,
-      functionName(fn.start),
-    );
-  const analyse = (fn: ElfImage['functions'][number]) => {
-    try {
-      return analyseFunction(imageBytes(image, fn.start, fn.size), fn.start, facts);
-    } catch (e) {
-      throw failed(fn, e);
-    }
-  };
+  const analyse = (fn: ElfImage['functions'][number]) => analyseGuestFunction(image, fn, facts);
   const emit = (fn: ElfImage['functions'][number], cfg: FunctionCfg) => {
     try {
       emitFunction(ctx, cfg);
     } catch (e) {
-      throw failed(fn, e);
+      throw failedFunction(image, fn, e);
     }
     let count = 0;
     for (const b of cfg.blocks.values()) count += b.instrs.length;
@@ -200,8 +138,145 @@ export function buildImage(
   }
 
   const indirectTargets = [...functionEntries].filter((a) => named.has(a)).sort((a, b) => a - b);
-  addDispatcher(gen, indirectTargets, entryCosts, pair, ctx.argumentUses);
+  addDispatcher(ctx.gen, indirectTargets, entryCosts, ctx.pair, ctx.argumentUses);
+  addEntryStubs(ctx, image, layout);
+  return { indirectTargets, sizes };
+}
 
+/** What analysing and emitting any function of an image needs to know of the whole image. */
+export interface ImageFacts {
+  /** entries of translated functions */
+  functionEntries: Set<number>;
+  /** each function's entry fuel charge (emit-frame.ts entryCost), by entry */
+  entryCosts: Map<number, number>;
+  /** code addresses relocations name (src/elf/targets.ts): the indirect-call candidates */
+  named: Set<number>;
+  /** the instruction at a guest address in an executable segment, or null */
+  decodeAt: (address: number) => Instr | null;
+  /** the same facts as analyseFunction takes them */
+  relocationTargets: Set<number>;
+}
+
+/** The {@link ImageFacts} of `image` (one pass over its function list and its relocations). */
+export function imageFacts(image: ElfImage): ImageFacts {
+  const functionEntries = new Set(image.functions.map((f) => f.start));
+  const entryCosts = new Map(image.functions.map((f) => [f.start, entryCost(f.start, f.start + f.size)]));
+  const named = relocationTargets(image).codeAddresses;
+  const exec = image.segments.filter((seg) => (seg.flags & 1) !== 0);
+  const decodeAt = (address: number): Instr | null => {
+    const seg = exec.find((x) => address >= x.vaddr && address < x.vaddr + x.filesz);
+    const bits = seg ? instructionBits(seg.data, address - seg.vaddr) : null;
+    return bits === null ? null : decode(bits);
+  };
+  return { functionEntries, entryCosts, named, decodeAt, relocationTargets: named };
+}
+
+/** The emit context of a module over `m` for an image with `facts`. */
+export function emitContext(
+  m: ExprBuilder,
+  t: Types,
+  structure: EmitContext['structure'],
+  layout: GuestLayout,
+  facts: ImageFacts,
+): EmitContext {
+  const i64 = t.i64;
+  return {
+    m,
+    types: t,
+    gen: new Gen(m, t, Names.trap),
+    structure,
+    base: layout.base,
+    size: layout.size,
+    stackLimit: layout.stackLimit,
+    dirtySplit: layout.stackLimit - STACK_GUARD - layout.base,
+    functionEntries: facts.functionEntries,
+    entryCosts: facts.entryCosts,
+    pair: t.tuple([i64, i64]),
+    params: t.tuple(new Array(9).fill(i64)),
+  };
+}
+
+/**
+ * The CFG of guest function `fn`.
+ * @throws TranslateError naming the function when its analysis fails
+ */
+export function analyseGuestFunction(
+  image: ElfImage,
+  fn: ElfImage['functions'][number],
+  facts: ImageFacts,
+): FunctionCfg {
+  try {
+    return analyseFunction(imageBytes(image, fn.start, fn.size), fn.start, facts);
+  } catch (e) {
+    throw failedFunction(image, fn, e);
+  }
+}
+
+/** A TranslateError naming the guest function `fn` whose analysis or emission threw `e`. */
+export function failedFunction(image: ElfImage, fn: { start: number }, e: unknown): TranslateError {
+  return new TranslateError(
+    `translating ${describeFunction(image, fn.start)} failed: ${errorText(e)}`,
+    functionName(fn.start),
+  );
+}
+
+/**
+ * The function imports (ecall, trap, poll, csr: abi.ts) and the memory import; a module may add
+ * more function imports after these, before {@link addModuleBase}.
+ */
+export function addImports(m: ExprBuilder, t: Types, opts: TranslateOptions): void {
+  const pages = memoryPages(opts.memorySize);
+  m.setMemory(pages, pages, null, [], SHARED_MEMORY);
+  m.addMemoryImport('0', IMPORT_MODULE, Imports.memory);
+  for (const key of ['ecall', 'trap', 'poll', 'csr'] as const) {
+    const sig = signatureTypes(t, IMPORT_SIGNATURES[key]);
+    m.addFunctionImport(IMPORT_NAMES[key], IMPORT_MODULE, Imports[key], sig.params, sig.result);
+  }
+}
+
+/** The module-level globals every module of an image defines, with their types and initial values. */
+export function moduleGlobals(t: Types, layout: GuestLayout): [string, Ty, bigint | number][] {
+  return [
+    [Names.gp, t.i64, 0n],
+    [Names.tp, t.i64, 0n],
+    [Names.a0, t.i64, 0n],
+    [Names.a1, t.i64, 0n],
+    [Names.fuel, t.i32, 0],
+    [Names.resv, t.i64, -1n],
+    [Names.dirtyLo, t.i32, layout.size],
+    [Names.dirtyHi, t.i32, 0],
+  ];
+}
+
+/**
+ * The helpers (trap, poll, csr first: the baseline tier writes their indices as final bytes), the
+ * globals and their exports, the multiply helpers and the ecall helper, after {@link addImports}.
+ */
+export function addModuleBase(m: ExprBuilder, t: Types, layout: GuestLayout, opts: TranslateOptions): void {
+  addImportHelpers(m, t);
+  for (const [name, type, value] of moduleGlobals(t, layout)) {
+    m.addGlobal(name, type, true, typeof value === 'bigint' ? m.i64.const(value) : m.i32.const(value));
+  }
+  m.addGlobalExport(Names.a0, Exports.a0);
+  m.addGlobalExport(Names.a1, Exports.a1);
+  m.addGlobalExport(Names.dirtyLo, Exports.dirtyLo);
+  m.addGlobalExport(Names.dirtyHi, Exports.dirtyHi);
+  m.addGlobalExport(Names.fuel, Exports.fuel);
+  addMulHelpers(m, t);
+  addEcallHelper(m, t, opts.memorySize);
+}
+
+/**
+ * The entry stubs, one per global symbol of a function and the ELF entry's: each sets gp, tp, the
+ * reservation and fuel, lowers dirty_lo to the initial sp, charges the function's entry and tail
+ * calls it with sp = initial sp and a0..a7 from its parameters; exported as
+ * `Exports.entryPrefix + symbol`.
+ */
+export function addEntryStubs(ctx: EmitContext, image: ElfImage, layout: GuestLayout): void {
+  const { m, types: t, structure, entryCosts } = ctx;
+  const i32 = t.i32;
+  const i64 = t.i64;
+  const pair = ctx.pair;
   const gpValue = image.globalPointer ?? 0;
   const exported = new Set<string>();
   // every stub has the same signature and locals
@@ -262,7 +337,6 @@ export function buildImage(
       m.addFunctionExport(stub, Exports.entryPrefix + name);
     }
   }
-  return { indirectTargets, sizes };
 }
 
 /**
@@ -355,7 +429,7 @@ export function errorText(e: unknown, binaryenModule?: unknown): string {
  * entries, ending in the target's entry fuel charge (polling with `pc`) and a tail call; any other
  * target traps BadIndirectTarget{target} at `pc`.
  */
-function addDispatcher(
+export function addDispatcher(
   g: Gen,
   targets: number[],
   entryCosts: ReadonlyMap<number, number>,
@@ -557,3 +631,19 @@ function addMulHelpers(m: ExprBuilder, t: Types): void {
   );
   m.addFunction(Names.mulhsu, two, i64, [], m.i64.sub(m.call(Names.mulhu, [g(a), g(b)], i64), neg(a, b)));
 }
+
+/**
+ * The functions every module of an image calls besides the guest functions, with their
+ * signatures: the helpers of {@link addModuleBase} and the dispatcher. A module of the lazy tier
+ * (lazy-image.ts) imports these from the module that defines them.
+ */
+export const SHARED_FUNCTIONS: readonly (readonly [string, Signature])[] = [
+  [Names.trap, TRAP_HELPER_SIGNATURE],
+  [Names.poll, POLL_HELPER_SIGNATURE],
+  [Names.csr, CSR_HELPER_SIGNATURE],
+  [Names.ecallHelper, ECALL_HELPER_SIGNATURE],
+  [Names.mulhu, MUL_HELPER_SIGNATURE],
+  [Names.mulh, MUL_HELPER_SIGNATURE],
+  [Names.mulhsu, MUL_HELPER_SIGNATURE],
+  [Names.dispatch, DISPATCH_SIGNATURE],
+];

@@ -44,8 +44,12 @@ export type Sink = ByteSink;
 
 /** A growable byte buffer (the module's output). */
 export class Bytes implements Sink {
-  buf = new Uint8Array(1 << 16);
+  buf: Uint8Array;
   length = 0;
+  /** @param capacity bytes to start with (default 64 KiB; it doubles as needed) */
+  constructor(capacity = 1 << 16) {
+    this.buf = new Uint8Array(Math.max(16, capacity));
+  }
   push(b: number): void {
     if (this.length === this.buf.length) this.ensure(1);
     this.buf[this.length++] = b;
