@@ -1,6 +1,6 @@
 // Every raw entry point of every fixture build returns what the same C source computes natively
 // (fixtures/expected.json, produced by fixtures/expected.py with x86-64 gcc, never by berm), on
-// both translation tiers.
+// both translation tiers and on the lazy tier (the baseline tier's code, one function at a time).
 import t from 'tap';
 import { basicHostFunctions, Engine, Linker } from '../src/engine/engine.js';
 import { caseInt, expected, fixtureElfs, TEST_CACHE } from './helpers/fixtures.js';
@@ -9,6 +9,7 @@ import { optimizeAhead, stopOptimizingAhead } from './helpers/optimize-ahead.js'
 const engines = {
   baseline: new Engine({ cacheDir: TEST_CACHE, tier: 'baseline' }),
   optimized: new Engine({ cacheDir: TEST_CACHE, tier: 'optimized' }),
+  lazy: new Engine({ cacheDir: null, tier: 'lazy' }),
 };
 const raw = expected().raw;
 

@@ -1,7 +1,8 @@
-// Fuel is charged alike on both tiers: the baseline tier keeps the count in the `fuel` global
-// throughout, the optimising tier in a local while a function runs (src/translate/emit.ts L_FUEL,
-// written back around calls), with the same amounts at the same sites. So for every budget a run
-// ends the same way on both: the same result, or OutOfFuel at the same pc (the charge whose poll
+// Fuel is charged alike on every tier: the baseline tier (and the lazy tier, the same code
+// translated one function at a time) keeps the count in the `fuel` global throughout, the
+// optimising tier in a local while a function runs (src/translate/emit.ts L_FUEL, written back
+// around calls), with the same amounts at the same sites. So for every budget a run ends the same
+// way on each: the same result, or OutOfFuel at the same pc (the charge whose poll
 // found the budget spent). Programs from fixtures/src/compute.c: recursion (fib_rec), loops with
 // calls through a function pointer (qsort_ints, via the dispatcher), nested loops (coremark_mix).
 import t from 'tap';
@@ -18,9 +19,9 @@ const RUNS: [string, bigint[]][] = [
 ];
 const BUDGETS = [3_000, 20_000, 50_000, 120_000, 300_000, 800_000, 2_000_000];
 
-t.test('every budget ends a run alike on both tiers', async (t) => {
+t.test('every budget ends a run alike on every tier', async (t) => {
   const linkers = await Promise.all(
-    (['baseline', 'optimized'] as const).map(async (tier) => {
+    (['baseline', 'optimized', 'lazy'] as const).map(async (tier) => {
       const engine = new Engine({ cacheDir: null, tier });
       const mod = await engine.compile(ELF);
       t.equal(mod.info.tier, tier);
@@ -39,8 +40,9 @@ t.test('every budget ends a run alike on both tiers', async (t) => {
   for (const [name, args] of RUNS) {
     const outcomes = new Set<string>();
     for (const fuel of BUDGETS) {
-      const [base, opt] = linkers.map((run) => run(fuel, name, args));
+      const [base, opt, lazy] = linkers.map((run) => run(fuel, name, args));
       t.equal(opt, base, `${name}, budget ${fuel}: ${base}`);
+      t.equal(lazy, base, `${name}, budget ${fuel} (lazy tier): ${base}`);
       outcomes.add(base.split(' ')[0]);
     }
     t.ok(outcomes.has('OutOfFuel') && outcomes.has('result'), `${name}: some budgets run out, some do not`);

@@ -1,4 +1,5 @@
-// Tiered translation: the 'auto' tier starts a guest on the baseline tier (Wasm written directly),
+// Tiered translation: the 'auto' tier starts a guest on the baseline tier (Wasm written directly;
+// with `lazy: true`, on the lazy tier: test/lazy.test.ts),
 // optimises it in a worker thread, caches the optimised tier under its own key and swaps it in for
 // later instances; 'optimized' (berm compile) translates the optimised tier in the foreground.
 // Expected values: `make -C test/data fnptr-expected` (the C source built natively).
@@ -14,10 +15,10 @@ const FNPTR = join(ROOT, 'test', 'data', 'fnptr.elf');
 const bytes = new Uint8Array(readFileSync(FNPTR));
 const WANT = 7673011025081939444n; // fold(1000, 7, 0)
 
-t.test('auto: baseline first, optimised tier swapped in and cached', async (t) => {
+t.test('auto without lazy: baseline first, optimised tier swapped in and cached', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'berm-tiers-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const engine = new Engine({ cacheDir: dir });
+  const engine = new Engine({ cacheDir: dir, lazy: false });
   t.teardown(() => engine.close());
   const mod = await engine.compile(bytes);
   t.equal(mod.info.tier, 'baseline');
@@ -149,28 +150,32 @@ for (const tier of ['baseline', 'optimized'] as const) {
   });
 }
 
-// An instance live while the optimised tier is swapped in runs on to the end on the baseline tier;
-// its slot must not then go back to the pool, or every later instance of a caller making one at a
-// time would take that slot and run the baseline tier forever (Instance.tier tells them apart).
-t.test(
-  'auto: a baseline instance disposed after the swap does not keep later instances on the baseline tier',
-  async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'berm-tiers-'));
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-    const engine = new Engine({ cacheDir: dir });
-    t.teardown(() => engine.close());
-    const mod = await engine.compile(bytes);
-    const linker = new Linker(engine);
-    const live = linker.instantiate(mod);
-    t.equal(live.tier, 'baseline', 'the first instance is on the baseline tier');
-    t.equal(await mod.optimized, true, 'the optimised tier was swapped in');
-    t.equal(live.call('fold', 1000n, 7n, 0n)[0], WANT, 'the live instance still runs');
-    live.dispose();
-    for (let i = 0; i < 3; i++) {
-      const next = linker.instantiate(mod);
-      t.equal(next.tier, 'optimized', `instance ${i + 1} after the swap: optimised tier`);
-      t.equal(next.call('fold', 1000n, 7n, 0n)[0], WANT);
-      next.dispose();
-    }
-  },
-);
+// An instance live while the optimised tier is swapped in runs on to the end on its first tier
+// (baseline, or lazy); its slot must not then go back to the pool, or every later instance of a
+// caller making one at a time would take that slot and run the first tier forever (Instance.tier
+// tells them apart).
+for (const lazy of [false, true]) {
+  const first = lazy ? 'lazy' : 'baseline';
+  t.test(
+    `auto: a ${first} instance disposed after the swap does not keep later instances on it`,
+    async (t) => {
+      const dir = mkdtempSync(join(tmpdir(), 'berm-tiers-'));
+      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+      const engine = new Engine({ cacheDir: dir, lazy });
+      t.teardown(() => engine.close());
+      const mod = await engine.compile(bytes);
+      const linker = new Linker(engine);
+      const live = linker.instantiate(mod);
+      t.equal(live.tier, first, `the first instance is on the ${first} tier`);
+      t.equal(await mod.optimized, true, 'the optimised tier was swapped in');
+      t.equal(live.call('fold', 1000n, 7n, 0n)[0], WANT, 'the live instance still runs');
+      live.dispose();
+      for (let i = 0; i < 3; i++) {
+        const next = linker.instantiate(mod);
+        t.equal(next.tier, 'optimized', `instance ${i + 1} after the swap: optimised tier`);
+        t.equal(next.call('fold', 1000n, 7n, 0n)[0], WANT);
+        next.dispose();
+      }
+    },
+  );
+}

@@ -34,6 +34,8 @@ import { DEFAULT_KEEPER_LIMITS, SlotKeeper, type KeeperLimits } from './slot-kee
 import { INSTRUMENT_VERSION, instrument, memoryLimits } from '../wasm/instrument.js';
 import { WASM_PAGE } from '../wasm/reader.js';
 import { BackgroundOptimizer } from './optimizer.js';
+import { LazyCode } from './lazy.js';
+import type { LazyShell } from '../translate/lazy-image.js';
 import { appendSummary, findSummary } from './summary-section.js';
 import {
   checkTieringBudget,
@@ -76,9 +78,18 @@ export interface EngineConfig {
    *   the background, stores it in the cache and swaps it into the returned module for later
    *   instances (`GuestModule.optimized` settles then);
    * - 'optimized': the optimising tier only, translated in the foreground (`berm compile`, CI);
-   * - 'baseline': the baseline tier only.
+   * - 'baseline': the baseline tier only;
+   * - 'lazy': the lazy tier only (see {@link EngineConfig.lazy}), whatever the cache holds and
+   *   for every instance; no whole module is translated, cached or read.
    */
   tier?: Tier;
+  /**
+   * With tier 'auto': on a miss of both tiers, start on the lazy tier (default false; docs/engine.md):
+   * each guest function translated when a call first reaches it, the whole baseline tier cached
+   * and swapped in after the caller's turn. Off by default: a cold first call measured slower
+   * (bench/README.md, "Lazy translation"). Modules posted to other threads must be whole.
+   */
+  lazy?: boolean;
   /**
    * With tier 'auto': start the background optimiser on a cache miss (default true). A process
    * that exits after one call (the CLI's call and exec) passes false: the worker would import
@@ -103,12 +114,12 @@ export interface EngineConfig {
 }
 
 /** Translation tiers; see {@link EngineConfig.tier}. */
-export type Tier = 'auto' | 'optimized' | 'baseline';
+export type Tier = 'auto' | 'optimized' | 'baseline' | 'lazy';
 
 /** How a module was obtained, with timings in milliseconds. */
 export interface CompileInfo {
-  /** the tier of the module compile() returned */
-  tier: 'baseline' | 'optimized';
+  /** the tier of the module compile() returned (lazy: a shell whose functions are translated on first reach) */
+  tier: 'baseline' | 'optimized' | 'lazy';
   cached: boolean;
   key: string;
   wasmBytes: number;
@@ -156,6 +167,7 @@ export class Engine {
   readonly keeper: SlotKeeper<Slot | WebAssembly.Memory>;
   readonly tier: Tier;
   private readonly optimizeInBackground: boolean;
+  private readonly lazy: boolean;
   private readonly wasmTieringBudget: number | undefined;
   private optimizer: BackgroundOptimizer | null = null;
   /** the parts of this engine's cache keys after the ELF's digest, by tier (see keyOf) */
@@ -179,10 +191,11 @@ export class Engine {
     this.keeper = new SlotKeeper({ ...DEFAULT_KEEPER_LIMITS, ...config.keep }, config.reclaim ?? null);
     this.tier = config.tier ?? 'auto';
     this.optimizeInBackground = config.optimizeInBackground ?? true;
+    this.lazy = config.lazy ?? false;
     this.wasmTieringBudget = config.wasmTieringBudget;
     if (this.wasmTieringBudget !== undefined) checkTieringBudget(this.wasmTieringBudget);
-    if (!['auto', 'optimized', 'baseline'].includes(this.tier)) {
-      throw new RangeError(`tier ${String(this.tier)}: must be auto, optimized or baseline`);
+    if (!['auto', 'optimized', 'baseline', 'lazy'].includes(this.tier)) {
+      throw new RangeError(`tier ${String(this.tier)}: must be auto, optimized, baseline or lazy`);
     }
     const o = this.options;
     const translator = `berm-translator-${TRANSLATOR_VERSION}-${translatorDigest()}`;
@@ -309,7 +322,7 @@ export class Engine {
     // the cached module first: it carries the image's summary (imageOf), so a warm compile reads
     // one cache entry; a malformed ELF throws in imageOf (it has no cached module)
     const optKey = this.keyOf(this.digestOf(bytes), 'optimized');
-    if (this.tier !== 'baseline') {
+    if (this.tier === 'auto' || this.tier === 'optimized') {
       const hit = this.cache?.get(optKey) ?? null;
       const mod = hit === null ? null : this.fromCache(bytes, hit, optKey, 'optimized', t0);
       if (mod !== null) return mod;
@@ -367,9 +380,11 @@ export class Engine {
       });
     }
     const baseKey = this.keyOf(this.digestOf(bytes), 'baseline');
-    const baseHit = this.cache?.get(baseKey) ?? null;
+    const baseHit = this.tier === 'lazy' ? null : (this.cache?.get(baseKey) ?? null);
     let mod = baseHit === null ? null : this.fromCache(bytes, baseHit, baseKey, 'baseline', t0);
-    if (mod === null) {
+    if (mod === null && (this.tier === 'lazy' || (this.tier === 'auto' && this.lazy))) {
+      mod = await this.lazyModule(bytes, t0, baseKey);
+    } else if (mod === null) {
       mod = await this.translated(bytes, t0, baseKey, 'baseline', async (image) => {
         const { translator } = await loadBaseline();
         return translator.translateBaseline(image, this.options);
@@ -398,18 +413,11 @@ export class Engine {
     try {
       t = await translate(image);
     } catch (e) {
-      if (e instanceof TranslateError) throw e;
-      throw new TranslateError(`translation failed: ${e instanceof Error ? e.message : String(e)}`);
+      throw asTranslateError(e);
     }
     const wasm = t.wasm;
     const c0 = monotonicMs();
-    let compiled: WebAssembly.Module;
-    try {
-      compiled = compileWithTieringBudget(wasm, this.wasmTieringBudget);
-    } catch (e) {
-      this.cache?.delete(key);
-      throw refusedByV8(image, e);
-    }
+    const compiled = this.compileOrRefuse(image, wasm, key);
     const c1 = monotonicMs();
     // written after the caller's turn (WasmCache.putLater): the caller is waiting to make a call
     this.cache?.putLater(key, () => this.withSummary(bytes, image, wasm));
@@ -423,6 +431,75 @@ export class Engine {
       translate: t.timings,
       wasmCompileMs: c1 - c0,
     });
+  }
+
+  /**
+   * The lazy tier's module of the ELF `bytes`: its shell compiled, its functions left for their
+   * first reach (src/engine/lazy.ts). The whole baseline tier is translated after the caller's
+   * turn (tier 'auto' only): cached under `key` (with a cache; WasmCache.putLater) and swapped in
+   * for later instances once V8 compiled it, unless the optimised tier came first.
+   * @throws TranslateError when the shell cannot be built or V8 refuses it
+   */
+  private async lazyModule(bytes: Uint8Array, t0: number, key: string): Promise<GuestModule> {
+    const image = this.imageOf(bytes, null);
+    const layout = computeLayout(image.imageStart, image.imageEnd, this.options);
+    const { translator } = await loadBaseline();
+    const lazy = new translator.LazyTranslator(image, layout, this.options);
+    let shell: LazyShell;
+    try {
+      shell = lazy.shell();
+    } catch (e) {
+      throw asTranslateError(e);
+    }
+    const c0 = monotonicMs();
+    const compiled = this.compileOrRefuse(image, shell.wasm);
+    const c1 = monotonicMs();
+    const mod = new GuestModule(this, image, layout, compiled, {
+      tier: 'lazy',
+      cached: false,
+      key,
+      wasmBytes: shell.wasm.length,
+      elfSha256: this.digestOf(bytes),
+      totalMs: c1 - t0,
+      translate: shell.timings,
+      wasmCompileMs: c1 - c0,
+    });
+    mod.lazy = new LazyCode(lazy, compiled);
+    const whole = (): Uint8Array | null => {
+      let wasm: Uint8Array;
+      try {
+        wasm = translator.translateBaseline(image, this.options).wasm;
+      } catch {
+        return null; // the lazy tier stays; its functions report their own failures
+      }
+      // compiled on a later turn: never started by a flush at exit (V8's threads would hold it)
+      const swap = () =>
+        WebAssembly.compile(wasm).then(
+          (m) => {
+            if (mod.info.tier === 'lazy') mod.upgrade(m, key, wasm.length, 'baseline');
+          },
+          () => {}, // V8 refused the whole module: the lazy tier stays
+        );
+      setImmediate(swap).unref();
+      return this.withSummary(bytes, image, wasm);
+    };
+    // tier 'lazy' stays lazy: no whole module, in the cache or here
+    if (this.tier === 'auto' && this.cache !== null) this.cache.putLater(key, whole);
+    else if (this.tier === 'auto') setImmediate(whole).unref();
+    return mod;
+  }
+
+  /**
+   * `wasm` compiled.
+   * @throws TranslateError when V8 refuses it (refusedByV8; the cache entry `key` is removed)
+   */
+  private compileOrRefuse(image: ElfImage, wasm: Uint8Array, key?: string): WebAssembly.Module {
+    try {
+      return compileWithTieringBudget(wasm, this.wasmTieringBudget);
+    } catch (e) {
+      if (key !== undefined) this.cache?.delete(key);
+      throw refusedByV8(image, e);
+    }
   }
 
   /**
@@ -459,7 +536,7 @@ export class Engine {
     }
     const upgraded = job.then((done) => {
       if (done === null) return false;
-      mod.upgrade(done.compiled, key, done.bytes);
+      mod.upgrade(done.compiled, key, done.bytes, 'optimized');
       return true;
     });
     // waiting on it keeps the worker (and so the process) alive; nobody waiting does not
@@ -547,9 +624,11 @@ export class Engine {
   /**
    * The module of an image compiled elsewhere (another thread posted `wasm` and its `info`), for
    * either kind: the image is read (or restored) here, the layout computed as compile() would.
-   * @throws ElfError, LayoutError, WasmImageError as {@link compile}
+   * @throws ElfError, LayoutError, WasmImageError as {@link compile}; TypeError for the lazy tier's
    */
   moduleFor(bytes: Uint8Array, wasm: WebAssembly.Module, info: CompileInfo): GuestModule {
+    // its functions are translated by the engine that compiled it
+    if (info.tier === 'lazy') throw new TypeError('a lazy-tier module cannot move to another engine');
     const image = this.inspect(bytes).image;
     const layout = isWasmImage(image)
       ? this.wasmLayout()
@@ -562,6 +641,12 @@ export class Engine {
     await this.optimizer?.close();
     this.optimizer = null;
   }
+}
+
+/** `e` as a TranslateError (itself when it is one). */
+function asTranslateError(e: unknown): TranslateError {
+  if (e instanceof TranslateError) return e;
+  return new TranslateError(`translation failed: ${e instanceof Error ? e.message : String(e)}`);
 }
 
 /**
@@ -609,11 +694,14 @@ export class GuestModule {
    */
   optimized: PromiseLike<boolean> = Promise.resolve(true);
 
-  /** @internal the optimised tier is ready: new instances use `wasm`; pooled ones are dropped */
-  upgrade(wasm: WebAssembly.Module, key: string, wasmBytes: number): void {
+  /** With the lazy tier: the shell (`lazy.shell`) and its functions' modules, made on first reach */
+  lazy: LazyCode | null = null;
+
+  /** @internal a whole-image tier is ready: new instances use `wasm`; pooled ones are dropped */
+  upgrade(wasm: WebAssembly.Module, key: string, wasmBytes: number, tier: 'baseline' | 'optimized'): void {
     this.wasm = wasm;
     this.engine.keeper.forget(this);
-    this.info.tier = 'optimized';
+    this.info.tier = tier;
     this.info.key = key;
     this.info.wasmBytes = wasmBytes;
   }

@@ -8,6 +8,7 @@ import {
   Exports,
   IMPORT_MODULE,
   Imports,
+  LazyAbi,
   memoryPages,
   SHARED_MEMORY,
   STACK_GUARD,
@@ -184,7 +185,7 @@ export class Slot {
   /** the module `wasm` is an instance of (the module's tier when the slot was made) */
   readonly compiled: WebAssembly.Module;
   /** that module's tier */
-  readonly tier: 'baseline' | 'optimized';
+  readonly tier: GuestModule['info']['tier'];
   /** the whole memory as bytes (made on the first image load) */
   private bytes: Uint8Array | null = null;
   /** zeroes [start, end) of the memory (memory.fill for a shared one: zero.ts) */
@@ -242,7 +243,20 @@ export class Slot {
     } satisfies HostImports & Record<typeof Imports.memory, WebAssembly.Memory>;
     this.compiled = module.wasm;
     this.tier = module.info.tier;
-    this.wasm = new WebAssembly.Instance(module.wasm, { [IMPORT_MODULE]: host });
+    // the lazy tier's shell also imports `lazy(slot)`: translate (once per module) and link the
+    // guest function of a table slot into this instance (src/engine/lazy.ts)
+    const lazy = module.lazy !== null && module.lazy.shell === module.wasm ? module.lazy : null;
+    const imports =
+      lazy === null
+        ? host
+        : {
+            ...host,
+            [LazyAbi.lazyImport]: (slot: number, _1: number, _2: number, _3: number) => {
+              lazy.install(slot, this.wasm.exports, mem);
+              return 0;
+            },
+          };
+    this.wasm = new WebAssembly.Instance(module.wasm, { [IMPORT_MODULE]: imports });
     this.a0 = this.wasm.exports[Exports.a0] as WebAssembly.Global;
     this.a1 = this.wasm.exports[Exports.a1] as WebAssembly.Global;
     this.dirtyLo = this.wasm.exports[Exports.dirtyLo] as WebAssembly.Global;
@@ -290,7 +304,7 @@ export class Instance {
    * made. An instance made before the optimised tier was swapped in runs the baseline tier to
    * its end.
    */
-  readonly tier: 'baseline' | 'optimized';
+  readonly tier: GuestModule['info']['tier'];
   private slot: Slot | WasmSlot | null;
   private readonly hostFns: HostTable;
   private readonly fuel: { left: number; readonly budget: number };

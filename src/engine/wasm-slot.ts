@@ -73,7 +73,7 @@ export class WasmSlot {
   readonly call: WasmHostCall;
   readonly wasm: WebAssembly.Instance;
   readonly compiled: WebAssembly.Module;
-  readonly tier: 'baseline' | 'optimized';
+  readonly tier: GuestModule['info']['tier'];
   owner: Instance | null = null;
 
   /** @throws WasmImageError when V8 cannot instantiate the module (a data segment out of bounds) */

@@ -158,7 +158,8 @@ export class Executor {
   upgrade(from: string, wasm: WebAssembly.Module, info: GuestModule['info']): void {
     for (const { harness } of this.harnesses.values()) {
       const gm = harness.module;
-      if (gm.info.tier === 'baseline' && gm.info.key === from) gm.upgrade(wasm, info.key, info.wasmBytes);
+      if (gm.info.tier === 'baseline' && gm.info.key === from)
+        gm.upgrade(wasm, info.key, info.wasmBytes, 'optimized');
     }
   }
 

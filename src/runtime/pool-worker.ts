@@ -128,6 +128,8 @@ const engine = new Engine({
   ...(config.memorySize !== undefined ? { memorySize: config.memorySize } : {}),
   ...(config.optimizeLevel !== undefined ? { optimizeLevel: config.optimizeLevel } : {}),
   cacheDir: config.cacheDir,
+  // compiled modules are posted to the other workers, which need them whole (Engine.moduleFor)
+  lazy: false,
 });
 const executor = new Executor(
   engine,

@@ -130,6 +130,21 @@ export type HostImports = {
   ) => JsValue<(typeof IMPORT_SIGNATURES)[K]['result']>;
 };
 
+/**
+ * Names the lazy tier's modules link by (src/translate/lazy-image.ts): a function module imports
+ * its shell's exports (globals, table) under `shellModule`; the shell calls the engine's `lazyImport`
+ * `(slot: i32, 0, 0, 0) -> f64` (IMPORT_SIGNATURES' shape; the result is dropped) to have the guest
+ * function of a table slot translated and put in the slot.
+ */
+export const LazyAbi = {
+  shellModule: 'shell',
+  lazyImport: 'lazy',
+  /** prefix of the shell's exports of its globals, before the internal name */
+  exportPrefix: '__berm_lazy$',
+  /** the shell's export of its funcref table: a slot per guest function, then the helpers */
+  tableExport: '__berm_lazy$table',
+} as const;
+
 /** Export names of the module's globals. */
 export const Exports = {
   /** i64, mutable: a0 set by the engine when the ecall import returns NaN */

@@ -54,3 +54,6 @@ export function translateBaseline(image: ElfImage, opts: TranslateOptions, listi
   }
   return { wasm, layout, indirectTargets, timings };
 }
+
+// the lazy tier's translator travels with the baseline tier's (src/engine/baseline-script.ts)
+export { LazyTranslator, type LazyShell } from './lazy-image.js';
