@@ -1,8 +1,8 @@
 /**
  * How the optimising tier's time grows with function size, on real guests: every guest function
  * is built into a Binaryen module (as src/translate/module.ts does), then optimised one function
- * at a time with the pipeline module.ts gives it (Binaryen's -O2 function passes up to
- * MAX_OPTIMIZED_INSTRUCTIONS, LINEAR_PASSES above), timing each. Prints, per size bucket, the
+ * at a time with the function passes of module.ts's PIPELINE (`functions` up to
+ * MAX_OPTIMIZED_INSTRUCTIONS, `long` above), timing each. Prints, per size bucket, the
  * functions, instructions and ms, and the least-squares exponent k of ms ~ instructions^k over
  * functions of at least 200 instructions (k ≈ 1: linear; k well above 1: superlinear).
  *   node --stack-size=4000 --import ./scripts/ts/register.mjs bench/opt-scaling.ts ELF...
@@ -11,35 +11,12 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import binaryen from 'binaryen';
 import { readElf } from '../src/elf/reader.js';
-import { computeLayout, DEFAULT_TRANSLATE_OPTIONS } from '../src/translate/abi.js';
-import type { Types } from '../src/translate/builder.js';
-import { buildImage } from '../src/translate/image.js';
-import { LINEAR_PASSES, MAX_OPTIMIZED_INSTRUCTIONS } from '../src/translate/module.js';
-
-const TYPES: Types = {
-  none: binaryen.none,
-  i32: binaryen.i32,
-  i64: binaryen.i64,
-  f64: binaryen.f64,
-  tuple: (ts) => binaryen.createType(ts),
-};
+import { DEFAULT_TRANSLATE_OPTIONS } from '../src/translate/abi.js';
+import { buildModule, PIPELINE } from '../src/translate/module.js';
 
 for (const path of process.argv.slice(2)) {
   const image = readElf(new Uint8Array(readFileSync(path)));
-  const opts = DEFAULT_TRANSLATE_OPTIONS;
-  const layout = computeLayout(image.imageStart, image.imageEnd, opts);
-  const m = new binaryen.Module();
-  m.setFeatures(binaryen.Features.All);
-  const { sizes } = buildImage(
-    m,
-    TYPES,
-    { kind: 'relooper', relooper: () => new binaryen.Relooper(m) },
-    image,
-    layout,
-    opts,
-  );
-  binaryen.setOptimizeLevel(opts.optimizeLevel);
-  binaryen.setShrinkLevel(0);
+  const { module: m, long, sizes } = buildModule(image, DEFAULT_TRANSLATE_OPTIONS);
   const rows: { n: number; ms: number }[] = [];
   for (let i = 0; i < m.getNumFunctions(); i++) {
     const f = m.getFunctionByIndex(i);
@@ -47,8 +24,7 @@ for (const path of process.argv.slice(2)) {
     const n = sizes.get(info.name);
     if (info.module || n === undefined) continue;
     const t0 = performance.now();
-    if (n > MAX_OPTIMIZED_INSTRUCTIONS) m.runPassesOnFunction(f, LINEAR_PASSES);
-    else m.optimizeFunction(f);
+    m.runPassesOnFunction(f, long.has(info.name) ? PIPELINE.long : PIPELINE.functions);
     rows.push({ n, ms: performance.now() - t0 });
   }
   m.dispose();

@@ -39,7 +39,7 @@ import { benchFailover } from './failover.js';
 import { benchStartup } from './startup.js';
 import { benchWs } from './ws.js';
 import { benchWasm } from './wasm.js';
-import { buildDrivers, runDriver, type SpeedProgram } from './lib/native.js';
+import { buildDrivers, runDriver, SPEED_PROGRAMS } from './lib/native.js';
 import { benchWorkbench } from './workbench.js';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -423,23 +423,7 @@ async function benchHostCall(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // 4. Guest speed: berm vs native x86-64 gcc -O2 vs qemu-riscv64 (Linux-user, same C).
 // ---------------------------------------------------------------------------------------------
-type Program = SpeedProgram;
-const PROGRAMS: Program[] = [
-  { name: 'sha256', symbol: 'sha256_seed', args: [16 * MiB, 1], what: 'SHA-256 of 16 MiB' },
-  { name: 'fib', symbol: 'fib_rec', args: [32], what: 'recursive fib(32)' },
-  {
-    name: 'qsort',
-    symbol: 'qsort_ints',
-    args: [1_000_000, 1],
-    what: 'qsort of 1M ints (picolibc/glibc qsort)',
-  },
-  {
-    name: 'coremark',
-    symbol: 'coremark_mix',
-    args: [20_000, 1],
-    what: 'CoreMark-like mix, 20000 iterations',
-  },
-];
+const PROGRAMS = SPEED_PROGRAMS;
 
 /** Interleaved rounds of the guest-speed figures, and calls per side in each (see benchSpeed). */
 const SPEED_ROUNDS = QUICK ? 1 : 5;

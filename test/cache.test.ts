@@ -1,7 +1,7 @@
 // The Wasm cache: keyed by content, atomic, self-checking; a warm compile never imports Binaryen.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cacheKey, defaultCacheDir, WasmCache } from '../src/cache/cache.js';
@@ -81,6 +81,25 @@ t.test('the translator digest covers every source a translation is made of', asy
   const before = digest();
   writeFileSync(join(src, 'util/other.ts'), '// edited\n');
   t.equal(digest(), before, 'an edit of another util/ module does not');
+});
+
+t.test("the optimising tier's passes are part of the translator digest", async (t) => {
+  // a copy of the real sources digests as they do; the same copy with one more pass in the
+  // pipeline translate() runs (module.ts PIPELINE) does not, so a changed pipeline never reads a
+  // module the old one optimised from the cache
+  const src = mkdtempSync(join(tmpdir(), 'berm-digest-'));
+  t.teardown(() => rmSync(src, { recursive: true, force: true }));
+  for (const d of ['translate', 'riscv', 'elf', 'util']) {
+    cpSync(join(ROOT, 'src', d), join(src, d), { recursive: true });
+  }
+  const digest = () => sourceDigest(join(src, 'translate'));
+  t.equal(digest(), sourceDigest(join(ROOT, 'src', 'translate')), 'the copy digests as the sources');
+  const file = join(src, 'translate', 'module.ts');
+  const text = readFileSync(file, 'utf8');
+  const edited = text.replace(/(export const PIPELINE: Pipeline = \{\s*before: \[)/, "$1'vacuum', ");
+  t.not(edited, text, 'module.ts holds the pipeline');
+  writeFileSync(file, edited);
+  t.not(digest(), sourceDigest(join(ROOT, 'src', 'translate')), 'an edited pipeline changes the digest');
 });
 
 t.test('keys separate content and options', async (t) => {

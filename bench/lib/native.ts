@@ -18,6 +18,26 @@ export interface SpeedProgram {
   what: string;
 }
 
+const MiB = 1 << 20;
+
+/** The guest-speed programs of fixtures/src/compute.c and the arguments every bench gives them. */
+export const SPEED_PROGRAMS: readonly SpeedProgram[] = [
+  { name: 'sha256', symbol: 'sha256_seed', args: [16 * MiB, 1], what: 'SHA-256 of 16 MiB' },
+  { name: 'fib', symbol: 'fib_rec', args: [32], what: 'recursive fib(32)' },
+  {
+    name: 'qsort',
+    symbol: 'qsort_ints',
+    args: [1_000_000, 1],
+    what: 'qsort of 1M ints (picolibc/glibc qsort)',
+  },
+  {
+    name: 'coremark',
+    symbol: 'coremark_mix',
+    args: [20_000, 1],
+    what: 'CoreMark-like mix, 20000 iterations',
+  },
+];
+
 /**
  * Build the native (gcc -O2) driver into `dir`, and with `riscv` also the Linux-user RISC-V one
  * (riscv64-linux-gnu-gcc -O2 -static, for qemu-riscv64).

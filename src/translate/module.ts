@@ -4,7 +4,13 @@
  */
 import binaryen from 'binaryen';
 import type { ElfImage } from '../elf/types.js';
-import { checkOptions, computeLayout, TranslateError, type TranslateOptions } from './abi.js';
+import {
+  checkOptions,
+  computeLayout,
+  TranslateError,
+  type GuestLayout,
+  type TranslateOptions,
+} from './abi.js';
 import type { Types } from './builder.js';
 import { Names } from './emit.js';
 import { addBranchHints } from './hints.js';
@@ -13,10 +19,10 @@ import { buildImage, describeFunction, errorText, type Translation } from './ima
 export { readImage, type Translation } from './image.js';
 
 /**
- * Functions longer than this (in instructions) get {@link LINEAR_PASSES} instead of the full
- * pipeline: Binaryen's code-folding, merge-blocks and coalesce-locals grow faster than the
- * function (measured on one function of 150/300/600 loops and jump tables, 10/20/39 KB of text:
- * code-folding 5.9 s for 20 KB and 13.4 s for 39 KB on their own; the full -O2 pipeline went
+ * Functions longer than this (in instructions) get {@link Pipeline.long} instead of
+ * {@link Pipeline.functions}: Binaryen's code-folding, merge-blocks and coalesce-locals grow faster
+ * than the function (measured on one function of 150/300/600 loops and jump tables, 10/20/39 KB of
+ * text: code-folding 5.9 s for 20 KB and 13.4 s for 39 KB on their own; the full -O2 pipeline went
  * from 3.4 s to 17 s).
  */
 export const MAX_OPTIMIZED_INSTRUCTIONS = 2000;
@@ -49,17 +55,99 @@ export const LINEAR_PASSES = [
 ];
 
 /**
- * The whole-module passes run after every function was optimised on its own, instead of
- * Binaryen's -O2 module pipeline (`Module.optimize()`, which adds inlining, duplicate-function
- * elimination, directize, simplify-globals and more, each re-optimising what it changed).
- * Measured (process CPU time of `translate()`; bench/README.md, "Optimiser
- * configuration"): on rs_json-O2 the -O2 module pipeline took 24 s, one-caller inlining capped at
- * 20 nodes 16.6 s, function passes + these two 14.8 s, function passes alone 7.9 s; guest speed
- * geomean against native gcc -O2 (compute-gcc-O2, same runs) 3.25x for -O2 and for these passes,
- * 3.41-3.57x without dead-argument elimination (qsort 2.57x against 2.13x: the 9-register call
- * convention's unused parameters are what it removes). Inlining bought no measurable speed.
+ * Binaryen's -O2 function pipeline (PassRunner::addDefaultFunctionOptimizationPasses at
+ * optimize level 2, shrink level 0, multivalue enabled, no GC), written out: what
+ * `Module.optimizeFunction` runs, pass for pass (bench/opt-passes.ts checks that both write the
+ * same bytes).
  */
-export const MODULE_PASSES = ['dae-optimizing', 'remove-unused-module-elements'];
+export const O2_FUNCTION_PASSES = [
+  'dce',
+  'remove-unused-names',
+  'remove-unused-brs',
+  'remove-unused-names',
+  'optimize-instructions',
+  'pick-load-signs',
+  'precompute',
+  'code-pushing',
+  'tuple-optimization',
+  'simplify-locals-nostructure',
+  'vacuum',
+  'reorder-locals',
+  'remove-unused-brs',
+  'coalesce-locals',
+  'simplify-locals',
+  'vacuum',
+  'reorder-locals',
+  'coalesce-locals',
+  'reorder-locals',
+  'vacuum',
+  'merge-blocks',
+  'remove-unused-brs',
+  'remove-unused-names',
+  'merge-blocks',
+  'precompute',
+  'optimize-instructions',
+  'rse',
+  'vacuum',
+];
+
+/**
+ * What the optimising tier runs on a built module, in order: `before` on the whole module, then
+ * each function on its own (`functions`, or `long` for a function over
+ * {@link MAX_OPTIMIZED_INSTRUCTIONS} instructions and for a dispatcher over that many targets),
+ * then `after` on the whole module. Names are Binaryen pass names. A whole-module pass whose name
+ * ends in `-optimizing` re-optimises what it changed with Binaryen's full function pipeline, which
+ * is superlinear in function size: it is left out when the module has a long function.
+ */
+export interface Pipeline {
+  readonly before: readonly string[];
+  readonly functions: readonly string[];
+  readonly long: readonly string[];
+  readonly after: readonly string[];
+}
+
+/**
+ * The function passes {@link PIPELINE} keeps of {@link O2_FUNCTION_PASSES}, in -O2's order: the
+ * control-flow and locals clean-up of the Relooper's output. Measured by bench/opt-passes.ts
+ * (bench/README.md, "Optimiser passes by gain per millisecond"): without them coremark_mix runs
+ * 1.3-1.4x slower (V8 does not undo the Relooper's block structure), and this exact sequence is
+ * what it needs (dropping both simplify-locals-nostructure and merge-blocks, or the first
+ * remove-unused-brs, loses it all); the passes dropped from -O2 (optimize-instructions,
+ * precompute, pick-load-signs, coalesce-locals, reorder-locals, code-pushing, rse, dce,
+ * tuple-optimization) bought no guest speed outside noise and cost 44-47 % of -O2's function time.
+ */
+export const STRUCTURE_PASSES = [
+  'remove-unused-names',
+  'remove-unused-brs',
+  'remove-unused-names',
+  'simplify-locals-nostructure',
+  'vacuum',
+  'remove-unused-brs',
+  'simplify-locals',
+  'vacuum',
+  'merge-blocks',
+  'remove-unused-brs',
+  'remove-unused-names',
+  'merge-blocks',
+  'vacuum',
+];
+
+/**
+ * The pipeline {@link translate} runs (bench/README.md, "Optimiser passes by gain per
+ * millisecond"). Dead-argument elimination is what V8 cannot do itself: the call convention passes
+ * nine registers, and removing the unused ones is most of what the module passes buy (qsort
+ * 1.06x slower without). It runs first, on the module as built, without re-optimising what it
+ * changed: `dae-optimizing` after the function passes ran Binaryen's whole -O2 function pipeline
+ * again on every function it changed (half the optimise time of big-gcc-O2, 61 % of rs_json-O0's),
+ * and the speed geomean stayed within noise without it (fib_rec alone 1.08-1.15x slower).
+ * Whole-module -O2's inlining bought no measurable speed either.
+ */
+export const PIPELINE: Pipeline = {
+  before: ['dae'],
+  functions: STRUCTURE_PASSES,
+  long: LINEAR_PASSES,
+  after: ['remove-unused-module-elements'],
+};
 
 const FEATURES =
   binaryen.Features.MVP |
@@ -79,15 +167,27 @@ const TYPES: Types = {
   tuple: (ts) => binaryen.createType(ts),
 };
 
+/** A guest image built into a Binaryen module, not yet optimised: `module.dispose()` it. */
+export interface BuiltModule {
+  module: binaryen.Module;
+  layout: GuestLayout;
+  indirectTargets: number[];
+  /** the guest functions, by Wasm name, with their instruction counts */
+  sizes: Map<string, number>;
+  /** the functions that get {@link Pipeline.long} (over MAX_OPTIMIZED_INSTRUCTIONS) */
+  long: Set<string>;
+}
+
 /**
- * Translate a parsed image to an optimised Wasm module (Binaryen at `opts.optimizeLevel`).
+ * Build a parsed image into a validated Binaryen module (Relooper control flow) and set
+ * Binaryen's global options for optimising and writing it (`opts.optimizeLevel`, shrink level 0,
+ * names kept so trap backtraces can name guest functions).
  * @throws RangeError for bad options; LayoutError when the image does not fit the memory layout;
- *   TranslateError (naming the function where it can) when emission, validation or the optimiser fails.
+ *   TranslateError (naming the function where it can) when emission or validation fails.
  */
-export function translate(image: ElfImage, opts: TranslateOptions): Translation {
+export function buildModule(image: ElfImage, opts: TranslateOptions): BuiltModule {
   checkOptions(opts);
   const layout = computeLayout(image.imageStart, image.imageEnd, opts);
-  const t0 = performance.now();
   const m = new binaryen.Module();
   try {
     m.setFeatures(FEATURES);
@@ -100,50 +200,40 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
       layout,
       opts,
     );
-    const huge = [...sizes].filter(([, n]) => n > MAX_OPTIMIZED_INSTRUCTIONS).map(([name]) => name);
+    const long = new Set([...sizes].filter(([, n]) => n > MAX_OPTIMIZED_INSTRUCTIONS).map(([name]) => name));
     // the dispatcher is a decision tree with one leaf (a compare and a tail call, about the size
     // of an instruction's code) per indirect target: long for images with thousands of them
-    if (indirectTargets.length > MAX_OPTIMIZED_INSTRUCTIONS) huge.push(Names.dispatch);
-
+    if (indirectTargets.length > MAX_OPTIMIZED_INSTRUCTIONS) long.add(Names.dispatch);
     if (!m.validate()) {
       throw new TranslateError('the translated module failed Binaryen validation (see the report above)');
     }
-    const t1 = performance.now();
     binaryen.setOptimizeLevel(opts.optimizeLevel);
     binaryen.setShrinkLevel(0);
-    // names stay in the binary so trap backtraces can name guest functions
     binaryen.setDebugInfo(true);
-    if (opts.optimizeLevel > 0) {
-      // Function by function: Binaryen's -O2 function pipeline, or the linear passes for a long
-      // function (the full pipeline is superlinear in function size). A failure names its function.
-      const long = new Set(huge);
-      for (let i = 0; i < m.getNumFunctions(); i++) {
-        const f = m.getFunctionByIndex(i);
-        const info = binaryen.getFunctionInfo(f);
-        if (info.module) continue;
-        try {
-          if (long.has(info.name)) m.runPassesOnFunction(f, LINEAR_PASSES);
-          else m.optimizeFunction(f);
-        } catch (e) {
-          const start = parseInt(info.name.slice(2), 16);
-          const what = info.name.startsWith('f_') ? describeFunction(image, start) : info.name;
-          throw new TranslateError(
-            `Binaryen's optimiser failed on ${what}: ${errorText(e, binaryen)}`,
-            info.name,
-          );
-        }
-      }
-      // then the chosen whole-module passes (see MODULE_PASSES; dead-argument elimination
-      // re-optimises the functions it changes with the full pipeline, so not with long ones)
-      const passes = huge.length === 0 ? MODULE_PASSES : MODULE_PASSES.filter((p) => p !== 'dae-optimizing');
-      try {
-        m.runPasses(passes);
-      } catch (e) {
-        throw new TranslateError(
-          `Binaryen's optimiser failed in a whole-module pass: ${errorText(e, binaryen)}`,
-        );
-      }
-    }
+    return { module: m, layout, indirectTargets, sizes, long };
+  } catch (e) {
+    m.dispose();
+    throw e;
+  }
+}
+
+/**
+ * Translate a parsed image to an optimised Wasm module: {@link buildModule}, then `pipeline`
+ * ({@link PIPELINE}; another one only to measure alternatives, as bench/opt-passes.ts does) unless
+ * `opts.optimizeLevel` is 0, then the binary with branch hints.
+ * @throws RangeError for bad options; LayoutError when the image does not fit the memory layout;
+ *   TranslateError (naming the function where it can) when emission, validation or the optimiser fails.
+ */
+export function translate(
+  image: ElfImage,
+  opts: TranslateOptions,
+  pipeline: Pipeline = PIPELINE,
+): Translation {
+  const t0 = performance.now();
+  const { module: m, layout, indirectTargets, long } = buildModule(image, opts);
+  try {
+    const t1 = performance.now();
+    if (opts.optimizeLevel > 0) optimize(m, image, pipeline, long);
     const t2 = performance.now();
     // the fuel poll and trap arms marked unlikely (hints.ts; V8 reads them: engine/v8-flags.ts)
     const wasm = addBranchHints(m.emitBinary());
@@ -152,4 +242,45 @@ export function translate(image: ElfImage, opts: TranslateOptions): Translation 
   } finally {
     m.dispose();
   }
+}
+
+/** Run a whole-module pass list on `m`. @throws TranslateError when Binaryen fails. */
+function runModulePasses(m: binaryen.Module, passes: readonly string[]): void {
+  if (passes.length === 0) return;
+  try {
+    m.runPasses(passes);
+  } catch (e) {
+    throw new TranslateError(`Binaryen's optimiser failed in a whole-module pass: ${errorText(e, binaryen)}`);
+  }
+}
+
+/**
+ * Run `pipeline` on the built module `m`, whose functions named in `long` get the long-function
+ * passes.
+ * @throws TranslateError when a pass fails (naming the guest function for a function pass).
+ */
+function optimize(m: binaryen.Module, image: ElfImage, pipeline: Pipeline, long: Set<string>): void {
+  // a pass re-optimising with the full pipeline (superlinear) only when no function is long
+  const whole = (passes: readonly string[]) =>
+    long.size === 0 ? passes : passes.filter((p) => !p.endsWith('-optimizing'));
+  runModulePasses(m, whole(pipeline.before));
+  // function by function, so a failure names its function
+  for (let i = 0; i < m.getNumFunctions(); i++) {
+    const f = m.getFunctionByIndex(i);
+    const info = binaryen.getFunctionInfo(f);
+    if (info.module) continue;
+    const passes = long.has(info.name) ? pipeline.long : pipeline.functions;
+    if (passes.length === 0) continue;
+    try {
+      m.runPassesOnFunction(f, passes);
+    } catch (e) {
+      const start = parseInt(info.name.slice(2), 16);
+      const what = info.name.startsWith('f_') ? describeFunction(image, start) : info.name;
+      throw new TranslateError(
+        `Binaryen's optimiser failed on ${what}: ${errorText(e, binaryen)}`,
+        info.name,
+      );
+    }
+  }
+  runModulePasses(m, whole(pipeline.after));
 }
