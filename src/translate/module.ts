@@ -139,7 +139,7 @@ export const STRUCTURE_PASSES = [
  * 1.06x slower without). It runs first, on the module as built, without re-optimising what it
  * changed: `dae-optimizing` after the function passes ran Binaryen's whole -O2 function pipeline
  * again on every function it changed (half the optimise time of big-gcc-O2, 61 % of rs_json-O0's),
- * and the speed geomean stayed within noise without it (fib_rec alone 1.08-1.15x slower).
+ * and the speed geomean stayed within noise without it (fib_rec alone 1.02-1.15x slower).
  * Whole-module -O2's inlining bought no measurable speed either.
  */
 export const PIPELINE: Pipeline = {
