@@ -21,7 +21,10 @@ import type { RuntimeStore } from '../store/store.js';
 export interface RuntimeOptions {
   /** state directory of the SQLite store (default store); ignored when `store` is given */
   state?: string;
-  /** a storage backend (default: SqliteStore.open(state)) */
+  /**
+   * a storage backend (default: SqliteStore.open(state) with its WAL checkpoints on a thread of
+   * their own, off the queue's)
+   */
   store?: RuntimeStore;
   /** workers (default {@link defaultPoolSize}: one per core plus one) */
   poolSize?: number;
@@ -101,6 +104,8 @@ export function resolveOptions(options: RuntimeOptions): ResolvedOptions {
     store = SqliteStore.open(options.state, {
       journalRotateBytes: limits.journalRotateBytes,
       journalKeep: limits.journalKeep,
+      // the queue's thread commits on this store between guest runs: it must never checkpoint
+      checkpoints: 'background',
     });
   }
   const opts = { ...options };

@@ -118,6 +118,8 @@ export class BermRuntime extends EventEmitter {
     this.arming = new WakeArming(this.limits, store, this.registry, () => this.scheduler, emit);
     this.hostCalls = new HostCalls(this.arming);
     this.connections = attachConnections(this, limits, log, options.state);
+    // a failed WAL checkpoint of the store's own thread, for instance
+    store.reportTo?.(log);
   }
 
   /**

@@ -18,7 +18,9 @@ export interface SqliteStatement {
 /**
  * A function that runs as one transaction (better-sqlite3's): called, inside BEGIN (deferred: the
  * write lock is taken by the first write); through `immediate`, inside BEGIN IMMEDIATE (the write
- * lock first, so what it reads stays as read until it commits).
+ * lock first, so what it reads stays as read until it commits). A deferred transaction that reads
+ * before it writes cannot wait for the lock at that write (SQLite answers SQLITE_BUSY at once):
+ * such a transaction is run immediate, and then waits up to the busy timeout for the lock.
  */
 export type SqliteTransaction<A extends unknown[], R> = ((...args: A) => R) & { immediate(...args: A): R };
 

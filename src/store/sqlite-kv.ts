@@ -68,14 +68,17 @@ export function openKvFile(file: string, busyTimeoutMs: number): KvFile {
       return row ? new Uint8Array(row.value) : undefined;
     },
     setWithin(harness, key, value, quota) {
-      return o.db.transaction((): { after: number } | null => {
+      // immediate: it reads the harness's bytes before it writes (see SqliteTransaction): another
+      // writer of the file (a worker, a process, a checkpoint resetting the WAL) is waited for
+      const write = o.db.transaction((): { after: number } | null => {
         const used = (o.used.get(harness) as { n: number }).n;
         const old = (o.old.get(harness, buf(key)) as { n: number } | undefined)?.n ?? 0;
         const after = used - old + key.length + value.length;
         if (after > quota) return { after };
         o.set.run(harness, buf(key), buf(value));
         return null;
-      })();
+      });
+      return write.immediate();
     },
     delete(harness, key) {
       o.del.run(harness, buf(key));

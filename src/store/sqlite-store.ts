@@ -8,12 +8,24 @@
  * in sqlite-schema.ts.
  * WAL with synchronous=NORMAL: a committed transaction survives the process being killed (it is in
  * the WAL file); only a power loss may drop the last ones.
+ *
+ * Checkpoints: a store opened with `checkpoints: 'background'` (the runtime's, whose connection
+ * serves the queue) turns SQLite's automatic checkpoint off on its connections to state.sqlite and
+ * kv.sqlite and leaves checkpointing to a thread of its own (wal-checkpointer.ts); should that
+ * thread die, the connections get their automatic checkpoint back. Opened for a moment (berm wake
+ * add, a test), a store keeps SQLite's automatic checkpoint on its connection.
  */
 import * as path from 'node:path';
 import { JsonlJournal } from './journal.js';
 import { openSqlite, type SqliteDatabase } from './sqlite-driver.js';
 import { createKvSchema, createStateSchema } from './sqlite-schema.js';
 import { SqliteSubscriptions } from './subscriptions.js';
+import {
+  WalCheckpointer,
+  checkpointTuning,
+  type CheckpointStats,
+  type CheckpointTuning,
+} from './wal-checkpointer.js';
 import { privateDir, privateFile } from '../util/private-files.js';
 import type { Authority } from '../contract/index.js';
 import type {
@@ -99,7 +111,20 @@ export interface SqliteStoreOptions {
   /** journal rotation size and files kept (defaults 64 MiB, 4) */
   journalRotateBytes?: number;
   journalKeep?: number;
+  /**
+   * Who checkpoints the WAL: 'automatic' (default), SQLite on the connection that commits, once
+   * the WAL holds 1,000 pages; 'background', a thread of the store's own, never the connections
+   * that serve (see the module comment).
+   */
+  checkpoints?: 'automatic' | 'background';
+  /** when and how hard the background thread checkpoints (tests; the defaults suit the runtime) */
+  checkpointTuning?: CheckpointTuning;
+  /** where the background checkpoints report a failure until {@link SqliteStore.reportTo} */
+  log?: (line: string) => void;
 }
+
+/** SQLite's default `wal_autocheckpoint`, pages: what a connection gets back if the thread dies. */
+const AUTOCHECKPOINT_PAGES = 1000;
 
 class SqliteDues implements DueStore {
   private readonly s;
@@ -313,7 +338,8 @@ class SqliteDues implements DueStore {
   }
 
   retryDead(id: string, when: number): RetryDeadResult {
-    return this.db.transaction((): RetryDeadResult => {
+    // immediate: it reads before it writes (see SqliteTransaction)
+    const retry = this.db.transaction((): RetryDeadResult => {
       const row = this.s.deadGet.get(id) as DeadRow | undefined;
       if (!row) return { status: 'missing' };
       if (this.s.get.get(id)) return { status: 'conflict' };
@@ -333,7 +359,8 @@ class SqliteDues implements DueStore {
       );
       const w = fromRow({ ...row, seq: Number(r.lastInsertRowid), when_ms: when, attempt: 0 });
       return { status: 'armed', record: w };
-    })();
+    });
+    return retry.immediate();
   }
 
   dropDead(id: string): DeadWake | null {
@@ -452,17 +479,32 @@ function deployment(r: DeploymentRow): DeploymentRecord {
 
 class SqliteKeys implements KeyStore {
   private db: Database | null = null;
+  /**
+   * @param opened called with the connection once it is open and in WAL mode (the store hands it
+   *   to its checkpoint thread)
+   */
   constructor(
     readonly databaseFile: string,
     private readonly busyTimeoutMs: number,
+    private readonly opened: (db: Database) => void = () => {},
   ) {}
+  /** The open connection, or null before the first use. */
+  get connection(): Database | null {
+    return this.db;
+  }
   private open(): Database {
     if (this.db) return this.db;
     privateFile(this.databaseFile);
     const db = openSqlite(this.databaseFile, { timeout: this.busyTimeoutMs });
-    db.pragma('journal_mode = WAL');
-    // the storage capability's table (src/capabilities/storage): the same file serves both
-    createKvSchema(db);
+    try {
+      db.pragma('journal_mode = WAL');
+      // the storage capability's table (src/capabilities/storage): the same file serves both
+      createKvSchema(db);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+    this.opened(db);
     return (this.db = db);
   }
   get(harness: string, key: Uint8Array): Uint8Array | undefined {
@@ -496,29 +538,99 @@ export class SqliteStore implements RuntimeStore {
   readonly subscriptions: SqliteSubscriptions;
   readonly description: string;
 
+  /** the background checkpoint thread, or null (automatic checkpoints) */
+  private checkpointer: WalCheckpointer | null = null;
+  /** the thread checkpoints (false: automatic checkpoints, or the thread is gone) */
+  private background = false;
+  private log: (line: string) => void;
+
   private constructor(
     private readonly db: Database,
     readonly dir: string,
     options: SqliteStoreOptions,
   ) {
+    this.log = options.log ?? (() => {});
+    const background = options.checkpoints === 'background';
     this.dues = new SqliteDues(db);
     this.deployments = new SqliteDeployments(db);
     this.subscriptions = new SqliteSubscriptions(db, true);
-    this.keys = new SqliteKeys(path.join(dir, 'kv.sqlite'), options.busyTimeoutMs ?? 5000);
+    this.keys = new SqliteKeys(path.join(dir, 'kv.sqlite'), options.busyTimeoutMs ?? 5000, (kv) => {
+      if (!this.background) return;
+      kv.pragma('wal_autocheckpoint = 0');
+      this.checkpointer?.watch(this.keys.databaseFile);
+    });
     this.journal = new JsonlJournal(
       path.join(dir, 'journal.jsonl'),
       options.journalRotateBytes ?? 64 * 1024 * 1024,
       options.journalKeep ?? 4,
     );
     this.description = `sqlite ${path.join(dir, 'state.sqlite')}`;
+    if (background) this.startCheckpoints(options.checkpointTuning);
+  }
+
+  /**
+   * Start the checkpoint thread; once it runs, the automatic checkpoint is turned off on the
+   * connections (until then, and when the thread cannot start, they keep it; the latter is logged).
+   */
+  private startCheckpoints(tuning: CheckpointTuning | undefined): void {
+    try {
+      this.checkpointer = new WalCheckpointer(
+        [path.join(this.dir, 'state.sqlite')],
+        {
+          log: (line) => this.log(line),
+          onReady: () => this.checkpointsReady(),
+          onLost: (why) => this.checkpointsLost(why),
+        },
+        tuning,
+      );
+    } catch (e) {
+      this.log(`WAL checkpoints stay on the serving connection: ${(e as Error).message}`);
+    }
+  }
+
+  /** The checkpoint thread runs: the connections stop checkpointing for themselves. */
+  private checkpointsReady(): void {
+    this.background = true;
+    this.db.pragma('wal_autocheckpoint = 0');
+    const kv = this.keys.connection;
+    if (kv) {
+      kv.pragma('wal_autocheckpoint = 0');
+      this.checkpointer?.watch(this.keys.databaseFile);
+    }
+  }
+
+  /** The checkpoint thread died: the connections checkpoint for themselves again. */
+  private checkpointsLost(why: string): void {
+    this.background = false;
+    this.log(`${why}; WAL checkpoints run on the serving connections again`);
+    this.db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+    this.keys.connection?.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+  }
+
+  /** Send what goes wrong in the background (a failed WAL checkpoint) to `log` from now on. */
+  reportTo(log: (line: string) => void): void {
+    this.log = log;
+  }
+
+  /**
+   * Who checkpoints and what the background thread did: `automatic` pages of SQLite's own
+   * checkpoint on the serving connection (`PRAGMA wal_autocheckpoint`, 0 when off) and the
+   * thread's counters (null without one).
+   */
+  checkpoints(): { automatic: number; background: CheckpointStats | null } {
+    const automatic = Number(
+      (this.db.pragma('wal_autocheckpoint') as { wal_autocheckpoint: number }[])[0]?.wal_autocheckpoint,
+    );
+    return { automatic, background: this.checkpointer?.stats() ?? null };
   }
 
   /**
    * Open (creating if needed) the state under `dir`.
-   * @throws Error when the directory cannot be created, the database cannot be opened, or its
-   *   schema is from a newer berm (with the fix).
+   * @throws RangeError for a bad `checkpointTuning`; Error when the directory cannot be created,
+   *   the database cannot be opened, or its schema is from a newer berm (with the fix).
    */
   static open(dir: string, options: SqliteStoreOptions = {}): SqliteStore {
+    checkpointTuning(options.checkpointTuning);
     privateDir(dir);
     const file = path.join(dir, 'state.sqlite');
     privateFile(file);
@@ -527,14 +639,17 @@ export class SqliteStore implements RuntimeStore {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
       createStateSchema(db, file);
+      return new SqliteStore(db, dir, options);
     } catch (e) {
       db.close();
       throw e;
     }
-    return new SqliteStore(db, dir, options);
   }
 
+  /** Stop the checkpoint thread (its connections close first), then close the files. */
   close(): void {
+    this.checkpointer?.close();
+    this.background = false;
     this.journal.close();
     this.keys.close();
     this.db.close();

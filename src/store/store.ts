@@ -361,5 +361,10 @@ export interface RuntimeStore {
   readonly subscriptions: SubscriptionStore;
   /** A short description for the boot log, e.g. "sqlite /var/lib/berm/state.sqlite". */
   readonly description: string;
+  /**
+   * Send what goes wrong in the store's background work (SQLite's WAL checkpoints on a thread of
+   * their own) to `log` from now on; absent from a store without such work.
+   */
+  reportTo?(log: (line: string) => void): void;
   close(): void;
 }

@@ -131,7 +131,8 @@ export class SqliteSubscriptions implements SubscriptionStore {
         } else done.renumbered.push([r.id, Number(put.run(null, ...row).lastInsertRowid)]);
       }
     });
-    this.write(all);
+    // immediate: it reads before it writes (see SqliteTransaction in sqlite-driver.ts)
+    this.write(() => all.immediate());
     return done;
   }
 }
