@@ -5,16 +5,17 @@
  * Prints one JSON line: lateness percentiles (ms), the drains (count, duration, gaps), the store
  * calls on the queue's thread (count, mean us, percentiles and calls over 2 ms), the worker round
  * trips, the queue thread's event loop utilisation and the process's CPU ms per wake. The wakes are
- * armed LEAD_MS ahead (default 4000: the arming must not count); CKPT=off turns SQLite's automatic
- * WAL checkpoint off on the runtime's state database, to see what the checkpoints cost. Findings:
- * bench/README.md, "Wake lateness".
+ * armed LEAD_MS ahead (default 4000: the arming must not count); CKPT=auto turns SQLite's automatic
+ * WAL checkpoint back on on the runtime's state connection (the store checkpoints from a thread of
+ * its own, src/store/wal-checkpointer.ts), to see what checkpoints on the queue's thread cost; the
+ * line ends with that thread's counters. Findings: bench/README.md, "Wake lateness".
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { BermRuntime } from '../src/runtime/index.js';
+import { BermRuntime, type SqliteStore } from '../src/runtime/index.js';
 import { percentile } from './lib/figures.js';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -89,8 +90,9 @@ const timeCalls = (obj: any, names: string[], prefix: string) => {
     };
   }
 };
-// CKPT=off: no automatic WAL checkpoint (each one syncs the WAL and the database on this thread)
-if (process.env.CKPT === 'off') (rt.store as any).db.pragma('wal_autocheckpoint = 0');
+// CKPT=auto: SQLite's automatic WAL checkpoint on this thread again (each one syncs the WAL and
+// the database here), as before the store's checkpoint thread
+if (process.env.CKPT === 'auto') (rt.store as any).db.pragma('wal_autocheckpoint = 1000');
 timeCalls(rt.store.dues, ['claim', 'release', 'finish'], 'dues.');
 timeCalls(rt.store.journal, ['append'], 'journal.');
 const late: number[] = [];
@@ -117,6 +119,7 @@ clearInterval(keepAlive);
 const elu = performance.eventLoopUtilization(elu0);
 const cpu = process.cpuUsage(cpu0);
 const spills = rt.stats().spills;
+const checkpoints = (rt.store as SqliteStore).checkpoints();
 await rt.close();
 rmSync(work, { recursive: true, force: true });
 
@@ -149,6 +152,7 @@ console.log(
     mainElu: +elu.utilization.toFixed(3),
     cpuMsPerWake: +((cpu.user + cpu.system) / 1000 / n).toFixed(3),
     spills,
+    checkpoints,
     store: Object.fromEntries(
       Object.entries(store).map(([k, v]) => [
         k,
