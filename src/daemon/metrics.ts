@@ -5,15 +5,10 @@
  *
  * Names: berm_queue_depth, berm_in_flight, berm_wakes_pending, berm_deployments,
  * berm_wakes_dead{harness} (gauges); berm_spills_total, berm_translations_total,
- * berm_wakes_dead_total (counters mirrored from the runtime);
- * berm_invocations_total{trigger,outcome} (counter); berm_invocation_seconds{trigger}
-      },
-    });
- * Names: berm_queue_depth, berm_in_flight, berm_wakes_pending, berm_deployments (gauges);
- * berm_spills_total, berm_translations_total (counters mirrored from the runtime);
- * berm_invocations_total{trigger,outcome} (counter); berm_calls_cancelled_total{state} (queued,
- * running: calls whose caller went away, mirrored from the runtime); berm_invocation_seconds{trigger}
- * (histogram); berm_http_requests_total{route,status} (counter); berm_http_write_timeouts_total,
+ * berm_wakes_dead_total (counters mirrored from the runtime); berm_invocations_total{trigger,outcome}
+ * (counter); berm_calls_cancelled_total{state} (queued, running: calls whose caller went away,
+ * mirrored from the runtime); berm_invocation_seconds{trigger} (histogram);
+ * berm_http_requests_total{route,status} (counter); berm_http_write_timeouts_total,
  * berm_http_timeouts_total{kind} (headers, body, idle) and berm_http_connections_shed_total{reason}
  * (evicted, over-capacity, per-address) (counters).
  */
