@@ -9,7 +9,7 @@ import { readElf } from '../src/elf/reader.js';
 import { restoreImage, summarizeImage } from '../src/elf/summary.js';
 import { Engine } from '../src/engine/engine.js';
 import { findSummary, SUMMARY_SECTION } from '../src/engine/summary-section.js';
-import { sourceDigest } from '../src/translate/abi.js';
+import { binaryenVersion, sourceDigest } from '../src/translate/abi.js';
 import { fixtureElfs, ROOT } from './helpers/fixtures.js';
 
 const raw = fixtureElfs().find((e) => e.source === 'raw.c' && e.compiler === 'clang' && e.opt === 'O2')!;
@@ -100,6 +100,19 @@ t.test("the optimising tier's passes are part of the translator digest", async (
   t.not(edited, text, 'module.ts holds the pipeline');
   writeFileSync(file, edited);
   t.not(digest(), sourceDigest(join(ROOT, 'src', 'translate')), 'an edited pipeline changes the digest');
+});
+
+t.test("the installed Binaryen's version is part of the translator digest", async (t) => {
+  // read independently of binaryenVersion(): the package.json npm installed
+  const installed = (
+    JSON.parse(readFileSync(join(ROOT, 'node_modules', 'binaryen', 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+  t.equal(binaryenVersion(), installed);
+  const dir = join(ROOT, 'src', 'translate');
+  t.equal(sourceDigest(dir), sourceDigest(dir, installed), 'the default is the installed version');
+  t.not(sourceDigest(dir, '1.0.0'), sourceDigest(dir, installed), 'another Binaryen, another digest');
 });
 
 t.test('keys separate content and options', async (t) => {

@@ -7,6 +7,7 @@ import t from 'tap';
 import { basicHostFunctions, Engine, Linker, type GuestModule } from '../src/engine/engine.js';
 import { SlotKeeper } from '../src/engine/slot-keeper.js';
 import { fixtureElfs, TEST_CACHE } from './helpers/fixtures.js';
+import { monotonicMs } from '../src/util/clock.js';
 
 const compute = fixtureElfs().find(
   (e) => e.source === 'compute.c' && e.compiler === 'gcc' && e.opt === 'O2',
@@ -47,7 +48,7 @@ t.test('a sweep drops large slots idle for idleMs and asks for a collection', as
   const o = {};
   k.keep(o, 'small', 5);
   k.keep(o, 'large', 6);
-  const now = Date.now();
+  const now = monotonicMs();
   t.equal(k.sweep(now), 0, 'nothing idle yet');
   t.equal(reclaimed, 0);
   t.equal(k.sweep(now + 1_000), 6, 'the large one is dropped once idle');

@@ -16,6 +16,7 @@
  * system once invocations stop; small slots stay, so a rarely called small tool keeps its warm
  * instance.
  */
+import { monotonicMs } from '../util/clock.js';
 
 /** The keeper's bounds. Bytes, counts, milliseconds. */
 export interface KeeperLimits {
@@ -47,7 +48,7 @@ interface Kept<T> {
   owner: object | null;
   item: T | null;
   bytes: number;
-  /** Date.now() when it was kept (see {@link SlotKeeper.sweep} for why not performance.now()) */
+  /** monotonicMs() when it was kept */
   at: number;
   older: Kept<T> | null;
   newer: Kept<T> | null;
@@ -144,7 +145,7 @@ export class SlotKeeper<T> {
     k.owner = owner;
     k.item = item;
     k.bytes = bytes;
-    k.at = Date.now();
+    k.at = monotonicMs();
     k.older = this.newest;
     k.newer = null;
     if (this.newest !== null) this.newest.newer = k;
@@ -172,13 +173,13 @@ export class SlotKeeper<T> {
 
   /**
    * Drop the slots unused for `idleMs` that hold more than `keepIdleBytes`; when any was dropped,
-   * ask for a collection. Times are Date.now() milliseconds: the global `performance` loads a dozen
-   * of Node's internal modules on first use, about 2 ms of a one-shot CLI call that disposes one
-   * instance, and a step of the wall clock only moves when an idle slot is dropped.
-   * @param now the current time, Date.now() ms
+   * ask for a collection. Times are util/clock.ts monotonicMs() (process.hrtime): the global
+   * `performance` would load a dozen of Node's internal modules, about 2 ms of a one-shot CLI call
+   * that disposes one instance.
+   * @param now the current time, monotonicMs()
    * @returns the bytes dropped
    */
-  sweep(now = Date.now()): number {
+  sweep(now = monotonicMs()): number {
     let freed = 0;
     for (let k = this.oldest; k !== null;) {
       const next = k.newer;

@@ -301,14 +301,38 @@ export function translatorDigest(): string {
 }
 
 /**
- * sha256 (first 16 hex digits) over TRANSLATOR_VERSION and the name and bytes of every .ts/.js
- * file (not .d.ts) of `translateDir` and of its sibling folders riscv/ and elf/, in name order,
- * then of the sibling util/ folder's leb.ts/leb.js (the LEB128 encoder the byte writer's output
- * is made of). A missing folder or file is skipped.
+ * The version of the Binaryen package this module loads (the package.json of the first
+ * node_modules/binaryen found from this file's folder upward, as Node resolves a package), or ''
+ * when there is none: the optimising tier's output is Binaryen's as much as berm's. (Not through
+ * node:module's createRequire: loading node:module costs a CLI start four of Node's modules.)
  */
-export function sourceDigest(translateDir: string): string {
+export function binaryenVersion(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ;) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'node_modules', 'binaryen', 'package.json'), 'utf8')) as {
+        version?: unknown;
+      };
+      return typeof pkg.version === 'string' ? pkg.version : '';
+    } catch {
+      // not here (or unreadable): the folder above
+    }
+    const up = dirname(dir);
+    if (up === dir) return '';
+    dir = up;
+  }
+}
+
+/**
+ * sha256 (first 16 hex digits) over TRANSLATOR_VERSION, the Binaryen version `binaryen`, and the
+ * name and bytes of every .ts/.js file (not .d.ts) of `translateDir` and of its sibling folders
+ * riscv/ and elf/, in name order, then of the sibling util/ folder's leb.ts/leb.js (the LEB128
+ * encoder the byte writer's output is made of). A missing folder or file is skipped.
+ * @param binaryen the Binaryen version to digest (default: the installed one, {@link binaryenVersion})
+ */
+export function sourceDigest(translateDir: string, binaryen: string = binaryenVersion()): string {
   const h = createHash('sha256');
   h.update(`v${TRANSLATOR_VERSION}`);
+  h.update(`binaryen ${binaryen}\0`);
   const dirs = [translateDir, join(translateDir, '..', 'riscv'), join(translateDir, '..', 'elf')];
   for (const dir of dirs) {
     let names: string[] = [];
