@@ -11,10 +11,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import t, { type Test } from 'tap';
-import { BermRuntime, SqliteStore, type WakeSpec } from '../src/runtime/index.js';
+import { BermRuntime, SqliteStore } from '../src/runtime/index.js';
 import { openSqlite } from '../src/store/sqlite-driver.js';
 import { WalCheckpointer } from '../src/store/wal-checkpointer.js';
 import { ROOT, TEST_CACHE } from './helpers/fixtures.js';
+import { paddedWake } from './helpers/padded-wake.js';
 
 /** bytes of one WAL frame of a 4 KiB page (the page and a 24-byte frame header) */
 const FRAME = 4096 + 24;
@@ -28,25 +29,10 @@ function tmp(t: Test, name: string): string {
   return dir;
 }
 
-function spec(i: number): WakeSpec {
-  return {
-    id: `w${i}`,
-    kind: 'wake',
-    harness: 'qg',
-    entry: 'on_wake',
-    when: 1e12 + i,
-    payload: 'x'.repeat(200),
-    armedBy: 'test',
-    chain: null,
-    depth: 0,
-    armedAt: 0,
-  };
-}
-
 /** What the queue's thread commits per wake: an arm, a claim and a finish (three transactions). */
 function cycle(store: SqliteStore, from: number, n: number): void {
   for (let i = from; i < from + n; i++) {
-    const r = store.dues.arm(spec(i)).record;
+    const r = store.dues.arm(paddedWake(i)).record;
     store.dues.claim(r.seq);
     store.dues.finish(r.id, r.seq);
   }

@@ -9,25 +9,11 @@
 //   MODE 'leave': arm and claim a few hundred wakes, then end without closing the store: the
 //     process must exit by itself (the checkpoint thread never keeps it alive).
 import * as fs from 'node:fs';
-import { SqliteStore, type WakeSpec } from '../../src/runtime/index.js';
+import { SqliteStore } from '../../src/runtime/index.js';
+import { paddedWake } from './padded-wake.js';
 
 const [mode, state, acks, firstArg] = process.argv.slice(2);
 const first = Number(firstArg ?? 0);
-
-function spec(i: number): WakeSpec {
-  return {
-    id: `w${i}`,
-    kind: 'wake',
-    harness: 'qg',
-    entry: 'on_wake',
-    when: 1e12 + i,
-    payload: 'x'.repeat(200),
-    armedBy: 'test',
-    chain: null,
-    depth: 0,
-    armedAt: 0,
-  };
-}
 
 const store = SqliteStore.open(state!, {
   checkpoints: 'background',
@@ -37,7 +23,7 @@ const seqs = new Map<number, number>();
 
 if (mode === 'leave') {
   for (let i = 0; i < 300; i++) {
-    const r = store.dues.arm(spec(first + i)).record;
+    const r = store.dues.arm(paddedWake(first + i)).record;
     store.dues.claim(r.seq);
   }
   process.stdout.write('left\n');
@@ -45,7 +31,7 @@ if (mode === 'leave') {
   const fd = fs.openSync(acks!, 'a');
   const ack = (what: string, i: number) => fs.writeSync(fd, `${what} ${i}\n`);
   for (let i = first; ; i++) {
-    seqs.set(i, store.dues.arm(spec(i)).record.seq);
+    seqs.set(i, store.dues.arm(paddedWake(i)).record.seq);
     ack('a', i);
     const c = i - 5;
     if (c >= first) {
