@@ -25,9 +25,9 @@ t.test('the soft open-file limit is read from /proc/self/limits; the cap is clam
   t.same(clampConnections(1024, 1024 + FD_RESERVE), { value: 1024, warning: null });
   const c = clampConnections(1024, 256);
   t.equal(c.value, 256 - FD_RESERVE);
-  t.match(c.warning, /max-connections lowered from 1024 to 192: the open-file limit is 256/);
-  t.match(c.warning, /ulimit -n 1088/);
-  t.match(c.warning, /--max-connections 192/);
+  t.match(c.warning, /max-connections lowered from 1024 to 128: the open-file limit is 256/);
+  t.match(c.warning, /ulimit -n 1152/);
+  t.match(c.warning, /--max-connections 128/);
   t.equal(clampConnections(10, 40).value, 1, 'never below one');
 });
 
@@ -47,30 +47,30 @@ function probe(port: number): Promise<{ sock: net.Socket; status: number; closed
   });
 }
 
-t.test('under ulimit -n 256: max-connections 192 with a warning; the 193rd gets 503', async (t) => {
+t.test('under ulimit -n 256: max-connections 128 with a warning; the 129th gets 503', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'bermd-fd-'));
   const b = await startBermd({ root, cacheDir: TEST_CACHE, openFiles: 256 });
   t.teardown(() => stopBermd(b, 'SIGTERM'));
   const err = b.log();
-  t.match(err, /max-connections +192 \(asked 1024; open-file limit 256\) +\(default\)/);
+  t.match(err, /max-connections +128 \(asked 1024; open-file limit 256\) +\(default\)/);
   const warnings = err.split('\n').filter((l) => /warning: max-connections lowered/.test(l));
   t.equal(warnings.length, 1, 'one warning line');
   t.match(
     warnings[0],
-    /from 1024 to 192: the open-file limit is 256 .*ulimit -n 1088.*--max-connections 192/,
+    /from 1024 to 128: the open-file limit is 256 .*ulimit -n 1152.*--max-connections 128/,
   );
 
   const port = Number(new URL(b.url).port);
   const kept: net.Socket[] = [];
-  for (let i = 0; i < 192; i++) {
+  for (let i = 0; i < 128; i++) {
     const p = await probe(port);
     if (p.status !== 200) t.fail(`connection ${i + 1}: ${p.status}`);
     kept.push(p.sock);
   }
-  t.pass('192 connections served and kept open');
+  t.pass('128 connections served and kept open');
   for (let i = 0; i < 8; i++) {
     const p = await probe(port);
-    t.equal(p.status, 503, `connection ${193 + i}: bermd's 503, not a reset`);
+    t.equal(p.status, 503, `connection ${129 + i}: bermd's 503, not a reset`);
     await p.closed;
   }
   for (const s of kept) s.destroy();

@@ -7,10 +7,13 @@
 import { readFileSync } from 'node:fs';
 
 /**
- * Descriptors kept back from client connections: SQLite databases and their WAL files, worker
- * threads' message ports, the cache, the journal, the listener, the protocol endpoint.
+ * Descriptors kept back from client connections: SQLite databases and their WAL files (the
+ * store's and its checkpoint thread's), worker threads' message ports, the cache, the journal, the
+ * listener, the protocol endpoint. Idle, bermd holds about 45; while its threads start (just after
+ * it listens) the files they read while loading take it past 100 for a moment, so the reserve is
+ * twice what it holds idle, not what it holds idle.
  */
-export const FD_RESERVE = 64;
+export const FD_RESERVE = 128;
 
 /**
  * The soft "Max open files" limit of this process, from Linux's /proc/self/limits (read after

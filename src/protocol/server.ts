@@ -207,7 +207,7 @@ export interface ProtocolServerOptions {
  * bound, a peer that opens connections and keeps them (or a daemon that leaks them on every
  * reconnect) spent one file descriptor each until bermd's own files (SQLite, the journal) could no
  * longer be opened. These few fit in the descriptors bermd keeps out of its HTTP connection cap
- * (FD_RESERVE in src/daemon/fd-limit.ts, 64).
+ * (FD_RESERVE in src/daemon/fd-limit.ts, 128).
  */
 export const MAX_ENDPOINT_CONNECTIONS = 16;
 
