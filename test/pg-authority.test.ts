@@ -156,7 +156,7 @@ t.test('a schema-1 database is migrated in place; its pending wakes have no auth
   store.dues.release(c.id, c.seq, c.when);
   t.same(store.dues.get('new')!.authority, { agent: 'x', session: 's' }, 'a released claim keeps it');
   const sub = { source: 'tick', harness: 'h', once: true, authority: { agent: 'x' }, createdAt: 4 };
-  const id = store.subscriptions.add(sub, 10);
+  const id = store.subscriptions.add(sub);
   t.same(store.subscriptions.list('h'), [{ id, ...sub }], 'the migrated database keeps subscriptions');
   await pool.query('UPDATE berm_schema SET version = $1', [sql.SCHEMA_VERSION + 1]);
   await t.rejects(PgStore.open(url, { owner: 'old-berm' }), {

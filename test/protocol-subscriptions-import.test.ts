@@ -102,7 +102,7 @@ t.test('an old subscriptions.sqlite is imported into the store once, then rename
     'state.sqlite holds them with their authority and creation time',
   );
   t.equal(
-    store.subscriptions.add({ source: 's', harness: 'remind', once: false, authority: {}, createdAt: 1 }, 10),
+    store.subscriptions.add({ source: 's', harness: 'remind', once: false, authority: {}, createdAt: 1 }),
     8,
     'a new subscription gets an id after the imported ones',
   );

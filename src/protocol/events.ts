@@ -97,14 +97,14 @@ export class HarnessEventBus {
     if (source === '' || source.length > 1024) {
       throw new SubscriptionError(`source must be 1..1024 characters, got ${source.length}`);
     }
-    const spec = { source, harness, once, authority, createdAt: Date.now() };
-    const id = this.db.add(spec, this.maxPerHarness);
-    if (typeof id !== 'number') {
+    const n = this.db.count(harness);
+    if (n >= this.maxPerHarness) {
       throw new SubscriptionError(
-        `harness ${harness} holds ${id.held} subscriptions; the limit is ${this.maxPerHarness}`,
+        `harness ${harness} holds ${n} subscriptions; the limit is ${this.maxPerHarness}`,
       );
     }
-    return { id, ...spec };
+    const spec = { source, harness, once, authority, createdAt: Date.now() };
+    return { id: this.db.add(spec), ...spec };
   }
 
   /** Remove subscription `id` (only if it targets `harness`, when given). True when removed. */

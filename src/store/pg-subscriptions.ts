@@ -99,49 +99,6 @@ async function importRecords(
   }
 }
 
-/** The first key of the transaction-level advisory lock taken per harness by {@link addWithin}. */
-export const SUBSCRIPTION_LOCK_CLASS = 0x62657273;
-
-/**
- * Count and insert in one transaction holding the harness's advisory lock (key
- * (SUBSCRIPTION_LOCK_CLASS, hashtext(harness))): under READ COMMITTED two transactions would
- * each count the rows before the other's insert and both add past the limit; with the lock the
- * second counts after the first committed. Other harnesses' adds do not wait.
- * @returns the new id, or `{ held }` when the harness holds `max` already
- */
-async function addWithin(
-  pool: pg.Pool,
-  s: Omit<SubscriptionRecord, 'id'>,
-  max: number,
-): Promise<number | { held: number }> {
-  const c = await pool.connect();
-  try {
-    await c.query('BEGIN');
-    await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [SUBSCRIPTION_LOCK_CLASS, s.harness]);
-    const n = await c.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM berm_subscriptions WHERE harness = $1',
-      [s.harness],
-    );
-    const held = n.rows[0]!.n;
-    if (held >= max) {
-      await c.query('ROLLBACK');
-      return { held };
-    }
-    const r = await c.query<{ id: string }>(
-      `INSERT INTO berm_subscriptions (source, harness, once, authority, created_at)
-       VALUES ($1, $2, $3, $4::jsonb, $5) RETURNING id`,
-      [s.source, s.harness, s.once, JSON.stringify(s.authority), s.createdAt],
-    );
-    await c.query('COMMIT');
-    return Number(r.rows[0]!.id);
-  } catch (e) {
-    await c.query('ROLLBACK').catch(() => {});
-    throw e;
-  } finally {
-    c.release();
-  }
-}
-
 /**
  * Run one subscription operation against `pool` (the bridge job's side).
  * @param args the SubscriptionStore method's arguments
@@ -156,8 +113,15 @@ export async function runSubscriptions(pool: pg.Pool, op: SubscriptionOp, args: 
       );
       return r.rows[0]!.n;
     }
-    case 'add':
-      return addWithin(pool, args[0] as Omit<SubscriptionRecord, 'id'>, args[1] as number);
+    case 'add': {
+      const s = args[0] as Omit<SubscriptionRecord, 'id'>;
+      const r = await pool.query<{ id: string }>(
+        `INSERT INTO berm_subscriptions (source, harness, once, authority, created_at)
+         VALUES ($1, $2, $3, $4::jsonb, $5) RETURNING id`,
+        [s.source, s.harness, s.once, JSON.stringify(s.authority), s.createdAt],
+      );
+      return Number(r.rows[0]!.id);
+    }
     case 'remove': {
       const [id, harness] = args as [number, string | undefined];
       const r =
@@ -182,7 +146,7 @@ export async function runSubscriptions(pool: pg.Pool, op: SubscriptionOp, args: 
 export function pgSubscriptions(call: <T>(op: SubscriptionOp, ...args: unknown[]) => T): SubscriptionStore {
   return {
     count: (harness) => call<number>('count', harness),
-    add: (spec, max) => call<number | { held: number }>('add', spec, max),
+    add: (spec) => call<number>('add', spec),
     remove: (id, harness) => call<boolean>('remove', id, harness),
     list: (harness) => call<SubscriptionRecord[]>('list', harness),
     bySource: (source) => call<SubscriptionRecord[]>('bySource', source),

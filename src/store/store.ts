@@ -330,13 +330,8 @@ export interface SubscriptionImport {
 export interface SubscriptionStore {
   /** How many subscriptions `harness` holds. */
   count(harness: string): number;
-  /**
-   * Store a subscription unless its harness already holds `maxPerHarness`: the count and the
-   * insert are one step, for every process of a shared store (two doors adding at once never take
-   * a harness past the limit).
-   * @returns its id, or `{ held }` (the harness's subscriptions, none added) when it is full
-   */
-  add(spec: Omit<SubscriptionRecord, 'id'>, maxPerHarness: number): number | { held: number };
+  /** Store a subscription. @returns its id */
+  add(spec: Omit<SubscriptionRecord, 'id'>): number;
   /** Remove subscription `id` (only if it targets `harness`, when given). @returns whether one was removed */
   remove(id: number, harness?: string): boolean;
   /** Subscriptions, of one harness when given, in id order. */

@@ -72,20 +72,15 @@ export class SqliteSubscriptions implements SubscriptionStore {
     ).n;
   }
 
-  add(s: Omit<SubscriptionRecord, 'id'>, maxPerHarness: number): number | { held: number } {
-    // one transaction: the count and the insert see the same rows (BEGIN IMMEDIATE takes the write
-    // lock before the count, so another connection to the file cannot add in between)
-    const step = this.db.transaction(() => {
-      const held = this.count(s.harness);
-      if (held >= maxPerHarness) return { held };
-      const info = this.db
+  add(s: Omit<SubscriptionRecord, 'id'>): number {
+    const info = this.write(() =>
+      this.db
         .prepare(
           'INSERT INTO harness_subscriptions (source, harness, once, authority, created_at) VALUES (?, ?, ?, ?, ?)',
         )
-        .run(s.source, s.harness, s.once ? 1 : 0, JSON.stringify(s.authority), s.createdAt);
-      return Number(info.lastInsertRowid);
-    });
-    return this.write(() => step.immediate());
+        .run(s.source, s.harness, s.once ? 1 : 0, JSON.stringify(s.authority), s.createdAt),
+    );
+    return Number(info.lastInsertRowid);
   }
 
   remove(id: number, harness?: string): boolean {
