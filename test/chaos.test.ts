@@ -88,14 +88,16 @@ t.test('chaos: 3 bermd, random SIGKILLs, a database restart, a full disk', async
   // once, in the middle of the load
   let kills = 0;
   const starting = new Map<number, Promise<void>>();
-  // a daemon that cannot start (its root's disk full) is started again, as a supervisor would
+  // a daemon that cannot start (its root's disk full) is started again, as a supervisor would,
+  // for as long as the disk can stay full (the episode lasts until a deploy is refused naming it,
+  // 20 s at most) and then some: 60 tries, 500 ms apart
   const bootFailures: string[] = [];
   const restart = async (i: number): Promise<Bermd> => {
     for (let n = 0; ; n++) {
       try {
         return await startBermd(opts(i));
       } catch (e) {
-        if (n === 5) throw e;
+        if (n === 59) throw e;
         bootFailures.push(
           ((e as Error).message.split('\n').find((l) => /error|cannot/i.test(l)) ?? '?').trim(),
         );
