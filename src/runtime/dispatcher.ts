@@ -15,10 +15,10 @@ import type { Authority } from '../contract/index.js';
 import { LimitError, TokenBucket, type RuntimeLimits } from './limits.js';
 import {
   fromRun,
+  invocationInfo,
   refused,
   type CancelSignal,
   type Counters,
-  type InvocationInfo,
   type Job,
   type Outcome,
 } from './outcome.js';
@@ -437,21 +437,6 @@ export class Dispatcher {
     for (const j of all)
       j.resolve(refused(new LimitError('closed', 'closed', 'the runtime shut down before it started')));
   }
-}
-
-/** What the journal and the caller learn of `j`'s run: started at `start` (ms since the epoch). */
-function invocationInfo(j: Job, start: number, ms: number, waitMs: number, fuel: number): InvocationInfo {
-  return {
-    trigger: j.trigger,
-    harness: j.harness,
-    entry: j.entry,
-    chain: j.chain.id,
-    depth: j.chain.depth,
-    start,
-    ms,
-    waitMs,
-    fuel,
-  };
 }
 
 /**

@@ -171,3 +171,28 @@ export function fromRun(r: RunResult, logs: string[], info: InvocationInfo): Out
       return { status: 'error', code: r.code, message: r.message, logs, info };
   }
 }
+
+/**
+ * What the journal and the caller learn of `j`'s run: started at `start` (ms since the epoch),
+ * `ms` running, `waitMs` queued, `fuel` taken. A job that ended without running passes 0 for the
+ * last three.
+ */
+export function invocationInfo(
+  j: Pick<Job, 'trigger' | 'harness' | 'entry' | 'chain'>,
+  start: number,
+  ms: number,
+  waitMs: number,
+  fuel: number,
+): InvocationInfo {
+  return {
+    trigger: j.trigger,
+    harness: j.harness,
+    entry: j.entry,
+    chain: j.chain.id,
+    depth: j.chain.depth,
+    start,
+    ms,
+    waitMs,
+    fuel,
+  };
+}

@@ -15,7 +15,7 @@
 import type { Dispatcher } from './dispatcher.js';
 import { buryWake } from './dead-letter.js';
 import type { RuntimeLimits } from './limits.js';
-import { ON_WAKE, type Counters, type InvocationInfo, type Job, type Outcome } from './outcome.js';
+import { ON_WAKE, invocationInfo, type Counters, type Job, type Outcome } from './outcome.js';
 import type { HarnessRegistry } from './registry.js';
 import type { ChainSpec } from './worker-messages.js';
 import type { JournalRecord, RuntimeStore, WakeRecord } from '../store/store.js';
@@ -82,7 +82,13 @@ export class WakeDelivery {
       now,
     };
     const fail = (code: 'unknown-harness' | 'harness', message: string) => {
-      const o: Outcome = { status: 'error', code, message, logs: [], info: noRunInfo(job, now) };
+      const o: Outcome = {
+        status: 'error',
+        code,
+        message,
+        logs: [],
+        info: invocationInfo(job, now, 0, 0, 0),
+      };
       q.finish({ ...job, enqueuedAt: now, resolve: () => {} }, o);
     };
     if (!h) return fail('unknown-harness', `no harness named ${w.harness} is deployed; the wake is dropped`);
@@ -238,19 +244,4 @@ export class WakeDelivery {
     this.schedules.delete(key);
     if (sched.deferred) this.d.redeliver.push(sched.deferred);
   }
-}
-
-/** The facts of a job that ended without running (no start in a worker, no fuel). */
-function noRunInfo(j: Omit<Job, 'resolve' | 'enqueuedAt'>, now: number): InvocationInfo {
-  return {
-    trigger: j.trigger,
-    harness: j.harness,
-    entry: j.entry,
-    chain: j.chain.id,
-    depth: j.chain.depth,
-    start: now,
-    ms: 0,
-    waitMs: 0,
-    fuel: 0,
-  };
 }
