@@ -14,29 +14,20 @@ import { Engine } from '../src/engine/engine.js';
 import { Harness } from '../src/harness/harness.js';
 import { fnv1a64 } from '../src/util/fnv.js';
 import { median, percentile } from './lib/figures.js';
-import { buildDrivers, runDriver, type SpeedProgram } from './lib/native.js';
+import { SPEED_PROGRAMS, buildDrivers, runDriver, type SpeedProgram } from './lib/native.js';
 
 type Fig = (name: string, value: number, unit: string, label: string, better?: 'lower' | 'higher') => void;
 
 const ROOT = join(import.meta.dirname, '..');
-const MiB = 1 << 20;
 
-const PROGRAMS: SpeedProgram[] = [
-  { name: 'sha256', symbol: 'sha256_seed', args: [16 * MiB, 1], what: 'SHA-256 of 16 MiB' },
-  { name: 'fib', symbol: 'fib_rec', args: [32, 0], what: 'recursive fib(32)' },
-  {
-    name: 'qsort',
-    symbol: 'qsort_ints',
-    args: [1_000_000, 1],
-    what: 'qsort of 1M ints (the SDK libc qsort on wasm32, picolibc on RISC-V, glibc natively)',
-  },
-  {
-    name: 'coremark',
-    symbol: 'coremark_mix',
-    args: [20_000, 1],
-    what: 'CoreMark-like mix, 20000 iterations',
-  },
-];
+/**
+ * The speed section's programs as the Wasm tools take them: always two arguments ("a0 a1"), so a
+ * one-argument program gets a 0 after its own.
+ */
+const PROGRAMS: SpeedProgram[] = SPEED_PROGRAMS.map((p) => ({
+  ...p,
+  args: p.args.length === 1 ? [...p.args, 0] : [...p.args],
+}));
 
 function build(dir: string, target: 'wasm32' | 'riscv64'): string {
   const extra = target === 'wasm32' ? ['BERM_TARGET=wasm32'] : ['BERM_CC=gcc'];
